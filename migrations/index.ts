@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely/migration';
+import * as people from './2026-11-21-0001-people.js';
+
+/**
+ * Every Postgres migration, in order. Listed statically (not read from disk) so the
+ * same list works under tsx, vitest and a compiled build.
+ */
+export const migrations: Record<string, Migration> = {
+  '2026-11-21-0001-people': people,
+};

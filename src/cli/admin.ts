@@ -1,0 +1,96 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config.js';
+import { runAdminCommand } from '../core/admin-commands.js';
+import { toAppError } from '../core/errors.js';
+import { sendAdminCommand, type AdminResponse } from '../runtime/admin-socket.js';
+import { openRuntime } from '../runtime/open.js';
+
+const USAGE = `Usage: npm run admin -- <command> [options] [--json]
+
+Commands:
+  create-workspace --name N --admin-email E [--partner]
+  entitlement grant|revoke --org GUID --key ff-svc-admin
+  create-token --user GUID --label L [--expires-in-days D]
+  migrate
+
+While the service runs on the same DATA_DIR, the command is carried out by it
+(over DATA_DIR/admin.sock); otherwise this process opens the stores itself.`;
+
+/** Turns argv into the command's name and arguments (camelCase keys). */
+function parseCommandLine(argv: string[]): { command: string; args: Record<string, unknown>; json: boolean } {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      'admin-email': { type: 'string' },
+      partner: { type: 'boolean' },
+      org: { type: 'string' },
+      key: { type: 'string' },
+      user: { type: 'string' },
+      label: { type: 'string' },
+      'expires-in-days': { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command = 'help', ...rest] = positionals;
+  if (values.help) return { command: 'help', args: {}, json: false };
+  const args: Record<string, unknown> = {};
+  if (values.name !== undefined) args.name = values.name;
+  if (values['admin-email'] !== undefined) args.adminEmail = values['admin-email'];
+  if (values.partner) args.partner = true;
+  if (values.org !== undefined) args.org = values.org;
+  if (values.key !== undefined) args.key = values.key;
+  if (values.user !== undefined) args.user = values.user;
+  if (values.label !== undefined) args.label = values.label;
+  if (values['expires-in-days'] !== undefined) args.expiresInDays = Number(values['expires-in-days']);
+  if (command === 'entitlement') args.action = rest[0];
+  return { command, args, json: Boolean(values.json) };
+}
+
+function print(result: Record<string, unknown>, json: boolean): void {
+  if (json) {
+    process.stdout.write(JSON.stringify(result) + '\n');
+    return;
+  }
+  for (const [k, v] of Object.entries(result)) process.stdout.write(`${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}\n`);
+}
+
+async function main(): Promise<number> {
+  const { command, args, json } = parseCommandLine(process.argv.slice(2));
+  if (command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  const config = loadConfig();
+  let response: AdminResponse | null = await sendAdminCommand(config.dataDir, { command, args });
+  if (!response) {
+    const runtime = await openRuntime(config, { logger: { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) } });
+    try {
+      response = { ok: true, result: await runAdminCommand(runtime.services, command, args) };
+    } catch (err) {
+      const e = toAppError(err);
+      if (e.code === 'internal') console.error(err);
+      response = { ok: false, error: { code: e.code, detail: e.message, errors: e.extras.errors } };
+    } finally {
+      await runtime.close();
+    }
+  }
+  if (!response.ok) {
+    if (json) process.stdout.write(JSON.stringify({ error: response.error }) + '\n');
+    process.stderr.write(`error (${response.error.code}): ${response.error.detail}\n`);
+    if (response.error.code === 'validation_failed') process.stderr.write(USAGE + '\n');
+    return 1;
+  }
+  print(response.result, json);
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof ConfigError ? err.message : err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,81 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * The service's whole configuration, parsed once at boot from the environment.
+ * `process.env` is read here and nowhere else; everything downstream receives a
+ * frozen `Config`.
+ */
+const ConfigSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    PUBLIC_BASE_URL: z
+      .string()
+      .url('PUBLIC_BASE_URL must be an absolute URL such as https://gateway.example.com')
+      .optional(),
+    DATA_DIR: z.string().min(1).default('./data'),
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// connection string')
+      .optional(),
+    CLICKHOUSE_URL: z.string().url('CLICKHOUSE_URL must be an http(s) URL of a ClickHouse server').optional(),
+    CLICKHOUSE_USER: z.string().optional(),
+    CLICKHOUSE_PASSWORD: z.string().optional(),
+    CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'CLICKHOUSE_DATABASE must be a plain identifier').default('default'),
+    CLICKHOUSE_CLUSTER: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'CLICKHOUSE_CLUSTER must be a plain identifier').optional(),
+    SECRET_KEY: z
+      .string()
+      .refine((v) => Buffer.from(v, 'base64').length === 32, 'SECRET_KEY must be 32 bytes, base64-encoded (openssl rand -base64 32)')
+      .optional(),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
+    EGRESS_ALLOWED_CIDRS: z.string().default(''),
+    /** Requests per minute per access token on the admin interface. */
+    ADMIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+  })
+  .transform((env) => {
+    const publicBaseUrl = (env.PUBLIC_BASE_URL ?? `http://${env.HOST}:${env.PORT}`).replace(/\/+$/, '');
+    return {
+      port: env.PORT,
+      host: env.HOST,
+      publicBaseUrl,
+      dataDir: path.resolve(env.DATA_DIR),
+      databaseUrl: env.DATABASE_URL,
+      clickhouse: env.CLICKHOUSE_URL
+        ? {
+            url: env.CLICKHOUSE_URL,
+            username: env.CLICKHOUSE_USER,
+            password: env.CLICKHOUSE_PASSWORD,
+            database: env.CLICKHOUSE_DATABASE,
+            cluster: env.CLICKHOUSE_CLUSTER,
+          }
+        : undefined,
+      secretKey: env.SECRET_KEY,
+      logLevel: env.LOG_LEVEL,
+      logRetentionDays: env.LOG_RETENTION_DAYS,
+      egressAllowedCidrs: env.EGRESS_ALLOWED_CIDRS.split(',')
+        .map((c) => c.trim())
+        .filter(Boolean),
+      adminRateLimitPerMinute: env.ADMIN_RATE_LIMIT_PER_MINUTE,
+    };
+  });
+
+export type Config = Readonly<z.output<typeof ConfigSchema>>;
+
+export class ConfigError extends Error {}
+
+/** Parses the environment; throws a ConfigError whose message names every bad variable and why. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  if (parsed.data.databaseUrl && !parsed.data.secretKey) {
+    throw new ConfigError(
+      'SECRET_KEY is required when DATABASE_URL is set: several processes share that database and must encrypt secrets with the same key. Generate one with `openssl rand -base64 32`.',
+    );
+  }
+  return Object.freeze(parsed.data);
+}

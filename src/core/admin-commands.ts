@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { ADMIN_ENTITLEMENT, zodFieldErrors } from './executor.js';
+import { AppError, notFound, validationFailed } from './errors.js';
+import { isGuid } from './ids.js';
+import { issueAccessToken } from './auth/issue-access-token.js';
+import { findOrganization, grantEntitlement, revokeEntitlement } from './repositories/organizations.js';
+import type { Services } from './services.js';
+import { createWorkspace } from './workspaces.js';
+import { migratePostgres } from '../stores/postgres.js';
+import { migrateClickhouse } from '../stores/clickhouse.js';
+
+/**
+ * The operator commands of `npm run admin`. They run either inside the service
+ * (handed over DATA_DIR/admin.sock) or in the CLI's own process; both call this,
+ * so the output is the same either way.
+ */
+const Guid = z.string().refine(isGuid, 'must be a guid');
+
+const commandSchemas = {
+  'create-workspace': z.strictObject({ name: z.string().trim().min(1), adminEmail: z.email(), partner: z.boolean().default(false) }),
+  entitlement: z.strictObject({ action: z.enum(['grant', 'revoke']), org: Guid, key: z.literal(ADMIN_ENTITLEMENT) }),
+  'create-token': z.strictObject({ user: Guid, label: z.string().trim().min(1).max(200), expiresInDays: z.number().int().min(0).max(90).default(0) }),
+  migrate: z.strictObject({}),
+} as const;
+
+export type AdminCommandName = keyof typeof commandSchemas;
+export const ADMIN_COMMANDS = Object.keys(commandSchemas) as AdminCommandName[];
+
+type Handlers = { [K in AdminCommandName]: (services: Services, args: z.output<(typeof commandSchemas)[K]>) => Promise<Record<string, unknown>> };
+
+const handlers: Handlers = {
+  'create-workspace': async ({ db }, a) => createWorkspace(db, { name: a.name, adminEmail: a.adminEmail, partner: a.partner }) as unknown as Promise<Record<string, unknown>>,
+  entitlement: async ({ db }, a) => {
+    if (!(await findOrganization(db, a.org))) throw notFound('Workspace');
+    if (a.action === 'grant') await grantEntitlement(db, a.org, a.key);
+    else await revokeEntitlement(db, a.org, a.key);
+    return { organizationGuid: a.org, key: a.key, granted: a.action === 'grant' };
+  },
+  'create-token': async ({ db }, a) => {
+    const user = await db.selectFrom('users').select(['guid', 'organization_guid', 'is_active']).where('guid', '=', a.user).executeTakeFirst();
+    if (!user) throw notFound('User');
+    if (!user.is_active) throw new AppError('conflict', 'The user is deactivated.');
+    const issued = await issueAccessToken(db, { organizationGuid: user.organization_guid, userGuid: user.guid, label: a.label, expiresInDays: a.expiresInDays });
+    return { id: issued.record.id, label: issued.record.label, prefix: issued.record.prefix, token: issued.token, alreadyExisted: issued.alreadyExisted };
+  },
+  migrate: async (services) => {
+    const pg = await migratePostgres(services.db);
+    const ch = await migrateClickhouse(services.clickhouse, { retentionDays: services.config.logRetentionDays, cluster: services.clickhouse.cluster });
+    return { postgres: (pg.results ?? []).map((r) => r.migrationName), clickhouse: ch };
+  },
+};
+
+export async function runAdminCommand(services: Services, name: string, rawArgs: Record<string, unknown>): Promise<Record<string, unknown>> {
+  if (!(name in commandSchemas)) throw validationFailed([{ path: 'command', message: `unknown command; one of ${ADMIN_COMMANDS.join(', ')}` }]);
+  const command = name as AdminCommandName;
+  const parsed = commandSchemas[command].safeParse(rawArgs);
+  if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
+  return (handlers[command] as (s: Services, a: unknown) => Promise<Record<string, unknown>>)(services, parsed.data);
+}

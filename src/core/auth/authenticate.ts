@@ -1,0 +1,51 @@
+import { sql } from 'kysely';
+import { AppError } from '../errors.js';
+import { ADMIN_ENTITLEMENT } from '../executor.js';
+import type { Principal } from '../operation.js';
+import type { Services } from '../services.js';
+import { hashToken, tokenKindOf, type TokenKind } from './tokens.js';
+
+const UNAUTHENTICATED = 'A valid access token is required: send it as `Authorization: Bearer <token>`.';
+
+/**
+ * Resolves a bearer token of the given kind to its caller. One indexed read per
+ * request, so a revocation, an expiry or a deactivation takes effect on the very
+ * next request in every process; lastUsedAt is noted in memory, not written here.
+ * Every failure gives the same answer, whatever the reason.
+ */
+export async function authenticate(services: Pick<Services, 'db' | 'tokenUsage'>, token: string | null, kind: TokenKind): Promise<Principal> {
+  if (!token || tokenKindOf(token) !== kind) throw new AppError('unauthenticated', UNAUTHENTICATED);
+  const row = await services.db
+    .selectFrom('access_tokens as t')
+    .innerJoin('users as u', 'u.guid', 't.user_guid')
+    .innerJoin('organizations as o', 'o.guid', 't.organization_guid')
+    .innerJoin('roles as r', 'r.guid', 'u.role_guid')
+    .select([
+      't.id as token_id',
+      'u.guid as user_guid',
+      'u.email',
+      'o.guid as organization_guid',
+      'o.type as organization_type',
+      'r.guid as role_guid',
+      'r.granted_capabilities',
+      sql<boolean>`exists (select 1 from entitlements e where e.organization_guid = o.guid and e.key = ${ADMIN_ENTITLEMENT})`.as('entitled'),
+    ])
+    .where('t.token_hash', '=', hashToken(token))
+    .where('t.kind', '=', kind)
+    .where('t.revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('t.expires_at', 'is', null), eb('t.expires_at', '>', sql<Date>`now()`)]))
+    .where('u.is_active', '=', true)
+    .executeTakeFirst();
+  if (!row) throw new AppError('unauthenticated', UNAUTHENTICATED);
+  services.tokenUsage.note(row.token_id);
+  return {
+    tokenId: row.token_id,
+    userGuid: row.user_guid,
+    emailAddress: row.email,
+    organizationGuid: row.organization_guid,
+    organizationType: row.organization_type,
+    roleGuid: row.role_guid,
+    capabilities: new Set(row.granted_capabilities),
+    entitled: Boolean(row.entitled),
+  };
+}

@@ -1,0 +1,110 @@
+/**
+ * The one error taxonomy of the interface (contract section 2). Every failure a
+ * caller can see is an AppError with a closed code; REST renders it as problem+json,
+ * MCP as an isError tool result carrying the same object.
+ */
+export type ErrorCode =
+  | 'validation_failed'
+  | 'unauthenticated'
+  | 'entitlement_required'
+  | 'missing_capability'
+  | 'not_creator'
+  | 'not_found'
+  | 'conflict'
+  | 'identity_selection_required'
+  | 'rate_limited'
+  | 'internal';
+
+export function codeToStatus(code: ErrorCode): number {
+  switch (code) {
+    case 'validation_failed':
+      return 400;
+    case 'unauthenticated':
+      return 401;
+    case 'entitlement_required':
+    case 'missing_capability':
+    case 'not_creator':
+      return 403;
+    case 'not_found':
+      return 404;
+    case 'conflict':
+      return 409;
+    case 'identity_selection_required':
+      return 422;
+    case 'rate_limited':
+      return 429;
+    case 'internal':
+      return 500;
+  }
+}
+
+const TITLES: Record<ErrorCode, string> = {
+  validation_failed: 'Validation failed',
+  unauthenticated: 'Unauthenticated',
+  entitlement_required: 'Entitlement required',
+  missing_capability: 'Missing capability',
+  not_creator: 'Not the creator',
+  not_found: 'Not found',
+  conflict: 'Conflict',
+  identity_selection_required: 'Identity selection required',
+  rate_limited: 'Rate limited',
+  internal: 'Internal error',
+};
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/** Problem details (RFC 9457) plus the contract's `code` and per-code extra members. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  [extra: string]: unknown;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly extras: Record<string, unknown>;
+
+  constructor(code: ErrorCode, detail: string, extras: Record<string, unknown> = {}) {
+    super(detail);
+    this.code = code;
+    this.extras = extras;
+  }
+
+  get status(): number {
+    return codeToStatus(this.code);
+  }
+
+  toProblem(): Problem {
+    return {
+      type: `urn:svc-admin:problem:${this.code}`,
+      title: TITLES[this.code],
+      status: this.status,
+      detail: this.message,
+      code: this.code,
+      ...this.extras,
+    };
+  }
+}
+
+export const validationFailed = (errors: FieldError[]): AppError =>
+  new AppError(
+    'validation_failed',
+    errors.length === 1 ? `${errors[0]!.path || 'input'}: ${errors[0]!.message}` : `${errors.length} invalid parameters: ${errors.map((e) => e.path || 'input').join(', ')}`,
+    { errors },
+  );
+
+export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
+
+export const conflict = (detail: string): AppError => new AppError('conflict', detail);
+
+/** Any unexpected error becomes a bare 500: no stack, no SQL, no secret reaches the caller. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return new AppError('internal', 'An unexpected error occurred. It has been logged.');
+}

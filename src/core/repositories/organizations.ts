@@ -1,0 +1,23 @@
+import type { ConfigDb } from '../../stores/postgres.js';
+import type { Organization } from '../../stores/schema.js';
+
+export async function insertOrganization(db: ConfigDb, org: { guid: string; name: string; type: 'standard' | 'partner' }): Promise<void> {
+  await db.insertInto('organizations').values(org).execute();
+}
+
+export async function findOrganization(db: ConfigDb, guid: string): Promise<Organization | undefined> {
+  return db.selectFrom('organizations').selectAll().where('guid', '=', guid).executeTakeFirst();
+}
+
+export async function countOrganizations(db: ConfigDb): Promise<number> {
+  const row = await db.selectFrom('organizations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function grantEntitlement(db: ConfigDb, organizationGuid: string, key: string): Promise<void> {
+  await db.insertInto('entitlements').values({ organization_guid: organizationGuid, key }).onConflict((oc) => oc.doNothing()).execute();
+}
+
+export async function revokeEntitlement(db: ConfigDb, organizationGuid: string, key: string): Promise<void> {
+  await db.deleteFrom('entitlements').where('organization_guid', '=', organizationGuid).where('key', '=', key).execute();
+}

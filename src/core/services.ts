@@ -1,0 +1,21 @@
+import type { Config } from '../config.js';
+import type { ClickhouseStore } from '../stores/clickhouse.js';
+import type { ConfigDb } from '../stores/postgres.js';
+import type { TokenUsage } from './auth/token-usage.js';
+
+/** The minimal logger core code needs; pino (fastify's logger) satisfies it. */
+export interface Logger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+  debug(obj: object | string, msg?: string): void;
+}
+
+/** Everything an operation handler may use: the stores and process-wide helpers. */
+export interface Services {
+  config: Config;
+  db: ConfigDb;
+  clickhouse: ClickhouseStore;
+  tokenUsage: TokenUsage;
+  logger: Logger;
+}

@@ -1,0 +1,89 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { runAdminCommand } from '../core/admin-commands.js';
+import { toAppError } from '../core/errors.js';
+import type { Services } from '../core/services.js';
+
+export const adminSocketPath = (dataDir: string): string => path.join(dataDir, 'admin.sock');
+
+export interface AdminRequest {
+  command: string;
+  args: Record<string, unknown>;
+}
+export type AdminResponse = { ok: true; result: Record<string, unknown> } | { ok: false; error: { code: string; detail: string; errors?: unknown } };
+
+/**
+ * Serves operator commands over a Unix socket (mode 0600) so `npm run admin` can
+ * reach the one process that holds the embedded stores. One JSON line in, one out.
+ */
+export async function listenAdminSocket(services: Services, dataDir: string): Promise<net.Server> {
+  const socketPath = adminSocketPath(dataDir);
+  // A socket file left by a process that died is removed; a live one means another service owns DATA_DIR.
+  if (fs.existsSync(socketPath)) {
+    const alive = await new Promise<boolean>((resolve) => {
+      const probe = net.connect(socketPath, () => {
+        probe.end();
+        resolve(true);
+      });
+      probe.on('error', () => resolve(false));
+    });
+    if (alive) throw new Error(`Another service already runs on ${dataDir} (its admin socket answers). Embedded stores admit one process.`);
+    fs.rmSync(socketPath, { force: true });
+  }
+  const server = net.createServer((socket) => {
+    let buffer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => {
+      buffer += chunk;
+      const nl = buffer.indexOf('\n');
+      if (nl < 0) return;
+      const line = buffer.slice(0, nl);
+      buffer = '';
+      void (async () => {
+        let response: AdminResponse;
+        try {
+          const req = JSON.parse(line) as AdminRequest;
+          response = { ok: true, result: await runAdminCommand(services, req.command, req.args ?? {}) };
+        } catch (err) {
+          const e = toAppError(err);
+          if (e.code === 'internal') services.logger.error({ err }, 'admin command failed');
+          response = { ok: false, error: { code: e.code, detail: e.message, errors: e.extras.errors } };
+        }
+        socket.end(JSON.stringify(response) + '\n');
+      })();
+    });
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => resolve());
+  });
+  fs.chmodSync(socketPath, 0o600);
+  return server;
+}
+
+/** Sends one command to a running service; null when none listens on DATA_DIR. */
+export function sendAdminCommand(dataDir: string, request: AdminRequest, timeoutMs = 120_000): Promise<AdminResponse | null> {
+  const socketPath = adminSocketPath(dataDir);
+  if (!fs.existsSync(socketPath)) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    let connected = false;
+    const socket = net.connect(socketPath, () => {
+      connected = true;
+      socket.write(JSON.stringify(request) + '\n');
+    });
+    socket.setEncoding('utf8');
+    socket.setTimeout(timeoutMs, () => socket.destroy(new Error('The running service did not answer the admin command in time.')));
+    socket.on('data', (chunk) => (answer += chunk));
+    socket.on('end', () => {
+      try {
+        resolve(JSON.parse(answer) as AdminResponse);
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+    socket.on('error', (err) => (connected ? reject(err) : resolve(null)));
+  });
+}

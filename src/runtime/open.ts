@@ -1,0 +1,45 @@
+import pino from 'pino';
+import type { Config } from '../config.js';
+import { TokenUsage } from '../core/auth/token-usage.js';
+import type { Services } from '../core/services.js';
+import { migrateClickhouse, openClickhouse } from '../stores/clickhouse.js';
+import { migratePostgres, openPostgres } from '../stores/postgres.js';
+import { resolveSecretKey } from './secret-key.js';
+
+export interface Runtime {
+  services: Services;
+  secretKey: Buffer;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens both stores, applies pending migrations to each and assembles the services
+ * every operation uses. The caller owns `close()`.
+ */
+export async function openRuntime(config: Config, opts: { logger?: Services['logger'] } = {}): Promise<Runtime> {
+  const logger = opts.logger ?? pino({ level: config.logLevel });
+  const secretKey = resolveSecretKey(config);
+  const pg = await openPostgres({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  let clickhouse;
+  try {
+    await migratePostgres(pg.db);
+    clickhouse = await openClickhouse({ dataDir: config.dataDir, server: config.clickhouse });
+    await migrateClickhouse(clickhouse, { retentionDays: config.logRetentionDays, cluster: clickhouse.cluster });
+  } catch (err) {
+    await clickhouse?.close().catch(() => undefined);
+    await pg.close().catch(() => undefined);
+    throw err;
+  }
+  const tokenUsage = new TokenUsage(pg.db);
+  tokenUsage.start();
+  const services: Services = { config, db: pg.db, clickhouse, tokenUsage, logger };
+  return {
+    services,
+    secretKey,
+    close: async () => {
+      await tokenUsage.stop().catch((err: unknown) => logger.warn({ err }, 'could not flush token usage'));
+      await clickhouse.close();
+      await pg.close();
+    },
+  };
+}

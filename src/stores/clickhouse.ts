@@ -1,0 +1,118 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+
+export interface ClickhouseStore {
+  client: ClickHouseClient;
+  kind: 'chdb' | 'server';
+  /** Set when the DDL should be generated for a cluster (Replicated engines, Distributed tables). */
+  cluster?: string | undefined;
+  close(): Promise<void>;
+}
+
+export interface ClickhouseOptions {
+  dataDir: string;
+  server?: { url: string; username?: string | undefined; password?: string | undefined; database: string; cluster?: string | undefined } | undefined;
+}
+
+export class MissingChdbError extends Error {
+  constructor(cause: unknown) {
+    super(
+      'Embedded ClickHouse needs the optional package "chdb", which is not installed. ' +
+        'Either run `npm install chdb` (about 500 MB), or point the service at a ClickHouse server with CLICKHOUSE_URL.',
+      { cause },
+    );
+  }
+}
+
+/**
+ * Opens the call-log store: a ClickHouse server over HTTP when configured, otherwise
+ * chDB's in-process engine with its data under `dataDir`, both behind the same
+ * @clickhouse/client API so every query is the same SQL.
+ */
+export async function openClickhouse(opts: ClickhouseOptions): Promise<ClickhouseStore> {
+  if (opts.server) {
+    const client = createClient({
+      url: opts.server.url,
+      username: opts.server.username ?? 'default',
+      password: opts.server.password ?? '',
+      database: opts.server.database,
+      clickhouse_settings: { date_time_output_format: 'iso' },
+    });
+    return { client, kind: 'server', cluster: opts.server.cluster, close: () => client.close() };
+  }
+  let createChdbConnection: (o: { path: string }) => unknown;
+  try {
+    ({ createChdbConnection } = (await import('chdb/connection' as string)) as { createChdbConnection: typeof createChdbConnection });
+  } catch (err) {
+    throw new MissingChdbError(err);
+  }
+  const dir = path.join(opts.dataDir, 'clickhouse');
+  fs.mkdirSync(dir, { recursive: true });
+  const connection = createChdbConnection({ path: dir });
+  const client = createClient({ connection } as unknown as Parameters<typeof createClient>[0]);
+  return { client, kind: 'chdb', close: () => client.close() };
+}
+
+const DDL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../clickhouse');
+
+/** The DDL files of clickhouse/, in order (NNNN_name.sql). */
+export function listDdlFiles(dir = DDL_DIR): { name: string; sql: string }[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .filter((f) => /^\d{4}_.+\.sql$/.test(f))
+    .sort()
+    .map((name) => ({ name, sql: fs.readFileSync(path.join(dir, name), 'utf8') }));
+}
+
+/** Splits a DDL file into statements on `;` at the end of a line; comments are kept with their statement. */
+export function splitStatements(sqlText: string): string[] {
+  return sqlText
+    .split(/;\s*$/m)
+    .map((s) => s.trim())
+    .filter((s) => s.replace(/--.*$/gm, '').trim().length > 0);
+}
+
+export interface DdlContext {
+  /** Days after which call log rows are dropped (LOG_RETENTION_DAYS). */
+  retentionDays: number;
+  cluster?: string | undefined;
+}
+
+/**
+ * Fills the placeholders of a DDL statement. Files are written for a single node;
+ * `${ON_CLUSTER}`, `${ENGINE:Merge}` style markers switch them to a cluster.
+ */
+export function renderDdl(statement: string, ctx: DdlContext): string {
+  return statement
+    .replaceAll('${RETENTION_DAYS}', String(ctx.retentionDays))
+    .replaceAll('${ON_CLUSTER}', ctx.cluster ? `ON CLUSTER ${ctx.cluster}` : '')
+    .replace(/\$\{ENGINE:(\w+)\}/g, (_m, engine: string) =>
+      ctx.cluster ? `Replicated${engine}('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')` : engine,
+    );
+}
+
+/**
+ * Applies the DDL files of clickhouse/ not yet recorded in `schema_migrations`,
+ * in order, recording each after it succeeds.
+ */
+export async function migrateClickhouse(store: ClickhouseStore, ctx: DdlContext, dir = DDL_DIR): Promise<string[]> {
+  const { client } = store;
+  await client.command({
+    query: `CREATE TABLE IF NOT EXISTS schema_migrations ${ctx.cluster ? `ON CLUSTER ${ctx.cluster}` : ''} (name String, applied_at DateTime64(3) DEFAULT now64(3)) ENGINE = ${ctx.cluster ? "ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')" : 'MergeTree'} ORDER BY name`,
+  });
+  const appliedRows = await (await client.query({ query: 'SELECT name FROM schema_migrations', format: 'JSONEachRow' })).json<{ name: string }>();
+  const applied = new Set(appliedRows.map((r) => r.name));
+  const done: string[] = [];
+  for (const file of listDdlFiles(dir)) {
+    if (applied.has(file.name)) continue;
+    for (const statement of splitStatements(file.sql)) {
+      await client.command({ query: renderDdl(statement, ctx) });
+    }
+    await client.insert({ table: 'schema_migrations', values: [{ name: file.name }], format: 'JSONEachRow' });
+    done.push(file.name);
+  }
+  return done;
+}

@@ -1,0 +1,62 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Kysely, PostgresDialect } from 'kysely';
+import { Migrator, type MigrationResultSet } from 'kysely/migration';
+import { migrations } from '../../migrations/index.js';
+import type { Database } from './schema.js';
+
+export type ConfigDb = Kysely<Database>;
+
+export interface PostgresStore {
+  db: ConfigDb;
+  kind: 'pglite' | 'postgres';
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the configuration store: a Postgres server through `pg` when a URL is
+ * given, otherwise PGlite (Postgres in WASM) with its data under `dataDir`.
+ * Both run the same Kysely queries.
+ */
+export async function openPostgres(opts: { databaseUrl?: string | undefined; dataDir: string }): Promise<PostgresStore> {
+  if (opts.databaseUrl) {
+    const { default: pg } = await import('pg');
+    // Return int8 (counts) as numbers: no count here comes near 2^53.
+    pg.types.setTypeParser(20, (v) => Number(v));
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, kind: 'postgres', close: () => db.destroy() };
+  }
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGliteDialect } = await import('kysely-pglite-dialect');
+  const dir = path.join(opts.dataDir, 'pg');
+  fs.mkdirSync(dir, { recursive: true });
+  const pglite = await PGlite.create(dir, {
+    parsers: { 20: (v: string) => Number(v) },
+  });
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return {
+    db,
+    kind: 'pglite',
+    close: async () => {
+      await db.destroy();
+      if (!pglite.closed) await pglite.close();
+    },
+  };
+}
+
+/** Applies every pending migration of migrations/ through Kysely's Migrator. Throws on the first failure. */
+export async function migratePostgres(db: ConfigDb): Promise<MigrationResultSet> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+  });
+  const result = await migrator.migrateToLatest();
+  if (result.error) {
+    const failed = result.results?.find((r) => r.status === 'Error');
+    throw new Error(`Postgres migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(result.error)}`, {
+      cause: result.error,
+    });
+  }
+  return result;
+}
