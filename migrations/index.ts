@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely/migration';
 import * as people from './2026-11-21-0001-people.js';
+import * as serversGateways from './2026-11-21-0002-servers-gateways.js';
 
 /**
  * Every Postgres migration, in order. Listed statically (not read from disk) so the
@@ -7,4 +8,5 @@ import * as people from './2026-11-21-0001-people.js';
  */
 export const migrations: Record<string, Migration> = {
   '2026-11-21-0001-people': people,
+  '2026-11-21-0002-servers-gateways': serversGateways,
 };

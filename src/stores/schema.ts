@@ -69,6 +69,118 @@ export interface AccessTokensTable {
   created_at: Timestamp;
 }
 
+export interface SecretsTable {
+  guid: string;
+  organization_guid: string;
+  key_id: string;
+  nonce: Buffer;
+  ciphertext: Buffer;
+  auth_tag: Buffer;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type AuthenticationType = 'none' | 'headers' | 'oauth';
+export type AuthenticationStatus = 'open' | 'needs-authentication' | 'authenticated' | 'unsupported';
+
+export interface InboundServersTable {
+  guid: string;
+  organization_guid: string;
+  name: string;
+  url: string;
+  enabled: Generated<boolean>;
+  authentication_type: AuthenticationType;
+  authentication_status: AuthenticationStatus;
+  status_reason: string | null;
+  owner_guid: string;
+  oauth_settings: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  oauth_client_secret_guid: string | null;
+  features: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  features_updated_at: NullableTimestamp;
+  validation_due_at: NullableTimestamp;
+  validation_attempts: Generated<number>;
+  deleted_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface IdentitiesTable {
+  guid: string;
+  organization_guid: string;
+  inbound_server_guid: string;
+  name: string;
+  enabled: Generated<boolean>;
+  access_control: 'private' | 'global';
+  creator_guid: string;
+  kind: 'headers' | 'oauth';
+  header_names: string[];
+  secret_guid: string | null;
+  oauth_expires_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface OauthStatesTable {
+  state: string;
+  organization_guid: string;
+  user_guid: string;
+  inbound_server_guid: string;
+  identity_label: string | null;
+  access_control: 'private' | 'global';
+  verifier_secret_guid: string;
+  expires_at: Timestamp;
+  created_at: Timestamp;
+}
+
+export interface GatewaysTable {
+  guid: string;
+  organization_guid: string;
+  name: string;
+  enabled: Generated<boolean>;
+  archived: Generated<boolean>;
+  owner_guid: string;
+  created_at: Timestamp;
+}
+
+export interface GatewayTeamsTable {
+  gateway_guid: string;
+  team_guid: string;
+  created_at: Timestamp;
+}
+
+export type IdentityScheme = 'sharedIdentity' | 'userIdentity';
+
+export interface GatewayAssignmentsTable {
+  guid: string;
+  organization_guid: string;
+  gateway_guid: string;
+  inbound_server_guid: string;
+  enabled: Generated<boolean>;
+  identity_scheme: IdentityScheme | null;
+  shared_identity_guid: string | null;
+  created_at: Timestamp;
+}
+
+export interface HostsTable {
+  guid: string;
+  organization_guid: string;
+  name: string;
+  enabled: Generated<boolean>;
+  authentication_type: Generated<string>;
+  created_at: Timestamp;
+}
+
+export interface ConnectionsTable {
+  guid: string;
+  organization_guid: string;
+  name: string;
+  enabled: Generated<boolean>;
+  gateway_guid: string;
+  host_guid: string | null;
+  creator_guid: string;
+  /** inbound server guid -> identity guid, for userIdentity servers. */
+  server_identities: ColumnType<Record<string, string>, string | undefined, string>;
+  created_at: Timestamp;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   entitlements: EntitlementsTable;
@@ -77,6 +189,15 @@ export interface Database {
   teams: TeamsTable;
   team_members: TeamMembersTable;
   access_tokens: AccessTokensTable;
+  secrets: SecretsTable;
+  inbound_servers: InboundServersTable;
+  identities: IdentitiesTable;
+  oauth_states: OauthStatesTable;
+  gateways: GatewaysTable;
+  gateway_teams: GatewayTeamsTable;
+  gateway_assignments: GatewayAssignmentsTable;
+  hosts: HostsTable;
+  connections: ConnectionsTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;
