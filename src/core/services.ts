@@ -1,7 +1,10 @@
 import type { Config } from '../config.js';
 import type { ClickhouseStore } from '../stores/clickhouse.js';
 import type { ConfigDb } from '../stores/postgres.js';
+import type { AlertSink } from './alerts.js';
 import type { TokenUsage } from './auth/token-usage.js';
+import type { EgressPolicy } from './egress.js';
+import type { SecretStore } from './secrets/secret-store.js';
 
 /** The minimal logger core code needs; pino (fastify's logger) satisfies it. */
 export interface Logger {
@@ -18,4 +21,9 @@ export interface Services {
   clickhouse: ClickhouseStore;
   tokenUsage: TokenUsage;
   logger: Logger;
+  /** Seals and opens secrets (header values, OAuth tokens, client secrets). */
+  secrets: SecretStore;
+  /** Where outbound requests may go (EGRESS_ALLOWED_CIDRS). */
+  egress: EgressPolicy;
+  alerts: AlertSink;
 }

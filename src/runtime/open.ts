@@ -1,6 +1,8 @@
 import pino from 'pino';
 import type { Config } from '../config.js';
 import { TokenUsage } from '../core/auth/token-usage.js';
+import { EgressPolicy } from '../core/egress.js';
+import { SecretStore } from '../core/secrets/secret-store.js';
 import type { Services } from '../core/services.js';
 import { migrateClickhouse, openClickhouse } from '../stores/clickhouse.js';
 import { migratePostgres, openPostgres } from '../stores/postgres.js';
@@ -32,7 +34,17 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
   }
   const tokenUsage = new TokenUsage(pg.db);
   tokenUsage.start();
-  const services: Services = { config, db: pg.db, clickhouse, tokenUsage, logger };
+  const services: Services = {
+    config,
+    db: pg.db,
+    clickhouse,
+    tokenUsage,
+    logger,
+    secrets: new SecretStore(secretKey),
+    egress: new EgressPolicy(config.egressAllowedCidrs),
+    // Until the call-log store lands, alerts go to the log (never with a secret in them).
+    alerts: { raise: async (alert) => logger.warn({ alert: { code: alert.code, subject: alert.subject, related: alert.relatedResourceIds } }, 'alert raised') },
+  };
   return {
     services,
     secretKey,
