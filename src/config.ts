@@ -1,4 +1,5 @@
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 /**
@@ -30,7 +31,13 @@ const ConfigSchema = z
       .optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
-    EGRESS_ALLOWED_CIDRS: z.string().default(''),
+    EGRESS_ALLOWED_CIDRS: z
+      .string()
+      .default('')
+      .refine(
+        (v) => v.split(',').map((c) => c.trim()).filter(Boolean).every((c) => ipaddr.isValidCIDR(c)),
+        'EGRESS_ALLOWED_CIDRS must be comma-separated CIDRs such as 10.0.0.0/8,127.0.0.1/32',
+      ),
     /** Requests per minute per access token on the admin interface. */
     ADMIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   })

@@ -140,7 +140,17 @@ const clients = new Map<string, Client>();
 export async function invoke(t: TestApp, surface: Surface, token: string, name: string, input: Record<string, unknown> = {}): Promise<Answer> {
   const op = operationsByName.get(name);
   if (!op) throw new Error(`no operation ${name}`);
-  if (surface === 'rest') return invokeRest(t, op, token, input);
+  const answer = surface === 'rest' ? await invokeRest(t, op, token, input) : await invokeMcp(t, op, token, input);
+  // Every success is checked against the operation's declared output schema.
+  if (answer.status < 300) {
+    const parsed = op.output.safeParse(answer.body);
+    if (!parsed.success) throw new Error(`${name} answered outside its output schema: ${parsed.error.message}`);
+  }
+  return answer;
+}
+
+async function invokeMcp(t: TestApp, op: AnyOperation, token: string, input: Record<string, unknown>): Promise<Answer> {
+  const name = op.name;
   let client = clients.get(token);
   if (!client) {
     client = await mcpClient(t, token);

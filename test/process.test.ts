@@ -1,0 +1,119 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { storeKind } from './helpers/harness.js';
+
+/**
+ * The service as a user runs it: a real process on embedded stores, the first-start
+ * bootstrap, the operator CLI through the admin socket and on its own, and a
+ * graceful stop on SIGTERM.
+ */
+const run = promisify(execFile);
+const TSX = path.resolve('node_modules/.bin/tsx');
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-proc-'));
+const children: ChildProcess[] = [];
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function baseEnv(port: number): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _db, SECRET_KEY: _key, ...env } = process.env;
+  return { ...env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+}
+
+async function startService(port: number): Promise<{ child: ChildProcess; stdout: () => string }> {
+  const child = spawn(TSX, ['src/main.ts'], { env: baseEnv(port), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d) => (out += String(d)));
+  child.stderr!.on('data', (d) => (out += String(d)));
+  for (let i = 0; i < 240; i++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+    if (ok) return { child, stdout: () => out };
+    if (child.exitCode !== null) throw new Error(`service exited: ${out}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`service did not become healthy: ${out}`);
+}
+
+async function stop(child: ChildProcess): Promise<number | null> {
+  child.kill('SIGTERM');
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+async function admin(args: string[], port: number) {
+  const { stdout } = await run(TSX, ['src/cli/admin.ts', ...args, '--json'], { env: baseEnv(port) });
+  return JSON.parse(stdout.trim().split('\n').pop()!);
+}
+
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe.runIf(storeKind() === 'pglite')('the service process', () => {
+  it('bootstraps once, serves the CLI over its socket, stops on SIGTERM, and the CLI works without it', async () => {
+    const port = await freePort();
+    const first = await startService(port);
+    const tokenLine = first.stdout().split('\n').find((l) => l.startsWith('Initial admin token: '));
+    expect(tokenLine).toMatch(/^Initial admin token: svcp_[A-Za-z0-9]{8}_[A-Za-z0-9]{43}$/);
+    const token = tokenLine!.slice('Initial admin token: '.length);
+    const tokenFile = path.join(dataDir, 'initial-admin-token');
+    expect(fs.readFileSync(tokenFile, 'utf8').trim()).toBe(token);
+    expect(fs.statSync(tokenFile).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(dataDir, 'secret.key')).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(dataDir, 'admin.sock')).mode & 0o777).toBe(0o600);
+
+    const whoami = await (await fetch(`http://127.0.0.1:${port}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${token}` } })).json();
+    expect(whoami).toMatchObject({ user: { emailAddress: 'admin@localhost' }, organization: { name: 'Default' }, role: { name: 'Administrator' } });
+
+    // Through the running service (embedded stores admit one process).
+    const ws = await admin(['create-workspace', '--name', 'Acme', '--admin-email', 'ops@acme.test'], port);
+    expect(ws).toEqual({ organizationGuid: expect.any(String), userGuid: expect.any(String), roleGuid: expect.any(String), token: expect.stringMatching(/^svcp_/) });
+    const revoked = await admin(['entitlement', 'revoke', '--org', ws.organizationGuid, '--key', 'ff-svc-admin'], port);
+    expect(revoked).toEqual({ organizationGuid: ws.organizationGuid, key: 'ff-svc-admin', granted: false });
+    const denied = await fetch(`http://127.0.0.1:${port}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${ws.token}` } });
+    expect(denied.status).toBe(403);
+    expect((await denied.json()).code).toBe('entitlement_required');
+    const minted = await admin(['create-token', '--user', ws.userGuid, '--label', 'cli'], port);
+    expect(minted).toMatchObject({ label: 'cli', token: expect.stringMatching(/^svcp_/), alreadyExisted: false });
+
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toContain('svc_admin_requests_total{operation="whoami",surface="rest",status="200"}');
+    expect(metrics).not.toContain(token);
+
+    expect(await stop(first.child)).toBe(0);
+    expect(fs.existsSync(path.join(dataDir, 'admin.sock'))).toBe(false);
+
+    // Without a running service the CLI opens the stores itself; the output is the same shape.
+    const granted = await admin(['entitlement', 'grant', '--org', ws.organizationGuid, '--key', 'ff-svc-admin'], port);
+    expect(granted).toEqual({ organizationGuid: ws.organizationGuid, key: 'ff-svc-admin', granted: true });
+    const migrated = await admin(['migrate'], port);
+    expect(migrated).toEqual({ postgres: [], clickhouse: [] });
+
+    // A later start prints no token and keeps the data.
+    const second = await startService(port);
+    expect(second.stdout()).not.toContain('Initial admin token');
+    const again = await fetch(`http://127.0.0.1:${port}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${ws.token}` } });
+    expect(again.status).toBe(200);
+    expect(await stop(second.child)).toBe(0);
+  }, 180_000);
+
+  it('the CLI explains bad input without a stack trace', async () => {
+    const port = await freePort();
+    await expect(run(TSX, ['src/cli/admin.ts', 'create-token', '--user', 'nope', '--label', 'x'], { env: baseEnv(port) })).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('user: must be a guid'),
+    });
+  }, 60_000);
+});
