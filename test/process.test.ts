@@ -84,7 +84,7 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     expect(revoked).toEqual({ organizationGuid: ws.organizationGuid, key: 'ff-svc-admin', granted: false });
     const denied = await fetch(`http://127.0.0.1:${port}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${ws.token}` } });
     expect(denied.status).toBe(403);
-    expect((await denied.json()).code).toBe('entitlement_required');
+    expect(((await denied.json()) as { code: string }).code).toBe('entitlement_required');
     const minted = await admin(['create-token', '--user', ws.userGuid, '--label', 'cli'], port);
     expect(minted).toMatchObject({ label: 'cli', token: expect.stringMatching(/^svcp_/), alreadyExisted: false });
 
