@@ -56,6 +56,10 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     EGRESS_ALLOWED_CIDRS: '127.0.0.0/8',
     PUBLIC_BASE_URL: 'http://127.0.0.1:9999',
     ...(storeKind() === 'postgres' ? { DATABASE_URL: process.env.DATABASE_URL! } : {}),
+    // npm run test:containers points the suite at a ClickHouse server too.
+    ...(process.env.TEST_CLICKHOUSE_URL
+      ? { CLICKHOUSE_URL: process.env.TEST_CLICKHOUSE_URL, CLICKHOUSE_USER: process.env.TEST_CLICKHOUSE_USER ?? 'default', CLICKHOUSE_PASSWORD: process.env.TEST_CLICKHOUSE_PASSWORD ?? '' }
+      : {}),
     ...env,
   });
   const log = new CapturedLog();

@@ -1,0 +1,103 @@
+/**
+ * bench:admin — whoami and list_teams over REST (autocannon) and over MCP (SDK client),
+ * requests per second and p50/p99 latency, on PGlite and, when DATABASE_URL is set,
+ * on that Postgres server. Figures only, never assertions.
+ *
+ *   npm run bench:admin [-- --seconds 5 --connections 10]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { loadConfig } from '../src/config.js';
+import { createWorkspace } from '../src/core/workspaces.js';
+import { buildApp } from '../src/http/app.js';
+import { openRuntime } from '../src/runtime/open.js';
+
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '10' } } });
+const seconds = Number(values.seconds);
+const connections = Number(values.connections);
+const silent = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
+
+interface Row {
+  store: string;
+  surface: string;
+  operation: string;
+  concurrency: number;
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function mcpLoad(url: string, token: string, tool: string, concurrency: number): Promise<{ rps: number; p50: number; p99: number }> {
+  const clients = await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      const c = new Client({ name: 'bench', version: '1' });
+      await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      return c;
+    }),
+  );
+  const latencies: number[] = [];
+  const end = Date.now() + seconds * 1000;
+  await Promise.all(
+    clients.map(async (c) => {
+      while (Date.now() < end) {
+        const t0 = performance.now();
+        const r = await c.callTool({ name: tool, arguments: {} });
+        if (r.isError) throw new Error(JSON.stringify(r.structuredContent));
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  await Promise.all(clients.map((c) => c.close()));
+  latencies.sort((a, b) => a - b);
+  return { rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+async function benchStore(store: 'pglite' | 'postgres'): Promise<Row[]> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-admin-'));
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    SECRET_KEY: Buffer.alloc(32, 1).toString('base64'),
+    ADMIN_RATE_LIMIT_PER_MINUTE: '100000000',
+    ...(store === 'postgres' ? { DATABASE_URL: process.env.DATABASE_URL! } : {}),
+  });
+  const runtime = await openRuntime(config, { logger: silent });
+  const app = await buildApp({ services: runtime.services, logger: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/api/v1/svc-admin`;
+  const ws = await createWorkspace(runtime.services.db, { name: 'bench', adminEmail: `bench-${Date.now()}@example.test` });
+  for (const name of ['a', 'b', 'c', 'd', 'e']) {
+    await fetch(`${base}/teams`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
+  }
+  const rows: Row[] = [];
+  for (const [operation, urlPath] of [['whoami', '/whoami'], ['list_teams', '/teams']] as const) {
+    const r = await autocannon({ url: base + urlPath, connections, duration: seconds, headers: { authorization: `Bearer ${ws.token}` } });
+    if (r.non2xx > 0 || r.errors > 0) throw new Error(`${operation}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+    rows.push({ store, surface: 'rest', operation, concurrency: connections, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 });
+    for (const concurrency of [1, connections]) {
+      const m = await mcpLoad(`${base}/mcp`, ws.token, operation, concurrency);
+      rows.push({ store, surface: 'mcp', operation, concurrency, ...m });
+    }
+  }
+  await app.close();
+  await runtime.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  return rows;
+}
+
+const rows = [...(await benchStore('pglite')), ...(process.env.DATABASE_URL ? await benchStore('postgres') : [])];
+console.log(`\nbench:admin (${seconds} s per case, ${os.cpus().length} cores)\n`);
+console.log('store     surface  operation   conc   req/s    p50 ms   p99 ms');
+for (const r of rows) {
+  console.log(
+    `${r.store.padEnd(9)} ${r.surface.padEnd(8)} ${r.operation.padEnd(11)} ${String(r.concurrency).padStart(4)} ${r.rps.toFixed(0).padStart(7)} ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)}`,
+  );
+}
+process.exit(0);
