@@ -14,6 +14,11 @@ export default tseslint.config(
     },
   },
   {
+    // Benchmarks print their figures.
+    files: ['bench/**/*.ts'],
+    rules: { 'no-console': 'off' },
+  },
+  {
     // The dependency direction (STYLE.md): core never imports an adapter or fastify.
     files: ['src/core/**/*.ts'],
     rules: {
