@@ -5,9 +5,12 @@ import type { Services } from './services.js';
 export interface Principal {
   userGuid: string;
   emailAddress: string;
+  displayName: string;
   organizationGuid: string;
+  organizationName: string;
   organizationType: 'standard' | 'partner';
   roleGuid: string;
+  roleName: string;
   capabilities: ReadonlySet<string>;
   /** Whether the workspace holds the `ff-svc-admin` entitlement. */
   entitled: boolean;

@@ -4,10 +4,7 @@ import { issueAccessToken } from '../auth/issue-access-token.js';
 import { notFound } from '../errors.js';
 import { defineOperation } from '../operation.js';
 import { listLiveTokens, revokeToken } from '../repositories/access-tokens.js';
-import { findOrganization } from '../repositories/organizations.js';
-import { findRole } from '../repositories/roles.js';
 import { listTeams } from '../repositories/teams.js';
-import { findUser } from '../repositories/users.js';
 import { CREATES, DESTROYS, Id, IsoTime, ItemsOf, READ_ONLY, iso, isoOrNull, isUniqueViolation } from './common.js';
 
 const Whoami = z.object({
@@ -54,21 +51,15 @@ export const sessionOperations = [
     input: z.strictObject({}),
     output: Whoami,
     annotations: READ_ONLY,
+    // Authentication already resolved user, workspace and role: only the teams are read here.
     handler: async ({ services, principal }) => {
-      const { db } = services;
-      const [user, org, role, teams] = await Promise.all([
-        findUser(db, principal.organizationGuid, principal.userGuid),
-        findOrganization(db, principal.organizationGuid),
-        findRole(db, principal.organizationGuid, principal.roleGuid),
-        listTeams(db, principal.organizationGuid, principal.userGuid),
-      ]);
-      if (!user || !org || !role) throw notFound('User');
+      const teams = await listTeams(services.db, principal.organizationGuid, principal.userGuid);
       return {
-        user: { guid: user.guid, emailAddress: user.email, displayName: user.display_name },
-        organization: { guid: org.guid, name: org.name, type: org.type },
+        user: { guid: principal.userGuid, emailAddress: principal.emailAddress, displayName: principal.displayName },
+        organization: { guid: principal.organizationGuid, name: principal.organizationName, type: principal.organizationType },
         teams: teams.map((t) => ({ guid: t.guid, name: t.name })),
-        role: { guid: role.guid, name: role.name },
-        capabilities: [...role.granted_capabilities].sort(),
+        role: { guid: principal.roleGuid, name: principal.roleName },
+        capabilities: [...principal.capabilities].sort(),
       };
     },
   }),
