@@ -39,7 +39,7 @@ const ConfigSchema = z
         'EGRESS_ALLOWED_CIDRS must be comma-separated CIDRs such as 10.0.0.0/8,127.0.0.1/32',
       ),
     /** Requests per minute per access token on the admin interface. */
-    ADMIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+    ADMIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(60000),
   })
   .transform((env) => {
     const publicBaseUrl = (env.PUBLIC_BASE_URL ?? `http://${env.HOST}:${env.PORT}`).replace(/\/+$/, '');

@@ -67,8 +67,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`)));
 
+  // One budget per token across the whole admin interface (REST and MCP together).
   await app.register(rateLimit, {
-    global: false,
+    global: true,
+    allowList: (req) => !req.url.startsWith(ADMIN_PREFIX) || req.url.startsWith(`${ADMIN_PREFIX}/reference`) || req.url.startsWith(`${ADMIN_PREFIX}/openapi.json`),
     max: services.config.adminRateLimitPerMinute,
     timeWindow: 60_000,
     // Keyed by token (hashed, never stored in clear), else by address.
@@ -91,7 +93,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     app.route({
       method: op.method,
       url: ADMIN_PREFIX + op.path,
-      config: { rateLimit: {} },
       onRequest: authenticateRequest,
       handler: async (request, reply) => {
         const end = metrics.duration.startTimer({ operation: op.name, surface: 'rest' });
@@ -115,7 +116,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // MCP: the same operations as tools, over stateless Streamable HTTP.
   const tools = buildToolList(operations);
   const byName = new Map(operations.map((op) => [op.name, op]));
-  app.post(`${ADMIN_PREFIX}/mcp`, { onRequest: authenticateRequest, config: { rateLimit: {} } }, async (request, reply) => {
+  app.post(`${ADMIN_PREFIX}/mcp`, { onRequest: authenticateRequest }, async (request, reply) => {
     const end = metrics.duration.startTimer({ operation: 'mcp', surface: 'mcp' });
     const server = createAdminMcpServer(byName, tools, { services, principal: request.principal! });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
