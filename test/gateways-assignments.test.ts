@@ -185,7 +185,7 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
 
     const shared = await modify({ sharedIdentityGuid: first });
     expect(shared.body).toMatchObject({ identityScheme: 'sharedIdentity', sharedIdentityGuid: first, configured: true });
-    const repointed = await modify({ identityScheme: 'sharedIdentity', sharedIdentityGuid: second });
+    const repointed = await modify({ identityScheme: 'sharedIdentity', sharedIdentityGuid: second.toUpperCase() });
     expect(repointed.body).toMatchObject({ identityScheme: 'sharedIdentity', sharedIdentityGuid: second });
     // Staying on sharedIdentity without a guid keeps the current one.
     expect((await modify({ identityScheme: 'sharedIdentity' })).body.sharedIdentityGuid).toBe(second);

@@ -166,7 +166,8 @@ describe.each(SURFACES)('issue_gateway_token on %s', (surface) => {
     expect(await gatewayTokenRows(ws.organizationGuid)).toEqual([]);
     expect(await connectionRows(ws.organizationGuid)).toEqual([]);
 
-    const ok = await invoke(t, surface, ws.token, 'issue_gateway_token', { gatewayGuid, serverIdentities: { [s1]: i1, [s2]: i2 } });
+    // Ids in any case name the same server and identity.
+    const ok = await invoke(t, surface, ws.token, 'issue_gateway_token', { gatewayGuid, serverIdentities: { [s1.toUpperCase()]: i1.toUpperCase(), [s2]: i2 } });
     expect(ok.status).toBe(created(surface));
     const [connection] = await connectionRows(ws.organizationGuid);
     expect(connection!.server_identities).toEqual({ [s1]: i1, [s2]: i2 });

@@ -82,12 +82,13 @@ async function loadAssignment(db: ConfigDb, principal: Principal, guid: string):
  * Checks that `identityGuid` names an identity of `serverGuid` the caller may see
  * (a private identity of someone else does not exist for them: 404).
  */
-async function requireSharedIdentity(db: ConfigDb, principal: Principal, serverGuid: string, identityGuid: string): Promise<void> {
+async function requireSharedIdentity(db: ConfigDb, principal: Principal, serverGuid: string, identityGuid: string): Promise<string> {
   const identity = isGuid(identityGuid) ? await findVisibleIdentity(db, principal.organizationGuid, principal.userGuid, identityGuid) : undefined;
   if (!identity) throw notFound('Identity');
   if (identity.inbound_server_guid !== serverGuid) {
-    throw validationFailed([{ path: 'sharedIdentityGuid', message: `identity ${identityGuid} belongs to another server, not to ${serverGuid}` }]);
+    throw validationFailed([{ path: 'sharedIdentityGuid', message: `identity ${identity.guid} belongs to another server, not to ${serverGuid}` }]);
   }
+  return identity.guid;
 }
 
 /**
@@ -152,8 +153,7 @@ export const assignmentOperations = [
       let sharedIdentityGuid: string | null = null;
       if (scheme === 'sharedIdentity') {
         if (input.sharedIdentityGuid === undefined) throw MissingSharedIdentity();
-        await requireSharedIdentity(db, principal, server.guid, input.sharedIdentityGuid);
-        sharedIdentityGuid = input.sharedIdentityGuid;
+        sharedIdentityGuid = await requireSharedIdentity(db, principal, server.guid, input.sharedIdentityGuid);
       }
       const guid = newGuid();
       await insertAssignment(db, {
@@ -188,10 +188,9 @@ export const assignmentOperations = [
       let sharedIdentityGuid: string | null = null;
       if (scheme === 'sharedIdentity') {
         // Switching to (or staying on) sharedIdentity without a guid keeps the current shared identity, if any.
-        const target = input.sharedIdentityGuid ?? assignment.shared_identity_guid;
+        const target = input.sharedIdentityGuid?.toLowerCase() ?? assignment.shared_identity_guid;
         if (target === null) throw MissingSharedIdentity();
-        if (target !== assignment.shared_identity_guid) await requireSharedIdentity(db, principal, assignment.inbound_server_guid, target);
-        sharedIdentityGuid = target;
+        sharedIdentityGuid = target === assignment.shared_identity_guid ? target : await requireSharedIdentity(db, principal, assignment.inbound_server_guid, target);
       }
       if (assignment.identity_scheme === scheme && assignment.shared_identity_guid === sharedIdentityGuid) return toSummary(assignment);
       await updateAssignment(db, assignment.guid, { identity_scheme: scheme, shared_identity_guid: sharedIdentityGuid });

@@ -78,7 +78,8 @@ export const gatewayTokenOperations = [
       const host = input.hostGuid === undefined ? null : isGuid(input.hostGuid) ? await findHost(db, principal.organizationGuid, input.hostGuid) : undefined;
       if (host === undefined) throw notFound('Host');
       refuseIfArchived(gateway, 'issue tokens for it');
-      const selections = input.serverIdentities ?? {};
+      // Ids compare as the store writes them (lower case), whatever case the caller used.
+      const selections = Object.fromEntries(Object.entries(input.serverIdentities ?? {}).map(([server, identity]) => [server.toLowerCase(), identity.toLowerCase()]));
       await checkSelections(db, principal, gateway.guid, selections);
 
       const minted = mintToken('gateway');
