@@ -1,16 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeClients, invoke, newWorkspace, SURFACES, startTestApp, type Surface, type TestApp } from './helpers/harness.js';
+import { describe, expect, it } from 'vitest';
+import { invoke, newWorkspace, SURFACES, type Surface, type TestApp } from './helpers/harness.js';
+import { useTestApp } from './helpers/lifecycle.js';
 import { freezeRow, insertIdentity, insertServer } from './helpers/fixtures.js';
 import { newMember } from './helpers/members.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-});
+useTestApp((app) => (t = app));
 
 const issue = async (surface: Surface, token: string, gatewayGuid: string, extra: Record<string, unknown> = {}): Promise<string> =>
   (await invoke(t, surface, token, 'issue_gateway_token', { gatewayGuid, ...extra })).body.connectionGuid;

@@ -1,17 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
-import { closeClients, invoke, newWorkspace, SURFACES, startTestApp, type Surface, type TestApp } from './helpers/harness.js';
+import { invoke, newWorkspace, SURFACES, type Surface, type TestApp } from './helpers/harness.js';
+import { useTestApp } from './helpers/lifecycle.js';
 import { freezeRow, insertIdentity, insertServer } from './helpers/fixtures.js';
 import { newMember } from './helpers/members.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-});
+useTestApp((app) => (t = app));
 
 const MISSING = '0190d6f4-0000-7000-8000-000000000000';
 

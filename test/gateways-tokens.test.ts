@@ -1,18 +1,13 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
-import { assertNeverLeaked, closeClients, invoke, newWorkspace, rest, SURFACES, startTestApp, type Surface, type TestApp } from './helpers/harness.js';
+import { assertNeverLeaked, invoke, newWorkspace, rest, SURFACES, type Surface, type TestApp } from './helpers/harness.js';
+import { useTestApp } from './helpers/lifecycle.js';
 import { insertIdentity, insertServer } from './helpers/fixtures.js';
 import { newMember } from './helpers/members.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-});
+useTestApp((app) => (t = app));
 
 const DAY_MS = 86_400_000;
 const MISSING = '0190d6f4-0000-7000-8000-000000000000';

@@ -1,16 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeClients, invoke, newWorkspace, SURFACES, startTestApp, type TestApp } from './helpers/harness.js';
+import { describe, expect, it } from 'vitest';
+import { invoke, newWorkspace, SURFACES, type TestApp } from './helpers/harness.js';
+import { useTestApp } from './helpers/lifecycle.js';
 import { freezeRow } from './helpers/fixtures.js';
 import { newMember } from './helpers/members.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-});
+useTestApp((app) => (t = app));
 
 const hostRow = (guid: string) => t.runtime.services.db.selectFrom('hosts').selectAll().where('guid', '=', guid).executeTakeFirst();
 
