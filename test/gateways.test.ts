@@ -85,6 +85,9 @@ describe.each(SURFACES)('gateways on %s', (surface) => {
     expect((await invoke(t, surface, ws.token, 'list_gateways')).body.items).toEqual([]);
     expect((await invoke(t, surface, ws.token, 'list_gateways', { includeArchived: false })).body.items).toEqual([]);
     expect((await invoke(t, surface, ws.token, 'list_gateways', { includeArchived: true })).body.items).toEqual([{ ...g, enabled: false }]);
+    const notBoolean = await invoke(t, surface, ws.token, 'list_gateways', { includeArchived: 'yes' });
+    expect(notBoolean.status).toBe(400);
+    expect(notBoolean.body.errors).toContainEqual(expect.objectContaining({ path: 'includeArchived' }));
     // Still addressable by guid.
     expect((await invoke(t, surface, ws.token, 'get_gateway', { gatewayGuid: g.guid })).body).toEqual({ ...g, enabled: false });
     // Archiving twice writes nothing.
