@@ -3,6 +3,11 @@ import { roleOperations } from './roles.js';
 import { sessionOperations } from './session.js';
 import { teamOperations } from './teams.js';
 import { userOperations } from './users.js';
+import { gatewayOperations } from './gateways.js';
+import { gatewayTokenOperations } from './gateway-tokens.js';
+import { assignmentOperations } from './assignments.js';
+import { hostOperations } from './hosts.js';
+import { connectionOperations } from './connections.js';
 
 /**
  * The registry: every operation of the admin interface. The REST routes, the MCP
@@ -13,6 +18,11 @@ export const operations: readonly AnyOperation[] = [
   ...roleOperations,
   ...userOperations,
   ...sessionOperations,
+  ...gatewayOperations,
+  ...gatewayTokenOperations,
+  ...assignmentOperations,
+  ...hostOperations,
+  ...connectionOperations,
 ] as unknown as AnyOperation[];
 
 export const operationsByName: ReadonlyMap<string, AnyOperation> = new Map(operations.map((op) => [op.name, op]));
