@@ -1,5 +1,7 @@
 import type { AnyOperation } from '../operation.js';
+import { identityOperations } from './identities.js';
 import { roleOperations } from './roles.js';
+import { serverOperations } from './servers.js';
 import { sessionOperations } from './session.js';
 import { teamOperations } from './teams.js';
 import { userOperations } from './users.js';
@@ -13,6 +15,8 @@ export const operations: readonly AnyOperation[] = [
   ...roleOperations,
   ...userOperations,
   ...sessionOperations,
+  ...serverOperations,
+  ...identityOperations,
 ] as unknown as AnyOperation[];
 
 export const operationsByName: ReadonlyMap<string, AnyOperation> = new Map(operations.map((op) => [op.name, op]));
