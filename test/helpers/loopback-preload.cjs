@@ -1,5 +1,7 @@
 // Loaded with `node -r` into peers that listen on all interfaces and have no host
 // setting (server-everything): every TCP listen is forced onto 127.0.0.1.
+/* global require */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS preload for `node -r`
 const net = require('node:net');
 const listen = net.Server.prototype.listen;
 net.Server.prototype.listen = function (...args) {
