@@ -13,7 +13,8 @@ const page = (title: string, text: string): string =>
  * state carried in the URL binds it to the user and server that started it.
  */
 export function registerOAuthCallbackRoute(app: FastifyInstance, services: Services): void {
-  app.get('/oauth/callback', async (request, reply) => {
+  // The URL carries an authorization code: keep it out of the request log.
+  app.get('/oauth/callback', { logLevel: 'warn' }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const param = (k: string) => (typeof query[k] === 'string' ? (query[k] as string) : undefined);
     reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8');
