@@ -12,7 +12,8 @@ Commands:
   entitlement grant|revoke --org GUID --key ff-svc-admin
   create-token --user GUID --label L [--expires-in-days D]
   migrate
-  rotate-secret-key   re-encrypts every secret under SECRET_KEY; start with the
+  rotate-secret-key [--org GUID]
+                      re-encrypts every secret under SECRET_KEY; start with the
                       new key as SECRET_KEY and the old one as PREVIOUS_SECRET_KEY
 
 While the service runs on the same DATA_DIR, the command is carried out by it

@@ -22,7 +22,7 @@ const commandSchemas = {
   entitlement: z.strictObject({ action: z.enum(['grant', 'revoke']), org: Guid, key: z.literal(ADMIN_ENTITLEMENT) }),
   'create-token': z.strictObject({ user: Guid, label: z.string().trim().min(1).max(200), expiresInDays: z.number().int().min(0).max(90).default(0) }),
   migrate: z.strictObject({}),
-  'rotate-secret-key': z.strictObject({}),
+  'rotate-secret-key': z.strictObject({ org: Guid.optional() }),
 } as const;
 
 export type AdminCommandName = keyof typeof commandSchemas;
@@ -51,7 +51,7 @@ const handlers: Handlers = {
     return { postgres: (pg.results ?? []).map((r) => r.migrationName), clickhouse: ch };
   },
   // Re-encrypts every secret under SECRET_KEY; the old key is given as PREVIOUS_SECRET_KEY.
-  'rotate-secret-key': async ({ db, secrets }) => ({ ...(await rotateSecretKey(db, secrets)) }),
+  'rotate-secret-key': async ({ db, secrets }, a) => ({ ...(await rotateSecretKey(db, secrets, { organizationGuid: a.org })) }),
 };
 
 export async function runAdminCommand(services: Services, name: string, rawArgs: Record<string, unknown>): Promise<Record<string, unknown>> {

@@ -17,16 +17,17 @@ const BATCH = 200;
  * old key must be known to the store (PREVIOUS_SECRET_KEY). Each row is rewritten
  * only if it still has the key id it was read with, so a concurrent write wins
  * rather than being overwritten with stale data. Safe to run again: rows already
- * under the current key are skipped.
+ * under the current key are skipped. `organizationGuid` limits it to one workspace.
  */
-export async function rotateSecretKey(db: ConfigDb, store: SecretStore): Promise<RotationReport> {
+export async function rotateSecretKey(db: ConfigDb, store: SecretStore, opts: { organizationGuid?: string } = {}): Promise<RotationReport> {
   const report: RotationReport = { keyId: store.currentKeyId, rotated: 0, alreadyCurrent: 0, unreadable: [] };
+  const scoped = <Q extends { where: (...args: any[]) => Q }>(q: Q): Q => (opts.organizationGuid ? q.where('organization_guid', '=', opts.organizationGuid) : q);
   report.alreadyCurrent = Number(
-    (await db.selectFrom('secrets').select((eb) => eb.fn.countAll().as('n')).where('key_id', '=', store.currentKeyId).executeTakeFirstOrThrow()).n,
+    (await scoped(db.selectFrom('secrets').select((eb) => eb.fn.countAll().as('n')).where('key_id', '=', store.currentKeyId)).executeTakeFirstOrThrow()).n,
   );
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
-    const rows = await db.selectFrom('secrets').selectAll().where('key_id', '!=', store.currentKeyId).where('guid', '>', after).orderBy('guid').limit(BATCH).execute();
+    const rows = await scoped(db.selectFrom('secrets').selectAll().where('key_id', '!=', store.currentKeyId).where('guid', '>', after)).orderBy('guid').limit(BATCH).execute();
     if (rows.length === 0) break;
     for (const row of rows) {
       let plaintext: string;
