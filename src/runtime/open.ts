@@ -48,7 +48,7 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
     egress: new EgressPolicy(config.egressAllowedCidrs),
     // Until the call-log store lands, alerts go to the log (never with a secret in them).
     alerts: { raise: async (alert) => logger.warn({ alert: { code: alert.code, subject: alert.subject, related: alert.relatedResourceIds } }, 'alert raised') },
-  } as Services;
+  } satisfies Omit<Services, 'serverValidation'> as Services;
   services.serverValidation = new ServerValidationJobs(services);
   // The operator CLI opens the stores for one command: it must not start probing upstreams.
   if (opts.backgroundJobs !== false) services.serverValidation.start();
