@@ -40,6 +40,18 @@ const ConfigSchema = z
       ),
     /** Requests per minute per access token on the admin interface. */
     ADMIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(60000),
+    /** Keys that sealed secrets before SECRET_KEY (comma-separated, base64 32 bytes each); read while `rotate-secret-key` re-encrypts. */
+    PREVIOUS_SECRET_KEY: z
+      .string()
+      .refine(
+        (v) => v.split(',').every((k) => k.trim() === '' || Buffer.from(k.trim(), 'base64').length === 32),
+        'PREVIOUS_SECRET_KEY must be base64 32-byte keys, comma-separated',
+      )
+      .default(''),
+    /** How long one server validation (connect, initialize, list) may take before it fails. */
+    SERVER_VALIDATION_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    /** How often pending validations left by a stopped or crashed process are looked for. */
+    SERVER_VALIDATION_POLL_MS: z.coerce.number().int().min(50).max(3_600_000).default(15_000),
   })
   .transform((env) => {
     const publicBaseUrl = (env.PUBLIC_BASE_URL ?? `http://${env.HOST}:${env.PORT}`).replace(/\/+$/, '');
@@ -65,6 +77,11 @@ const ConfigSchema = z
         .map((c) => c.trim())
         .filter(Boolean),
       adminRateLimitPerMinute: env.ADMIN_RATE_LIMIT_PER_MINUTE,
+      previousSecretKeys: env.PREVIOUS_SECRET_KEY.split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+      serverValidationTimeoutMs: env.SERVER_VALIDATION_TIMEOUT_MS,
+      serverValidationPollMs: env.SERVER_VALIDATION_POLL_MS,
     };
   });
 

@@ -12,6 +12,9 @@ Commands:
   entitlement grant|revoke --org GUID --key ff-svc-admin
   create-token --user GUID --label L [--expires-in-days D]
   migrate
+  rotate-secret-key [--org GUID]
+                      re-encrypts every secret under SECRET_KEY; start with the
+                      new key as SECRET_KEY and the old one as PREVIOUS_SECRET_KEY
 
 While the service runs on the same DATA_DIR, the command is carried out by it
 (over DATA_DIR/admin.sock); otherwise this process opens the stores itself.`;
@@ -66,7 +69,7 @@ async function main(): Promise<number> {
   const config = loadConfig();
   let response: AdminResponse | null = await sendAdminCommand(config.dataDir, { command, args });
   if (!response) {
-    const runtime = await openRuntime(config, { logger: { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) } });
+    const runtime = await openRuntime(config, { backgroundJobs: false, logger: { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) } });
     try {
       response = { ok: true, result: await runAdminCommand(runtime.services, command, args) };
     } catch (err) {

@@ -8,6 +8,7 @@ import type { Services } from './services.js';
 import { createWorkspace } from './workspaces.js';
 import { migratePostgres } from '../stores/postgres.js';
 import { migrateClickhouse } from '../stores/clickhouse.js';
+import { rotateSecretKey } from './secrets/rotate-secret-key.js';
 
 /**
  * The operator commands of `npm run admin`. They run either inside the service
@@ -21,6 +22,7 @@ const commandSchemas = {
   entitlement: z.strictObject({ action: z.enum(['grant', 'revoke']), org: Guid, key: z.literal(ADMIN_ENTITLEMENT) }),
   'create-token': z.strictObject({ user: Guid, label: z.string().trim().min(1).max(200), expiresInDays: z.number().int().min(0).max(90).default(0) }),
   migrate: z.strictObject({}),
+  'rotate-secret-key': z.strictObject({ org: Guid.optional() }),
 } as const;
 
 export type AdminCommandName = keyof typeof commandSchemas;
@@ -48,6 +50,8 @@ const handlers: Handlers = {
     const ch = await migrateClickhouse(services.clickhouse, { retentionDays: services.config.logRetentionDays, cluster: services.clickhouse.cluster });
     return { postgres: (pg.results ?? []).map((r) => r.migrationName), clickhouse: ch };
   },
+  // Re-encrypts every secret under SECRET_KEY; the old key is given as PREVIOUS_SECRET_KEY.
+  'rotate-secret-key': async ({ db, secrets }, a) => ({ ...(await rotateSecretKey(db, secrets, { organizationGuid: a.org })) }),
 };
 
 export async function runAdminCommand(services: Services, name: string, rawArgs: Record<string, unknown>): Promise<Record<string, unknown>> {

@@ -5,6 +5,7 @@ import type { AlertSink } from './alerts.js';
 import type { TokenUsage } from './auth/token-usage.js';
 import type { EgressPolicy } from './egress.js';
 import type { SecretStore } from './secrets/secret-store.js';
+import type { ServerValidationJobs } from './servers/validation-jobs.js';
 
 /** The minimal logger core code needs; pino (fastify's logger) satisfies it. */
 export interface Logger {
@@ -26,4 +27,6 @@ export interface Services {
   /** Where outbound requests may go (EGRESS_ALLOWED_CIDRS). */
   egress: EgressPolicy;
   alerts: AlertSink;
+  /** Feature-learning: asynchronous validation of inbound servers (started by the runtime). */
+  serverValidation: ServerValidationJobs;
 }

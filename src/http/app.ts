@@ -13,6 +13,7 @@ import type { Services } from '../core/services.js';
 import { buildToolList, createAdminMcpServer } from '../mcp/admin-tools.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
+import { registerOAuthCallbackRoute } from './oauth-callback-route.js';
 import { problemFromFastifyError, sendProblem } from './problem.js';
 import { assembleInput } from './rest-input.js';
 
@@ -165,6 +166,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     if (down.length > 0) return reply.code(503).send({ status: 'unavailable', down });
     return { status: 'ok' };
   });
+  registerOAuthCallbackRoute(app, services);
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   return app;
 }

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import { TokenUsage } from '../core/auth/token-usage.js';
 import { EgressPolicy } from '../core/egress.js';
 import { SecretStore } from '../core/secrets/secret-store.js';
+import { ServerValidationJobs } from '../core/servers/validation-jobs.js';
 import type { Services } from '../core/services.js';
 import { migrateClickhouse, openClickhouse } from '../stores/clickhouse.js';
 import { migratePostgres, openPostgres } from '../stores/postgres.js';
@@ -18,7 +19,7 @@ export interface Runtime {
  * Opens both stores, applies pending migrations to each and assembles the services
  * every operation uses. The caller owns `close()`.
  */
-export async function openRuntime(config: Config, opts: { logger?: Services['logger'] } = {}): Promise<Runtime> {
+export async function openRuntime(config: Config, opts: { logger?: Services['logger']; backgroundJobs?: boolean } = {}): Promise<Runtime> {
   const logger = opts.logger ?? pino({ level: config.logLevel });
   const secretKey = resolveSecretKey(config);
   const pg = await openPostgres({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -34,21 +35,28 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
   }
   const tokenUsage = new TokenUsage(pg.db);
   tokenUsage.start();
-  const services: Services = {
+  const services = {
     config,
     db: pg.db,
     clickhouse,
     tokenUsage,
     logger,
-    secrets: new SecretStore(secretKey),
+    secrets: new SecretStore(
+      secretKey,
+      config.previousSecretKeys.map((k) => Buffer.from(k, 'base64')),
+    ),
     egress: new EgressPolicy(config.egressAllowedCidrs),
     // Until the call-log store lands, alerts go to the log (never with a secret in them).
     alerts: { raise: async (alert) => logger.warn({ alert: { code: alert.code, subject: alert.subject, related: alert.relatedResourceIds } }, 'alert raised') },
-  };
+  } satisfies Omit<Services, 'serverValidation'> as Services;
+  services.serverValidation = new ServerValidationJobs(services);
+  // The operator CLI opens the stores for one command: it must not start probing upstreams.
+  if (opts.backgroundJobs !== false) services.serverValidation.start();
   return {
     services,
     secretKey,
     close: async () => {
+      await services.serverValidation.stop();
       await tokenUsage.stop().catch((err: unknown) => logger.warn({ err }, 'could not flush token usage'));
       await clickhouse.close();
       await pg.close();

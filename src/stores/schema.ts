@@ -99,6 +99,8 @@ export interface InboundServersTable {
   features_updated_at: NullableTimestamp;
   validation_due_at: NullableTimestamp;
   validation_attempts: Generated<number>;
+  /** The identity a pending validation authenticates with (migration 0004). */
+  validation_identity_guid: Generated<string | null>;
   deleted_at: NullableTimestamp;
   created_at: Timestamp;
 }

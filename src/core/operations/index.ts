@@ -1,5 +1,7 @@
 import type { AnyOperation } from '../operation.js';
+import { identityOperations } from './identities.js';
 import { roleOperations } from './roles.js';
+import { serverOperations } from './servers.js';
 import { sessionOperations } from './session.js';
 import { teamOperations } from './teams.js';
 import { userOperations } from './users.js';
@@ -23,6 +25,8 @@ export const operations: readonly AnyOperation[] = [
   ...assignmentOperations,
   ...hostOperations,
   ...connectionOperations,
+  ...serverOperations,
+  ...identityOperations,
 ] as unknown as AnyOperation[];
 
 export const operationsByName: ReadonlyMap<string, AnyOperation> = new Map(operations.map((op) => [op.name, op]));

@@ -1,14 +1,28 @@
 import type { ConfigDb } from '../../stores/postgres.js';
 import { newGuid } from '../ids.js';
-import { open, seal } from './envelope.js';
+import { keyIdOf, open, seal, SecretKeyMismatchError, type Envelope } from './envelope.js';
 
 /**
  * Secrets in the `secrets` table, sealed under the service's key. Values go in as
  * JSON-able data (a headers map, an OAuth token set) and come out only here, to talk
  * to an upstream or a collector. Nothing in this file logs.
+ *
+ * Envelopes always get sealed under the current key; they open under the current key
+ * or any previous one (PREVIOUS_SECRET_KEY), found by the key id the envelope
+ * carries, so the service keeps working while `rotate-secret-key` re-encrypts.
  */
 export class SecretStore {
-  constructor(private readonly key: Buffer) {}
+  private readonly keysById: Map<string, Buffer>;
+  /** Id of the key new envelopes are sealed with. */
+  readonly currentKeyId: string;
+
+  constructor(
+    private readonly key: Buffer,
+    previousKeys: readonly Buffer[] = [],
+  ) {
+    this.currentKeyId = keyIdOf(key);
+    this.keysById = new Map([...previousKeys, key].map((k) => [keyIdOf(k), k]));
+  }
 
   /** Seals `value` into a new secret record and returns its guid. */
   async put(db: ConfigDb, organizationGuid: string, value: unknown): Promise<string> {
@@ -36,6 +50,18 @@ export class SecretStore {
   async get<T>(db: ConfigDb, organizationGuid: string, guid: string): Promise<T | undefined> {
     const row = await db.selectFrom('secrets').selectAll().where('guid', '=', guid).where('organization_guid', '=', organizationGuid).executeTakeFirst();
     if (!row) return undefined;
-    return JSON.parse(open(this.key, row.guid, { keyId: row.key_id, nonce: row.nonce, ciphertext: row.ciphertext, authTag: row.auth_tag })) as T;
+    return JSON.parse(this.openEnvelope(row.guid, { keyId: row.key_id, nonce: row.nonce, ciphertext: row.ciphertext, authTag: row.auth_tag })) as T;
+  }
+
+  /** Opens an envelope under whichever known key sealed it. */
+  openEnvelope(recordGuid: string, envelope: Envelope): string {
+    const key = this.keysById.get(envelope.keyId);
+    if (!key) throw new SecretKeyMismatchError(`secret ${recordGuid} was sealed with key ${envelope.keyId}, which is neither SECRET_KEY nor a PREVIOUS_SECRET_KEY`);
+    return open(key, recordGuid, envelope);
+  }
+
+  /** Seals plaintext for an existing record under the current key (used by key rotation). */
+  sealFor(recordGuid: string, plaintext: string): Envelope {
+    return seal(this.key, recordGuid, plaintext);
   }
 }

@@ -1,0 +1,35 @@
+import type { EgressPolicy } from '../egress.js';
+
+const MAX_REDIRECTS = 5;
+
+/**
+ * A fetch for talking to upstreams (MCP servers, OAuth endpoints) that checks the
+ * egress policy at connect time, for the first URL and for every redirect hop, so
+ * neither DNS changes nor a redirect can lead to a forbidden address.
+ */
+export function egressFetch(egress: EgressPolicy, field = 'url'): typeof fetch {
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    let url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    let request = init ?? {};
+    for (let hop = 0; ; hop++) {
+      await egress.check(field, url.href);
+      // A caller that handles redirects itself (the SDK does, within one origin) sees them as they are.
+      if (request.redirect === 'manual' || request.redirect === 'error') return fetch(url, request);
+      const res = await fetch(url, { ...request, redirect: 'manual' });
+      const location = res.headers.get('location');
+      if (res.status < 300 || res.status >= 400 || !location || hop >= MAX_REDIRECTS) return res;
+      url = new URL(location, url);
+      // 303 (and 301/302 after a POST, as browsers do) continue as a GET without a body.
+      if (res.status === 303 || ((res.status === 301 || res.status === 302) && request.method && request.method !== 'GET')) {
+        request = { ...request, method: 'GET', body: undefined };
+      }
+    }
+  }) as typeof fetch;
+}
+
+/** Replaces every occurrence of a secret in `text`, so upstream answers echoing a credential cannot leak it. */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('[redacted]');
+  return out;
+}

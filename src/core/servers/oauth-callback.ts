@@ -1,0 +1,93 @@
+import { exchangeAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
+import { newGuid } from '../ids.js';
+import { insertIdentity } from '../repositories/identities.js';
+import { findServer, scheduleValidation } from '../repositories/inbound-servers.js';
+import type { Services } from '../services.js';
+import type { OAuthTokenSet } from './credentials.js';
+import { egressFetch, redact } from './egress-fetch.js';
+import { redirectUriOf, type OAuthServerSettings } from './oauth-authorize.js';
+
+/** A callback that cannot complete; the message is safe to show the human in the browser. */
+export class OAuthCallbackError extends Error {}
+
+export interface CallbackParams {
+  state?: string;
+  code?: string;
+  error?: string;
+}
+
+/**
+ * Completes an interactive authorization (the redirect to {PUBLIC_BASE_URL}/oauth/callback):
+ * consumes the single-use state, exchanges the code with its PKCE verifier, stores
+ * the token set encrypted as a new identity of the user who started the flow, and
+ * starts the server's validation. Transport-free: the HTTP route only renders the
+ * outcome.
+ */
+export async function completeAuthorization(services: Services, params: CallbackParams): Promise<{ inboundServerGuid: string; identityGuid: string }> {
+  const { db } = services;
+  if (!params.state) throw new OAuthCallbackError('The request carries no state.');
+  // Deleting it first makes the state single-use even under a replayed redirect.
+  const pending = await db.deleteFrom('oauth_states').where('state', '=', params.state).returningAll().executeTakeFirst();
+  if (!pending) throw new OAuthCallbackError('This authorization is unknown or was already completed. Start again from the admin interface.');
+  const verifier = await services.secrets.get<{ codeVerifier: string }>(db, pending.organization_guid, pending.verifier_secret_guid);
+  await db.deleteFrom('secrets').where('guid', '=', pending.verifier_secret_guid).execute();
+  if (pending.expires_at.getTime() < Date.now()) throw new OAuthCallbackError('This authorization has expired. Start again from the admin interface.');
+  if (params.error) throw new OAuthCallbackError(`The authorization server did not grant access (${params.error.slice(0, 100)}).`);
+  if (!params.code) throw new OAuthCallbackError('The request carries no authorization code.');
+  const server = await findServer(db, pending.organization_guid, pending.inbound_server_guid);
+  if (!server || server.authentication_type !== 'oauth' || !server.oauth_settings || !verifier) {
+    throw new OAuthCallbackError('The server of this authorization no longer exists.');
+  }
+  const settings = server.oauth_settings as unknown as OAuthServerSettings;
+  const clientSecret = server.oauth_client_secret_guid
+    ? await services.secrets.get<{ clientSecret: string }>(db, server.organization_guid, server.oauth_client_secret_guid)
+    : undefined;
+
+  let tokens;
+  try {
+    tokens = await exchangeAuthorization(settings.authorizationServerUrl, {
+      metadata: settings.metadata,
+      clientInformation: { client_id: settings.clientId, ...(clientSecret ? { client_secret: clientSecret.clientSecret } : {}) },
+      authorizationCode: params.code,
+      codeVerifier: verifier.codeVerifier,
+      redirectUri: redirectUriOf(services),
+      ...(settings.resource ? { resource: new URL(settings.resource) } : {}),
+      fetchFn: egressFetch(services.egress, 'url'),
+    });
+  } catch (err) {
+    const reason = redact(err instanceof Error ? err.message : String(err), [params.code, verifier.codeVerifier, clientSecret?.clientSecret ?? '']).slice(0, 200);
+    services.logger.warn({ inboundServerGuid: server.guid, reason }, 'OAuth code exchange failed');
+    throw new OAuthCallbackError(`The authorization server refused the code exchange: ${reason}`);
+  }
+  const tokenSet: OAuthTokenSet = {
+    accessToken: tokens.access_token,
+    ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),
+    ...(typeof tokens.expires_in === 'number' ? { expiresAt: Date.now() + tokens.expires_in * 1000 } : {}),
+    tokenEndpoint: settings.metadata.token_endpoint,
+    clientId: settings.clientId,
+    ...(clientSecret ? { clientSecret: clientSecret.clientSecret } : {}),
+    ...((tokens.scope ?? settings.scope) ? { scope: tokens.scope ?? settings.scope } : {}),
+    ...(settings.resource ? { resource: settings.resource } : {}),
+    ...(settings.metadata.token_endpoint_auth_methods_supported ? { tokenEndpointAuthMethods: settings.metadata.token_endpoint_auth_methods_supported } : {}),
+  };
+  const identity = await db.transaction().execute(async (trx) => {
+    const secretGuid = await services.secrets.put(trx, server.organization_guid, tokenSet);
+    const created = await insertIdentity(trx, {
+      guid: newGuid(),
+      organization_guid: server.organization_guid,
+      inbound_server_guid: server.guid,
+      name: pending.identity_label ?? `${server.name} Identity`,
+      access_control: pending.access_control,
+      creator_guid: pending.user_guid,
+      kind: 'oauth',
+      header_names: [],
+      secret_guid: secretGuid,
+      oauth_expires_at: tokenSet.expiresAt ? new Date(tokenSet.expiresAt) : null,
+    });
+    await scheduleValidation(trx, server, created.guid);
+    return created;
+  });
+  services.serverValidation.kick(server.guid);
+  services.logger.info({ inboundServerGuid: server.guid, identityGuid: identity.guid }, 'OAuth authorization completed');
+  return { inboundServerGuid: server.guid, identityGuid: identity.guid };
+}

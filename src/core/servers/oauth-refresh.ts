@@ -1,0 +1,89 @@
+import { refreshAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { AuthorizationServerMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { Identity } from '../repositories/identities.js';
+import type { Services } from '../services.js';
+import type { OAuthTokenSet } from './credentials.js';
+import { egressFetch, redact } from './egress-fetch.js';
+
+/** Refresh this long before the access token expires, so a call never races the expiry. */
+export const REFRESH_MARGIN_MS = 60_000;
+
+export class OAuthRefreshError extends Error {}
+
+const inFlight = new Map<string, Promise<OAuthTokenSet>>();
+
+/** True when the token set should be refreshed now (it can be, and it expires soon or has expired). */
+export const needsRefresh = (set: OAuthTokenSet, now = Date.now()): boolean =>
+  Boolean(set.refreshToken) && typeof set.expiresAt === 'number' && set.expiresAt - REFRESH_MARGIN_MS <= now;
+
+/**
+ * The identity's OAuth token set with an access token that is good for now:
+ * refreshed at the token endpoint (RFC 6749 section 6) when it expires within
+ * REFRESH_MARGIN_MS, the new set sealed back in place. Used by server validation
+ * and by the gateway. Concurrent callers for one identity share one refresh. A
+ * failed refresh raises the `oauth_refresh_failed` alert (no secret in it) and
+ * throws OAuthRefreshError.
+ */
+export async function freshTokenSet(services: Services, identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>, opts: { force?: boolean } = {}): Promise<OAuthTokenSet> {
+  if (!identity.secret_guid) throw new OAuthRefreshError('the identity holds no OAuth tokens');
+  const set = await services.secrets.get<OAuthTokenSet>(services.db, identity.organization_guid, identity.secret_guid);
+  if (!set) throw new OAuthRefreshError('the identity holds no OAuth tokens');
+  if (!(opts.force ? Boolean(set.refreshToken) : needsRefresh(set))) return set;
+  const running = inFlight.get(identity.guid);
+  if (running) return running;
+  const refresh = refreshTokenSet(services, identity, set).finally(() => inFlight.delete(identity.guid));
+  inFlight.set(identity.guid, refresh);
+  return refresh;
+}
+
+async function refreshTokenSet(services: Services, identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>, set: OAuthTokenSet): Promise<OAuthTokenSet> {
+  const tokenEndpoint = new URL(set.tokenEndpoint);
+  // Only the token endpoint is known for a headless identity; that is all a refresh needs.
+  const metadata = {
+    issuer: tokenEndpoint.origin,
+    authorization_endpoint: tokenEndpoint.href,
+    token_endpoint: tokenEndpoint.href,
+    response_types_supported: ['code'],
+    ...(set.tokenEndpointAuthMethods ? { token_endpoint_auth_methods_supported: set.tokenEndpointAuthMethods } : {}),
+  } as AuthorizationServerMetadata;
+  let tokens;
+  try {
+    tokens = await refreshAuthorization(tokenEndpoint.origin, {
+      metadata,
+      clientInformation: { client_id: set.clientId, ...(set.clientSecret ? { client_secret: set.clientSecret } : {}) },
+      refreshToken: set.refreshToken!,
+      ...(set.resource ? { resource: new URL(set.resource) } : {}),
+      fetchFn: egressFetch(services.egress, 'oauthTokenEndpoint'),
+    });
+  } catch (err) {
+    const reason = redact(err instanceof Error ? err.message : String(err), [set.accessToken, set.refreshToken ?? '', set.clientSecret ?? '']).slice(0, 500);
+    services.logger.warn({ identityGuid: identity.guid, inboundServerGuid: identity.inbound_server_guid, reason }, 'OAuth token refresh failed');
+    await services.alerts
+      .raise({
+        organizationGuid: identity.organization_guid,
+        code: 'oauth_refresh_failed',
+        messageType: 'error',
+        subject: 'OAuth token refresh failed',
+        message: `Refreshing the access token of identity ${identity.guid} failed: ${reason}`,
+        dynamicContent: { subject: 'OAuth token refresh failed', message: 'Refreshing the access token of identity {identityGuid} failed: {reason}', values: { identityGuid: identity.guid, reason } },
+        debugContext: { tokenEndpoint: tokenEndpoint.origin + tokenEndpoint.pathname },
+        relatedResourceIds: [identity.inbound_server_guid, identity.guid],
+      })
+      .catch(() => undefined);
+    throw new OAuthRefreshError(`the access token could not be refreshed: ${reason}`);
+  }
+  const next: OAuthTokenSet = {
+    ...set,
+    accessToken: tokens.access_token,
+    refreshToken: tokens.refresh_token ?? set.refreshToken,
+    expiresAt: typeof tokens.expires_in === 'number' ? Date.now() + tokens.expires_in * 1000 : undefined,
+    ...(tokens.scope ? { scope: tokens.scope } : {}),
+  };
+  await services.secrets.replace(services.db, identity.organization_guid, identity.secret_guid!, next);
+  await services.db
+    .updateTable('identities')
+    .set({ oauth_expires_at: next.expiresAt ? new Date(next.expiresAt) : null })
+    .where('guid', '=', identity.guid)
+    .execute();
+  return next;
+}

@@ -1,0 +1,127 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+
+/** What feature-learning found on an upstream, stored in inbound_servers.features. */
+export interface ServerFeatures {
+  transport: 'streamable-http' | 'sse';
+  protocolVersion: string | null;
+  serverInfo: { name: string; version: string; title?: string } | null;
+  capabilities: Record<string, unknown>;
+  instructions: string | null;
+  tools: Record<string, unknown>[];
+  prompts: Record<string, unknown>[];
+  resources: Record<string, unknown>[];
+  resourceTemplates: Record<string, unknown>[];
+}
+
+export interface ProbeOptions {
+  headers: Record<string, string>;
+  fetch: typeof fetch;
+  signal: AbortSignal;
+  timeoutMs: number;
+}
+
+/** A probe failure; `status` is the upstream's HTTP status when it answered one. */
+export class ProbeError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+const CLIENT_INFO = { name: 'svc-gateway-validator', version: '1.0.0' };
+/** Bounds on what one probe reads: a server listing endlessly must not hold a job forever. */
+const MAX_PAGES = 20;
+
+const httpStatusOf = (err: unknown): number | undefined => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' && code >= 100 && code < 600 ? code : undefined;
+};
+
+/**
+ * Connects to an upstream MCP server the way the gateway will (Streamable HTTP,
+ * falling back to the older HTTP+SSE transport), runs initialize and lists what it
+ * offers: tools always, prompts, resources and resource templates when its
+ * capabilities say so. Throws ProbeError; the message can carry upstream text, so
+ * callers redact it before storing or logging.
+ */
+export async function probeUpstream(url: URL, opts: ProbeOptions): Promise<ServerFeatures> {
+  const requestInit = { headers: opts.headers };
+  let client: Client;
+  let transport: ServerFeatures['transport'] = 'streamable-http';
+  try {
+    client = await connect(new StreamableHTTPClientTransport(url, { requestInit, fetch: opts.fetch }), opts);
+  } catch (first) {
+    const status = httpStatusOf(first);
+    // A refused credential is final; anything else may be an older server that speaks only SSE.
+    if (status === 401 || status === 403 || opts.signal.aborted) throw asProbeError(first);
+    try {
+      client = await connect(new SSEClientTransport(url, { requestInit, fetch: opts.fetch }), opts);
+      transport = 'sse';
+    } catch (second) {
+      const secondStatus = httpStatusOf(second);
+      throw secondStatus === 401 || secondStatus === 403 ? asProbeError(second) : asProbeError(first);
+    }
+  }
+  try {
+    const caps = client.getServerCapabilities() ?? {};
+    const request = { signal: opts.signal, timeout: opts.timeoutMs };
+    const tools = await listAll((cursor) => client.listTools(cursor ? { cursor } : {}, request), (r) => r.tools);
+    const prompts = caps.prompts ? await listAll((cursor) => client.listPrompts(cursor ? { cursor } : {}, request), (r) => r.prompts) : [];
+    const resources = caps.resources ? await listAll((cursor) => client.listResources(cursor ? { cursor } : {}, request), (r) => r.resources) : [];
+    const resourceTemplates = caps.resources
+      ? await listAll((cursor) => client.listResourceTemplates(cursor ? { cursor } : {}, request), (r) => r.resourceTemplates).catch(() => [])
+      : [];
+    const info = client.getServerVersion();
+    return {
+      transport,
+      protocolVersion: (client.transport as { protocolVersion?: string } | undefined)?.protocolVersion ?? null,
+      serverInfo: info ? { name: info.name, version: info.version, ...(info.title ? { title: info.title } : {}) } : null,
+      capabilities: caps as Record<string, unknown>,
+      instructions: client.getInstructions() ?? null,
+      tools,
+      prompts,
+      resources,
+      resourceTemplates,
+    };
+  } catch (err) {
+    throw asProbeError(err);
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+async function connect(transport: Transport, opts: ProbeOptions): Promise<Client> {
+  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  try {
+    await client.connect(transport, { signal: opts.signal, timeout: opts.timeoutMs });
+    return client;
+  } catch (err) {
+    await client.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function listAll<R extends { nextCursor?: string }>(page: (cursor?: string) => Promise<R>, items: (r: R) => unknown[]): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  let cursor: string | undefined;
+  for (let i = 0; i < MAX_PAGES; i++) {
+    const r = await page(cursor);
+    out.push(...(items(r) as Record<string, unknown>[]));
+    cursor = r.nextCursor;
+    if (!cursor) break;
+  }
+  return out;
+}
+
+function asProbeError(err: unknown): ProbeError {
+  if (err instanceof ProbeError) return err;
+  const status = httpStatusOf(err);
+  const message = err instanceof Error ? err.message : String(err);
+  if (status === 401 || status === 403) return new ProbeError(`the upstream refused the credentials (HTTP ${status})`, status);
+  return new ProbeError(message, status);
+}

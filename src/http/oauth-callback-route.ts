@@ -1,0 +1,30 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../core/services.js';
+import { completeAuthorization, OAuthCallbackError } from '../core/servers/oauth-callback.js';
+
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+const page = (title: string, text: string): string =>
+  `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p></body></html>`;
+
+/**
+ * GET /oauth/callback: where an upstream's authorization server sends the human
+ * after approval. Not an admin operation (a browser calls it, with no token); the
+ * state carried in the URL binds it to the user and server that started it.
+ */
+export function registerOAuthCallbackRoute(app: FastifyInstance, services: Services): void {
+  // The URL carries an authorization code: keep it out of the request log.
+  app.get('/oauth/callback', { logLevel: 'warn' }, async (request, reply) => {
+    const query = request.query as Record<string, unknown>;
+    const param = (k: string) => (typeof query[k] === 'string' ? (query[k] as string) : undefined);
+    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8');
+    try {
+      await completeAuthorization(services, { state: param('state'), code: param('code'), error: param('error') });
+      return reply.code(200).send(page('Authorization complete', 'The server is being validated now. You can close this window.'));
+    } catch (err) {
+      if (err instanceof OAuthCallbackError) return reply.code(400).send(page('Authorization failed', err.message));
+      request.log.error({ err: err instanceof Error ? err.message : String(err) }, 'OAuth callback failed');
+      return reply.code(500).send(page('Authorization failed', 'An unexpected error occurred. It has been logged.'));
+    }
+  });
+}

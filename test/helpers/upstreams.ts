@@ -1,0 +1,233 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { mcpAuthRouter, getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
+import { InvalidGrantError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { DemoInMemoryAuthProvider } from '@modelcontextprotocol/sdk/examples/server/demoInMemoryOAuthProvider.js';
+import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { z } from 'zod';
+
+/**
+ * Real MCP peers for tests, all on 127.0.0.1: the reference server-everything (child
+ * process, Streamable HTTP or SSE), a small SDK server that demands a header, and an
+ * SDK server protected by a local OAuth authorization server.
+ */
+const require = createRequire(import.meta.url);
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export interface Upstream {
+  url: string;
+  close(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** server-everything in `mode`, forced onto loopback, with a minimal environment (its get-env tool prints it). */
+export async function startEverything(mode: 'streamableHttp' | 'sse'): Promise<Upstream> {
+  const port = await freePort();
+  const bin = path.resolve(here, '../../node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+  const child: ChildProcess = spawn(process.execPath, ['-r', path.join(here, 'loopback-preload.cjs'), bin, mode], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`server-everything did not start: ${output}`)), 30_000);
+    child.stderr!.on('data', (d: Buffer) => {
+      output += d.toString();
+      if (/listening on port|running on port/i.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server-everything exited with ${code}: ${output}`));
+    });
+  });
+  child.stderr!.resume();
+  return {
+    url: `http://127.0.0.1:${port}/${mode === 'sse' ? 'sse' : 'mcp'}`,
+    close: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** A tiny MCP server with one tool, `whoami`, which says which caller it saw. */
+function buildToolServer(label: string): McpServer {
+  const server = new McpServer({ name: `test-${label}`, version: '1.0.0' });
+  server.registerTool('whoami', { description: 'Says which upstream answered', inputSchema: { note: z.string().optional() } }, async () => ({
+    content: [{ type: 'text', text: label }],
+  }));
+  server.registerPrompt('greet', { description: 'A greeting' }, () => ({ messages: [{ role: 'user', content: { type: 'text', text: 'hello' } }] }));
+  return server;
+}
+
+async function serveStateless(server: McpServer, req: http.IncomingMessage, res: http.ServerResponse, body?: unknown): Promise<void> {
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  res.on('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  await server.connect(transport);
+  await transport.handleRequest(req, res, body);
+}
+
+async function listen(server: http.Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as net.AddressInfo).port;
+}
+
+const closeServer = (server: http.Server) =>
+  new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+
+export interface HeaderUpstream extends Upstream {
+  /** Header names each request carried, lower-case, in arrival order. */
+  seenHeaderNames: string[][];
+}
+
+/** An SDK MCP server that answers 401 unless `headerName: headerValue` is sent. */
+export async function startHeaderServer(headerName: string, headerValue: string): Promise<HeaderUpstream> {
+  const seenHeaderNames: string[][] = [];
+  const httpServer = http.createServer((req, res) => {
+    seenHeaderNames.push(Object.keys(req.headers));
+    if (req.headers[headerName.toLowerCase()] !== headerValue) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'missing or wrong credential' }));
+      return;
+    }
+    serveStateless(buildToolServer('header-server'), req, res).catch(() => res.destroy());
+  });
+  const port = await listen(httpServer);
+  return { url: `http://127.0.0.1:${port}/mcp`, seenHeaderNames, close: () => closeServer(httpServer) };
+}
+
+/** A server that accepts connections and never answers: for validation timeouts. */
+export async function startSilentServer(): Promise<Upstream> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((s) => sockets.add(s));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * The SDK's demo provider (auto-approves, no browser) with what tests need on top:
+ * refresh tokens, short-lived access tokens on demand, InvalidTokenError for bad
+ * tokens (the demo answers 500), and counters.
+ */
+export class RefreshingAuthProvider extends DemoInMemoryAuthProvider {
+  accessTtlSeconds = 3600;
+  refreshCount = 0;
+  readonly refreshTokens = new Map<string, string>(); // refresh token -> client id
+  private readonly accessTokens = new Map<string, { clientId: string; expiresAt: number; resource?: URL }>();
+
+  private mint(clientId: string, resource?: URL): OAuthTokens {
+    const accessToken = `at-${randomUUID()}`;
+    const refreshToken = `rt-${randomUUID()}`;
+    this.accessTokens.set(accessToken, { clientId, expiresAt: Date.now() + this.accessTtlSeconds * 1000, resource });
+    this.refreshTokens.set(refreshToken, clientId);
+    return { access_token: accessToken, token_type: 'bearer', expires_in: this.accessTtlSeconds, refresh_token: refreshToken };
+  }
+
+  override async exchangeAuthorizationCode(client: OAuthClientInformationFull, code: string, verifier?: string, redirectUri?: string, resource?: URL): Promise<OAuthTokens> {
+    await super.exchangeAuthorizationCode(client, code, verifier);
+    void redirectUri;
+    return this.mint(client.client_id, resource);
+  }
+
+  override async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string, _scopes?: string[], resource?: URL): Promise<OAuthTokens> {
+    if (this.refreshTokens.get(refreshToken) !== client.client_id) throw new InvalidGrantError('unknown refresh token');
+    this.refreshTokens.delete(refreshToken);
+    this.refreshCount += 1;
+    return this.mint(client.client_id, resource);
+  }
+
+  override async verifyAccessToken(token: string): Promise<AuthInfo> {
+    const data = this.accessTokens.get(token);
+    if (!data || data.expiresAt < Date.now()) throw new InvalidTokenError('invalid or expired token');
+    return { token, clientId: data.clientId, scopes: [], expiresAt: Math.floor(data.expiresAt / 1000), ...(data.resource ? { resource: data.resource } : {}) };
+  }
+
+  /** Registers a public client and issues it tokens directly, as a headless setup would have them. */
+  async issueDirect(ttlSeconds: number): Promise<{ clientId: string; tokens: OAuthTokens }> {
+    const clientId = `client-${randomUUID()}`;
+    await this.clientsStore.registerClient({ client_id: clientId, redirect_uris: ['http://127.0.0.1/unused'], token_endpoint_auth_method: 'none' } as OAuthClientInformationFull);
+    const previous = this.accessTtlSeconds;
+    this.accessTtlSeconds = ttlSeconds;
+    const tokens = this.mint(clientId);
+    this.accessTtlSeconds = previous;
+    return { clientId, tokens };
+  }
+}
+
+export interface OAuthUpstream extends Upstream {
+  issuer: string;
+  tokenEndpoint: string;
+  provider: RefreshingAuthProvider;
+  /** Bearer tokens the MCP endpoint accepted. */
+  acceptedTokens: string[];
+}
+
+/**
+ * An MCP server at /mcp protected by bearer tokens, with its own authorization
+ * server on the same origin (mcpAuthRouter: metadata, dynamic registration,
+ * authorize, token), advertising itself through RFC 9728 metadata.
+ */
+export async function startOAuthServer(): Promise<OAuthUpstream> {
+  const express = require('express') as any;
+  const app = express();
+  const httpServer = http.createServer(app);
+  const port = await listen(httpServer);
+  const base = `http://127.0.0.1:${port}`;
+  const mcpUrl = new URL(`${base}/mcp`);
+  const provider = new RefreshingAuthProvider();
+  const acceptedTokens: string[] = [];
+  app.use(
+    mcpAuthRouter({
+      provider,
+      issuerUrl: new URL(base),
+      resourceServerUrl: mcpUrl,
+      scopesSupported: ['mcp:tools'],
+      authorizationOptions: { rateLimit: false },
+      clientRegistrationOptions: { rateLimit: false },
+      tokenOptions: { rateLimit: false },
+      revocationOptions: { rateLimit: false },
+    }),
+  );
+  const bearer = requireBearerAuth({ verifier: provider, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) });
+  app.post('/mcp', express.json(), bearer, (req: any, res: any) => {
+    acceptedTokens.push(req.auth.token);
+    serveStateless(buildToolServer('oauth-server'), req, res, req.body).catch(() => res.destroy());
+  });
+  return { url: mcpUrl.href, issuer: base, tokenEndpoint: `${base}/token`, provider, acceptedTokens, close: () => closeServer(httpServer) };
+}

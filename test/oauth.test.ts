@@ -1,0 +1,276 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshTokenSet } from '../src/core/servers/oauth-refresh.js';
+import type { OAuthTokenSet } from '../src/core/servers/credentials.js';
+import { assertNeverLeaked, closeClients, invoke, newWorkspace, SURFACES, startTestApp, type TestApp } from './helpers/harness.js';
+import { newMember } from './helpers/members.js';
+import { captureAlerts, validated } from './helpers/servers.js';
+import { startHeaderServer, startOAuthServer, type HeaderUpstream, type OAuthUpstream } from './helpers/upstreams.js';
+import type { NewAlert } from '../src/core/alerts.js';
+import type { CreatedWorkspace } from '../src/core/workspaces.js';
+
+let t: TestApp;
+let ws: CreatedWorkspace;
+let other: CreatedWorkspace;
+let upstream: OAuthUpstream;
+let plain: HeaderUpstream;
+let alerts: NewAlert[];
+const responses: unknown[] = [];
+/** Every token and secret the tests handed out or the upstream issued. */
+const secrets: string[] = [];
+
+beforeAll(async () => {
+  [t, upstream, plain] = await Promise.all([startTestApp(), startOAuthServer(), startHeaderServer('X-Key', 'never-sent')]);
+  ws = await newWorkspace(t);
+  other = await newWorkspace(t);
+  alerts = captureAlerts(t);
+});
+afterAll(async () => {
+  await closeClients();
+  await t?.close();
+  await Promise.all([upstream?.close(), plain?.close()]);
+});
+
+type Surface = (typeof SURFACES)[number];
+const call = async (surface: Surface, token: string, name: string, input: Record<string, unknown> = {}) => {
+  const res = await invoke(t, surface, token, name, input);
+  responses.push(res.body);
+  return res;
+};
+
+/** Plays the human: opens the authorization URL (the demo server approves at once) and follows the redirect back to the callback. */
+async function approve(authorizationUrl: string): Promise<{ status: number; body: string; callbackPath: string }> {
+  const res = await fetch(authorizationUrl, { redirect: 'manual' });
+  expect(res.status).toBe(302);
+  const location = new URL(res.headers.get('location')!);
+  expect(location.origin + location.pathname).toBe(`${t.config.publicBaseUrl}/oauth/callback`);
+  const callbackPath = location.pathname + location.search;
+  const answer = await t.app.inject({ method: 'GET', url: callbackPath });
+  return { status: answer.statusCode, body: answer.body, callbackPath };
+}
+
+async function issuedTokenSet(identityGuid: string): Promise<OAuthTokenSet> {
+  const { services } = t.runtime;
+  const row = await services.db.selectFrom('identities').selectAll().where('guid', '=', identityGuid).executeTakeFirstOrThrow();
+  return (await services.secrets.get<OAuthTokenSet>(services.db, row.organization_guid, row.secret_guid!))!;
+}
+
+describe.each(SURFACES)('OAuth servers on %s', (surface) => {
+  it('interactive: authorizationUrl from the discovered server, approval, callback, identity created, server authenticated', async () => {
+    const member = await newMember(t, ws, ['basicServerManagement', 'viewAllServers', 'accessAllIdentities', 'identityManagement']);
+    const res = await call(surface, member.token, 'create_inbound_server', { name: 'oauth-i', url: upstream.url, authType: 'oauth' });
+    expect(res.status).toBe(surface === 'rest' ? 201 : 200);
+    expect(res.body).toEqual({
+      guid: expect.any(String),
+      name: 'oauth-i',
+      url: upstream.url,
+      enabled: true,
+      authenticationType: 'oauth',
+      authenticationStatus: 'needs-authentication',
+      authorizationUrl: expect.any(String),
+    });
+    const url = new URL(res.body.authorizationUrl);
+    expect(url.origin + url.pathname).toBe(`${upstream.issuer}/authorize`);
+    expect(url.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(url.searchParams.get('code_challenge')).toBeTruthy();
+    expect(url.searchParams.get('state')!.length).toBeGreaterThanOrEqual(32);
+    expect(url.searchParams.get('redirect_uri')).toBe(`${t.config.publicBaseUrl}/oauth/callback`);
+    expect(url.searchParams.get('resource')).toBe(upstream.url);
+    // The client came from dynamic registration at the upstream's authorization server.
+    expect(await upstream.provider.clientsStore.getClient(url.searchParams.get('client_id')!)).toBeDefined();
+    // Nothing to validate with before approval: no identity, no job.
+    expect((await call(surface, member.token, 'list_identities', { inboundServerGuid: res.body.guid })).body.items).toEqual([]);
+    expect((await validated(t, res.body.guid)).validation_due_at).toBeNull();
+
+    const done = await approve(res.body.authorizationUrl);
+    expect(done.status).toBe(200);
+    expect(done.body).toContain('Authorization complete');
+    const row = await validated(t, res.body.guid);
+    expect(row.authentication_status).toBe('authenticated');
+    expect((row.features as { tools: { name: string }[] }).tools.map((x) => x.name)).toEqual(['whoami']);
+    const identities = (await call(surface, member.token, 'list_identities', { inboundServerGuid: res.body.guid })).body.items;
+    expect(identities).toEqual([{ guid: expect.any(String), name: 'oauth-i Identity', enabled: true, accessControl: 'private', inboundServerGuid: res.body.guid }]);
+    // The state was bound to the member who started: the private identity is theirs, invisible to the admin.
+    expect((await call(surface, ws.token, 'list_identities', { inboundServerGuid: res.body.guid })).body.items).toEqual([]);
+    const set = await issuedTokenSet(identities[0].guid);
+    expect(upstream.acceptedTokens).toContain(set.accessToken);
+    secrets.push(set.accessToken, set.refreshToken!);
+    expect((await call(surface, member.token, 'get_inbound_server', { inboundServerGuid: res.body.guid })).body.authenticationStatus).toBe('authenticated');
+
+    // A state is single-use.
+    const replay = await t.app.inject({ method: 'GET', url: done.callbackPath });
+    expect(replay.statusCode).toBe(400);
+    expect(replay.body).toContain('unknown or was already completed');
+  });
+
+  it('add_identity interactively returns the server with an authorizationUrl; the identity exists only after approval', async () => {
+    const { body: server } = await call(surface, ws.token, 'create_inbound_server', { name: 'oauth-add', url: upstream.url, authType: 'oauth' });
+    await approve(server.authorizationUrl);
+    await validated(t, server.guid);
+    const res = await call(surface, ws.token, 'add_identity', { inboundServerGuid: server.guid, identityLabel: 'Shared login', accessControl: 'global' });
+    expect(res.status).toBe(surface === 'rest' ? 201 : 200);
+    expect(res.body).toMatchObject({ guid: server.guid, authenticationType: 'oauth', authenticationStatus: 'authenticated', authorizationUrl: expect.any(String) });
+    expect((await call(surface, ws.token, 'list_identities', { inboundServerGuid: server.guid })).body.items).toHaveLength(1);
+    expect((await approve(res.body.authorizationUrl)).status).toBe(200);
+    await validated(t, server.guid);
+    const items = (await call(surface, ws.token, 'list_identities', { inboundServerGuid: server.guid })).body.items;
+    expect(items.map((i: { name: string; accessControl: string }) => [i.name, i.accessControl])).toEqual([
+      ['oauth-add Identity', 'private'],
+      ['Shared login', 'global'],
+    ]);
+    const conflict = await call(surface, ws.token, 'add_identity', { inboundServerGuid: server.guid, headers: { Authorization: 'Bearer x' } });
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.code).toBe('conflict');
+    expect((await call(surface, other.token, 'add_identity', { inboundServerGuid: server.guid })).status).toBe(404);
+  });
+
+  it('headless: the given tokens authenticate with no browser step', async () => {
+    const { clientId, tokens } = await upstream.provider.issueDirect(3600);
+    secrets.push(tokens.access_token, tokens.refresh_token!);
+    const res = await call(surface, ws.token, 'create_inbound_server', {
+      name: 'oauth-h',
+      url: upstream.url,
+      authType: 'oauth',
+      oauthAccessToken: tokens.access_token,
+      oauthRefreshToken: tokens.refresh_token,
+      oauthExpiresAt: Date.now() + 3_600_000,
+      oauthTokenEndpoint: upstream.tokenEndpoint,
+      oauthClientId: clientId,
+      oauthScope: 'mcp:tools',
+    });
+    expect(res.status).toBe(surface === 'rest' ? 201 : 200);
+    expect(res.body).toEqual({ guid: expect.any(String), name: 'oauth-h', url: upstream.url, enabled: true, authenticationType: 'oauth', authenticationStatus: 'needs-authentication' });
+    expect((await validated(t, res.body.guid)).authentication_status).toBe('authenticated');
+    expect(upstream.acceptedTokens).toContain(tokens.access_token);
+
+    // add_identity headless on an OAuth server returns the server.
+    const more = await upstream.provider.issueDirect(3600);
+    secrets.push(more.tokens.access_token, more.tokens.refresh_token!);
+    const added = await call(surface, ws.token, 'add_identity', {
+      inboundServerGuid: res.body.guid,
+      oauthAccessToken: more.tokens.access_token,
+      oauthTokenEndpoint: upstream.tokenEndpoint,
+      oauthClientId: more.clientId,
+    });
+    expect(added.body).toMatchObject({ guid: res.body.guid, authenticationType: 'oauth' });
+    expect(added.body.authorizationUrl).toBeUndefined();
+    await validated(t, res.body.guid);
+    expect(upstream.acceptedTokens).toContain(more.tokens.access_token);
+  });
+
+  it('headless: an expired access token is refreshed before validation', async () => {
+    const { clientId, tokens } = await upstream.provider.issueDirect(-60);
+    secrets.push(tokens.access_token, tokens.refresh_token!);
+    const refreshesBefore = upstream.provider.refreshCount;
+    const res = await call(surface, ws.token, 'create_inbound_server', {
+      name: 'oauth-expired',
+      url: upstream.url,
+      authType: 'oauth',
+      oauthAccessToken: tokens.access_token,
+      oauthRefreshToken: tokens.refresh_token,
+      oauthExpiresAt: Date.now() - 60_000,
+      oauthTokenEndpoint: upstream.tokenEndpoint,
+      oauthClientId: clientId,
+    });
+    expect((await validated(t, res.body.guid)).authentication_status).toBe('authenticated');
+    expect(upstream.provider.refreshCount).toBe(refreshesBefore + 1);
+    expect(upstream.acceptedTokens).not.toContain(tokens.access_token);
+    const [identity] = (await call(surface, ws.token, 'list_identities', { inboundServerGuid: res.body.guid })).body.items;
+    const set = await issuedTokenSet(identity.guid);
+    secrets.push(set.accessToken, set.refreshToken!);
+    expect(set.accessToken).not.toBe(tokens.access_token);
+    expect(set.expiresAt).toBeGreaterThan(Date.now());
+    expect(upstream.acceptedTokens).toContain(set.accessToken);
+    const row = await t.runtime.services.db.selectFrom('identities').select('oauth_expires_at').where('guid', '=', identity.guid).executeTakeFirstOrThrow();
+    expect(row.oauth_expires_at!.getTime()).toBe(set.expiresAt);
+  });
+
+  it('headless: a failed refresh marks the server unsupported and raises oauth_refresh_failed, without the tokens', async () => {
+    const { clientId, tokens } = await upstream.provider.issueDirect(-60);
+    const badRefresh = `rt-bogus-${Date.now()}`;
+    secrets.push(tokens.access_token, badRefresh);
+    const res = await call(surface, ws.token, 'create_inbound_server', {
+      name: 'oauth-bad-refresh',
+      url: upstream.url,
+      authType: 'oauth',
+      oauthAccessToken: tokens.access_token,
+      oauthRefreshToken: badRefresh,
+      oauthExpiresAt: Date.now() - 60_000,
+      oauthTokenEndpoint: upstream.tokenEndpoint,
+      oauthClientId: clientId,
+    });
+    const row = await validated(t, res.body.guid);
+    expect(row.authentication_status).toBe('unsupported');
+    expect(row.status_reason).toMatch(/refresh/);
+    const codes = alerts.filter((a) => a.relatedResourceIds?.includes(res.body.guid)).map((a) => a.code);
+    expect(codes).toEqual(['oauth_refresh_failed', 'server_validation_failed']);
+  });
+
+  it('refuses what cannot work, naming the field', async () => {
+    const notOAuth = await call(surface, ws.token, 'create_inbound_server', { name: 'x', url: plain.url, authType: 'oauth' });
+    expect(notOAuth.status).toBe(400);
+    expect(notOAuth.body.errors[0].path).toBe('url');
+    const before = (await t.runtime.services.db.selectFrom('inbound_servers').select('guid').where('organization_guid', '=', ws.organizationGuid).execute()).length;
+    expect(before).toBeGreaterThan(0);
+    const metadata = await call(surface, ws.token, 'create_inbound_server', { name: 'x', url: 'http://169.254.169.254/mcp', authType: 'oauth' });
+    expect(metadata.status).toBe(400);
+    expect(metadata.body.errors[0].path).toBe('url');
+    // Nothing half-created.
+    expect((await t.runtime.services.db.selectFrom('inbound_servers').select('guid').where('organization_guid', '=', ws.organizationGuid).execute()).length).toBe(before);
+  });
+});
+
+describe('the callback and the refresh function', () => {
+  it('answers an unknown or missing state with a 400 page, not a 500', async () => {
+    for (const url of ['/oauth/callback', '/oauth/callback?state=nope&code=x', '/oauth/callback?error=access_denied&state=zzz']) {
+      const res = await t.app.inject({ method: 'GET', url });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.headers['content-type']).toMatch(/text\/html/);
+    }
+  });
+
+  it('a refusal at the authorization server creates no identity', async () => {
+    const { body: server } = await call('rest', ws.token, 'create_inbound_server', { name: 'denied', url: upstream.url, authType: 'oauth' });
+    const state = new URL(server.authorizationUrl).searchParams.get('state')!;
+    const res = await t.app.inject({ method: 'GET', url: `/oauth/callback?error=access_denied&state=${encodeURIComponent(state)}` });
+    expect(res.statusCode).toBe(400);
+    expect(res.body).toContain('did not grant access');
+    expect((await call('rest', ws.token, 'list_identities', { inboundServerGuid: server.guid })).body.items).toEqual([]);
+    expect((await validated(t, server.guid)).authentication_status).toBe('needs-authentication');
+  });
+
+  it('freshTokenSet refreshes ahead of expiry and shares one refresh between concurrent callers', async () => {
+    const { clientId, tokens } = await upstream.provider.issueDirect(3600);
+    secrets.push(tokens.access_token, tokens.refresh_token!);
+    const { body: server } = await call('rest', ws.token, 'create_inbound_server', {
+      name: 'refresh-fn',
+      url: upstream.url,
+      authType: 'oauth',
+      oauthAccessToken: tokens.access_token,
+      oauthRefreshToken: tokens.refresh_token,
+      oauthExpiresAt: Date.now() + 3_600_000,
+      oauthTokenEndpoint: upstream.tokenEndpoint,
+      oauthClientId: clientId,
+    });
+    await validated(t, server.guid);
+    const services = t.runtime.services;
+    const identity = await services.db.selectFrom('identities').selectAll().where('inbound_server_guid', '=', server.guid).executeTakeFirstOrThrow();
+    const before = upstream.provider.refreshCount;
+    // Far from expiry: nothing to do.
+    expect((await freshTokenSet(services, identity)).accessToken).toBe(tokens.access_token);
+    expect(upstream.provider.refreshCount).toBe(before);
+    // Within the margin: one refresh, however many callers ask at once.
+    const set = await issuedTokenSet(identity.guid);
+    await services.secrets.replace(services.db, identity.organization_guid, identity.secret_guid!, { ...set, expiresAt: Date.now() + 1_000 });
+    const [a, b] = await Promise.all([freshTokenSet(services, identity), freshTokenSet(services, identity)]);
+    secrets.push(a.accessToken, a.refreshToken!);
+    expect(upstream.provider.refreshCount).toBe(before + 1);
+    expect(a.accessToken).toBe(b.accessToken);
+    expect(a.accessToken).not.toBe(tokens.access_token);
+    expect((await issuedTokenSet(identity.guid)).accessToken).toBe(a.accessToken);
+  });
+
+  it('never logged, answered or alerted a token', () => {
+    expect(secrets.length).toBeGreaterThan(10);
+    assertNeverLeaked(t, secrets, [...responses, ...alerts]);
+  });
+});
