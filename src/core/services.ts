@@ -4,6 +4,7 @@ import type { ConfigDb } from '../stores/postgres.js';
 import type { AlertSink } from './alerts.js';
 import type { TokenUsage } from './auth/token-usage.js';
 import type { EgressPolicy } from './egress.js';
+import type { CallLogSink } from './logs/call-log-writer.js';
 import type { SecretStore } from './secrets/secret-store.js';
 
 /** The minimal logger core code needs; pino (fastify's logger) satisfies it. */
@@ -26,4 +27,6 @@ export interface Services {
   /** Where outbound requests may go (EGRESS_ALLOWED_CIDRS). */
   egress: EgressPolicy;
   alerts: AlertSink;
+  /** The one call-log writer every producer uses (batched, spooled to disk, back-pressured). */
+  callLogs: CallLogSink;
 }

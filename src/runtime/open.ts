@@ -1,7 +1,10 @@
+import path from 'node:path';
 import pino from 'pino';
 import type { Config } from '../config.js';
 import { TokenUsage } from '../core/auth/token-usage.js';
 import { EgressPolicy } from '../core/egress.js';
+import { ClickhouseAlertStore } from '../core/logs/alert-store.js';
+import { CallLogWriter } from '../core/logs/call-log-writer.js';
 import { SecretStore } from '../core/secrets/secret-store.js';
 import type { Services } from '../core/services.js';
 import { migrateClickhouse, openClickhouse } from '../stores/clickhouse.js';
@@ -32,6 +35,7 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
     await pg.close().catch(() => undefined);
     throw err;
   }
+  const callLogs = await CallLogWriter.open({ client: clickhouse.client, spoolDir: path.join(config.dataDir, 'spool', 'call-logs'), logger });
   const tokenUsage = new TokenUsage(pg.db);
   tokenUsage.start();
   const services: Services = {
@@ -42,14 +46,16 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
     logger,
     secrets: new SecretStore(secretKey),
     egress: new EgressPolicy(config.egressAllowedCidrs),
-    // Until the call-log store lands, alerts go to the log (never with a secret in them).
-    alerts: { raise: async (alert) => logger.warn({ alert: { code: alert.code, subject: alert.subject, related: alert.relatedResourceIds } }, 'alert raised') },
+    alerts: new ClickhouseAlertStore(clickhouse, logger),
+    callLogs,
   };
   return {
     services,
     secretKey,
     close: async () => {
       await tokenUsage.stop().catch((err: unknown) => logger.warn({ err }, 'could not flush token usage'));
+      // Before ClickHouse closes: the writer waits for its insert in flight and leaves the rest spooled.
+      await callLogs.close().catch((err: unknown) => logger.warn({ err }, 'could not flush call logs'));
       await clickhouse.close();
       await pg.close();
     },

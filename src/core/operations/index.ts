@@ -1,4 +1,6 @@
 import type { AnyOperation } from '../operation.js';
+import { alertOperations } from './alerts.js';
+import { logOperations } from './logs.js';
 import { roleOperations } from './roles.js';
 import { sessionOperations } from './session.js';
 import { teamOperations } from './teams.js';
@@ -13,6 +15,8 @@ export const operations: readonly AnyOperation[] = [
   ...roleOperations,
   ...userOperations,
   ...sessionOperations,
+  ...logOperations,
+  ...alertOperations,
 ] as unknown as AnyOperation[];
 
 export const operationsByName: ReadonlyMap<string, AnyOperation> = new Map(operations.map((op) => [op.name, op]));
