@@ -11,7 +11,7 @@ let otherToken: string;
 const server = newGuid();
 const gateway = newGuid();
 const secret = 'ghp_' + newGuid().replaceAll('-', '');
-let raisedAt: number[] = [];
+const raisedAt: number[] = [];
 
 const alert = (i: number, over: Partial<NewAlert> = {}): NewAlert => ({
   organizationGuid: org,
