@@ -83,6 +83,38 @@ describe.each(SURFACES)('connections on %s', (surface) => {
     expect(hostless.body).toMatchObject({ hostGuid: null, hostName: null, gatewayName: 'G2' });
   });
 
+  it('get_connection reports the last successful call and the newest errors from the call logs, and only its own', async () => {
+    const { ws, g1, c } = await world(surface);
+    const other = await newWorkspace(t);
+    const base = Date.now() - 60_000;
+    const row = (i: number, status: 'ok' | 'error', organizationGuid = ws.organizationGuid, connection = c.adminG1H1) => ({
+      organizationGuid,
+      createdAt: base + i * 1000,
+      type: 'tool_call' as const,
+      method: 'tools/call',
+      toolName: `tool-${i}`,
+      status,
+      errorMessage: status === 'error' ? `failure ${i}` : null,
+      durationMs: 5,
+      gatewayConnectionGuid: connection,
+      outboundGatewayGuid: g1,
+      traceId: i.toString(16).padStart(32, '0'),
+    });
+    await t.runtime.services.callLogs.write([
+      row(1, 'ok'),
+      ...Array.from({ length: 12 }, (_, i) => row(2 + i, 'error')),
+      row(20, 'ok', ws.organizationGuid, c.adminG2),
+      // Another workspace's row naming the same connection guid must not count.
+      row(30, 'ok', other.organizationGuid),
+    ]);
+    await t.runtime.services.callLogs.flush();
+    const res = await invoke(t, surface, ws.token, 'get_connection', { connectionGuid: c.adminG1H1 });
+    expect(res.body.lastSuccessfulCallAt).toBe(new Date(base + 1000).toISOString());
+    expect(res.body.recentErrors).toHaveLength(10);
+    expect(res.body.recentErrors[0]).toEqual({ createdAt: new Date(base + 13_000).toISOString(), inboundServerGuid: null, toolName: 'tool-13', message: 'failure 13', traceId: (13).toString(16).padStart(32, '0') });
+    expect(res.body.recentErrors.map((e: { toolName: string }) => e.toolName)).toEqual(Array.from({ length: 10 }, (_, i) => `tool-${13 - i}`));
+  });
+
   it('serverCount counts the distinct servers the gateway carries now: enabled assignments of live, enabled servers', async () => {
     const ws = await newWorkspace(t);
     const gatewayGuid = (await invoke(t, surface, ws.token, 'create_gateway', { name: 'G' })).body.guid;

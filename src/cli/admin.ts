@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
 import { ConfigError, loadConfig } from '../config.js';
 import { runAdminCommand } from '../core/admin-commands.js';
 import { toAppError } from '../core/errors.js';
@@ -15,6 +16,7 @@ Commands:
   rotate-secret-key [--org GUID]
                       re-encrypts every secret under SECRET_KEY; start with the
                       new key as SECRET_KEY and the old one as PREVIOUS_SECRET_KEY
+  seed-logs --org GUID --rows N [--days D]   (synthetic call logs through the ingest path)
 
 While the service runs on the same DATA_DIR, the command is carried out by it
 (over DATA_DIR/admin.sock); otherwise this process opens the stores itself.`;
@@ -33,6 +35,8 @@ function parseCommandLine(argv: string[]): { command: string; args: Record<strin
       user: { type: 'string' },
       label: { type: 'string' },
       'expires-in-days': { type: 'string' },
+      rows: { type: 'string' },
+      days: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -48,8 +52,29 @@ function parseCommandLine(argv: string[]): { command: string; args: Record<strin
   if (values.user !== undefined) args.user = values.user;
   if (values.label !== undefined) args.label = values.label;
   if (values['expires-in-days'] !== undefined) args.expiresInDays = Number(values['expires-in-days']);
+  if (values.rows !== undefined) args.rows = Number(values.rows);
+  if (values.days !== undefined) args.days = Number(values.days);
   if (command === 'entitlement') args.action = rest[0];
   return { command, args, json: Boolean(values.json) };
+}
+
+/** A progress bar on stderr when it is a terminal (and --json is off); a no-op otherwise. */
+function progressBar(json: boolean): { update: (done: number, total: number) => void; stop: () => void } {
+  if (json || !process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
+  let bar: cliProgress.SingleBar | null = null;
+  return {
+    update: (done, total) => {
+      if (!bar) {
+        bar = new cliProgress.SingleBar({ stream: process.stderr, format: '{bar} {percentage}% | {value}/{total} rows | {eta_formatted} left' }, cliProgress.Presets.shades_classic);
+        bar.start(total, 0);
+      }
+      bar.update(done);
+    },
+    stop: () => {
+      bar?.stop();
+      bar = null;
+    },
+  };
 }
 
 function print(result: Record<string, unknown>, json: boolean): void {
@@ -67,16 +92,24 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = loadConfig();
-  let response: AdminResponse | null = await sendAdminCommand(config.dataDir, { command, args });
+  const progress = progressBar(json);
+  let response: AdminResponse | null;
+  try {
+    // seed-logs may run for many minutes inside the service; progress lines keep the socket alive.
+    response = await sendAdminCommand(config.dataDir, { command, args }, command === 'seed-logs' ? 24 * 3600_000 : undefined, progress.update);
+  } finally {
+    progress.stop();
+  }
   if (!response) {
     const runtime = await openRuntime(config, { backgroundJobs: false, logger: { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) } });
     try {
-      response = { ok: true, result: await runAdminCommand(runtime.services, command, args) };
+      response = { ok: true, result: await runAdminCommand(runtime.services, command, args, { onProgress: progress.update }) };
     } catch (err) {
       const e = toAppError(err);
       if (e.code === 'internal') console.error(err);
       response = { ok: false, error: { code: e.code, detail: e.message, errors: e.extras.errors } };
     } finally {
+      progress.stop();
       await runtime.close();
     }
   }

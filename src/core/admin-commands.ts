@@ -9,6 +9,7 @@ import { createWorkspace } from './workspaces.js';
 import { migratePostgres } from '../stores/postgres.js';
 import { migrateClickhouse } from '../stores/clickhouse.js';
 import { rotateSecretKey } from './secrets/rotate-secret-key.js';
+import { seedCallLogs } from './logs/seed.js';
 
 /**
  * The operator commands of `npm run admin`. They run either inside the service
@@ -23,12 +24,18 @@ const commandSchemas = {
   'create-token': z.strictObject({ user: Guid, label: z.string().trim().min(1).max(200), expiresInDays: z.number().int().min(0).max(90).default(0) }),
   migrate: z.strictObject({}),
   'rotate-secret-key': z.strictObject({ org: Guid.optional() }),
+  'seed-logs': z.strictObject({ org: Guid, rows: z.number().int().min(1).max(1_000_000_000), days: z.number().int().min(1).max(3650).default(7) }),
 } as const;
 
 export type AdminCommandName = keyof typeof commandSchemas;
 export const ADMIN_COMMANDS = Object.keys(commandSchemas) as AdminCommandName[];
 
-type Handlers = { [K in AdminCommandName]: (services: Services, args: z.output<(typeof commandSchemas)[K]>) => Promise<Record<string, unknown>> };
+/** What a command may report while it runs (seed-logs: rows written so far). */
+export interface AdminCommandHooks {
+  onProgress?: (done: number, total: number) => void;
+}
+
+type Handlers = { [K in AdminCommandName]: (services: Services, args: z.output<(typeof commandSchemas)[K]>, hooks: AdminCommandHooks) => Promise<Record<string, unknown>> };
 
 const handlers: Handlers = {
   'create-workspace': async ({ db }, a) => createWorkspace(db, { name: a.name, adminEmail: a.adminEmail, partner: a.partner }) as unknown as Promise<Record<string, unknown>>,
@@ -52,12 +59,16 @@ const handlers: Handlers = {
   },
   // Re-encrypts every secret under SECRET_KEY; the old key is given as PREVIOUS_SECRET_KEY.
   'rotate-secret-key': async ({ db, secrets }, a) => ({ ...(await rotateSecretKey(db, secrets, { organizationGuid: a.org })) }),
+  'seed-logs': async (services, a, hooks) => {
+    if (!(await findOrganization(services.db, a.org))) throw notFound('Workspace');
+    return seedCallLogs(services, { organizationGuid: a.org, rows: a.rows, days: a.days, onProgress: hooks.onProgress });
+  },
 };
 
-export async function runAdminCommand(services: Services, name: string, rawArgs: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function runAdminCommand(services: Services, name: string, rawArgs: Record<string, unknown>, hooks: AdminCommandHooks = {}): Promise<Record<string, unknown>> {
   if (!(name in commandSchemas)) throw validationFailed([{ path: 'command', message: `unknown command; one of ${ADMIN_COMMANDS.join(', ')}` }]);
   const command = name as AdminCommandName;
   const parsed = commandSchemas[command].safeParse(rawArgs);
   if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
-  return (handlers[command] as (s: Services, a: unknown) => Promise<Record<string, unknown>>)(services, parsed.data);
+  return (handlers[command] as (s: Services, a: unknown, h: AdminCommandHooks) => Promise<Record<string, unknown>>)(services, parsed.data, hooks);
 }

@@ -4,6 +4,7 @@ import type { ConfigDb } from '../stores/postgres.js';
 import type { AlertSink } from './alerts.js';
 import type { TokenUsage } from './auth/token-usage.js';
 import type { EgressPolicy } from './egress.js';
+import type { CallLogSink } from './logs/call-log-writer.js';
 import type { SecretStore } from './secrets/secret-store.js';
 import type { ServerValidationJobs } from './servers/validation-jobs.js';
 
@@ -29,4 +30,6 @@ export interface Services {
   alerts: AlertSink;
   /** Feature-learning: asynchronous validation of inbound servers (started by the runtime). */
   serverValidation: ServerValidationJobs;
+  /** The one call-log writer every producer uses (batched, spooled to disk, back-pressured). */
+  callLogs: CallLogSink;
 }

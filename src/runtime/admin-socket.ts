@@ -44,7 +44,9 @@ export async function listenAdminSocket(services: Services, dataDir: string): Pr
         let response: AdminResponse;
         try {
           const req = JSON.parse(line) as AdminRequest;
-          response = { ok: true, result: await runAdminCommand(services, req.command, req.args ?? {}) };
+          // Progress goes out as {"progress":{done,total}} lines before the one answer line.
+          const onProgress = (done: number, total: number) => void socket.write(JSON.stringify({ progress: { done, total } }) + '\n');
+          response = { ok: true, result: await runAdminCommand(services, req.command, req.args ?? {}, { onProgress }) };
         } catch (err) {
           const e = toAppError(err);
           if (e.code === 'internal') services.logger.error({ err }, 'admin command failed');
@@ -64,7 +66,12 @@ export async function listenAdminSocket(services: Services, dataDir: string): Pr
 }
 
 /** Sends one command to a running service; null when none listens on DATA_DIR. */
-export function sendAdminCommand(dataDir: string, request: AdminRequest, timeoutMs = 120_000): Promise<AdminResponse | null> {
+export function sendAdminCommand(
+  dataDir: string,
+  request: AdminRequest,
+  timeoutMs = 120_000,
+  onProgress?: (done: number, total: number) => void,
+): Promise<AdminResponse | null> {
   const socketPath = adminSocketPath(dataDir);
   if (!fs.existsSync(socketPath)) return Promise.resolve(null);
   return new Promise((resolve, reject) => {
@@ -76,7 +83,16 @@ export function sendAdminCommand(dataDir: string, request: AdminRequest, timeout
     });
     socket.setEncoding('utf8');
     socket.setTimeout(timeoutMs, () => socket.destroy(new Error('The running service did not answer the admin command in time.')));
-    socket.on('data', (chunk) => (answer += chunk));
+    socket.on('data', (chunk) => {
+      answer += chunk;
+      // Every complete line but the answer is a progress report.
+      let nl: number;
+      while ((nl = answer.indexOf('\n')) >= 0 && answer.startsWith('{"progress"')) {
+        const { progress } = JSON.parse(answer.slice(0, nl)) as { progress: { done: number; total: number } };
+        onProgress?.(progress.done, progress.total);
+        answer = answer.slice(nl + 1);
+      }
+    });
     socket.on('end', () => {
       try {
         resolve(JSON.parse(answer) as AdminResponse);

@@ -1,7 +1,10 @@
+import path from 'node:path';
 import pino from 'pino';
 import type { Config } from '../config.js';
 import { TokenUsage } from '../core/auth/token-usage.js';
 import { EgressPolicy } from '../core/egress.js';
+import { ClickhouseAlertStore } from '../core/logs/alert-store.js';
+import { CallLogWriter } from '../core/logs/call-log-writer.js';
 import { SecretStore } from '../core/secrets/secret-store.js';
 import { ServerValidationJobs } from '../core/servers/validation-jobs.js';
 import type { Services } from '../core/services.js';
@@ -33,9 +36,10 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
     await pg.close().catch(() => undefined);
     throw err;
   }
+  const callLogs = await CallLogWriter.open({ client: clickhouse.client, spoolDir: path.join(config.dataDir, 'spool', 'call-logs'), logger });
   const tokenUsage = new TokenUsage(pg.db);
   tokenUsage.start();
-  const services = {
+  const base: Omit<Services, 'serverValidation'> = {
     config,
     db: pg.db,
     clickhouse,
@@ -46,9 +50,11 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
       config.previousSecretKeys.map((k) => Buffer.from(k, 'base64')),
     ),
     egress: new EgressPolicy(config.egressAllowedCidrs),
-    // Until the call-log store lands, alerts go to the log (never with a secret in them).
-    alerts: { raise: async (alert) => logger.warn({ alert: { code: alert.code, subject: alert.subject, related: alert.relatedResourceIds } }, 'alert raised') },
-  } satisfies Omit<Services, 'serverValidation'> as Services;
+    alerts: new ClickhouseAlertStore(clickhouse, logger),
+    callLogs,
+  };
+  // The job runner needs the services it belongs to: attach it once they exist.
+  const services = base as Services;
   services.serverValidation = new ServerValidationJobs(services);
   // The operator CLI opens the stores for one command: it must not start probing upstreams.
   if (opts.backgroundJobs !== false) services.serverValidation.start();
@@ -58,6 +64,8 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
     close: async () => {
       await services.serverValidation.stop();
       await tokenUsage.stop().catch((err: unknown) => logger.warn({ err }, 'could not flush token usage'));
+      // Before ClickHouse closes: the writer waits for its insert in flight and leaves the rest spooled.
+      await callLogs.close().catch((err: unknown) => logger.warn({ err }, 'could not flush call logs'));
       await clickhouse.close();
       await pg.close();
     },

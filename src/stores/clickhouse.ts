@@ -84,14 +84,33 @@ export interface DdlContext {
 /**
  * Fills the placeholders of a DDL statement. Files are written for a single node;
  * `${ON_CLUSTER}`, `${ENGINE:Merge}` style markers switch them to a cluster.
+ *
+ * On a cluster, `${TABLE:name}` becomes `name_local` (the Replicated table on each
+ * shard) and `${DISTRIBUTED:name:shardingKey}` becomes the Distributed table `name`
+ * over those, so every query and insert keeps addressing `name`. On a single node
+ * the table is `name` itself and the DISTRIBUTED statement renders empty (skipped).
  */
 export function renderDdl(statement: string, ctx: DdlContext): string {
+  const cluster = ctx.cluster;
   return statement
     .replaceAll('${RETENTION_DAYS}', String(ctx.retentionDays))
-    .replaceAll('${ON_CLUSTER}', ctx.cluster ? `ON CLUSTER ${ctx.cluster}` : '')
+    .replaceAll('${ON_CLUSTER}', cluster ? `ON CLUSTER ${cluster}` : '')
+    .replace(/\$\{TABLE:(\w+)\}/g, (_m, table: string) => (cluster ? `${table}_local` : table))
+    .replace(/\$\{DISTRIBUTED:(\w+):([^}]+)\}/g, (_m, table: string, shardingKey: string) =>
+      cluster
+        ? `CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER ${cluster} AS ${table}_local ENGINE = Distributed(${cluster}, currentDatabase(), ${table}_local, ${shardingKey})`
+        : '',
+    )
     .replace(/\$\{ENGINE:(\w+)\}/g, (_m, engine: string) =>
-      ctx.cluster ? `Replicated${engine}('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')` : engine,
+      cluster ? `Replicated${engine}('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')` : engine,
     );
+}
+
+/** Every statement of the DDL files rendered for `ctx`, empty ones dropped: what migrateClickhouse runs. */
+export function renderDdlFile(sqlText: string, ctx: DdlContext): string[] {
+  return splitStatements(sqlText)
+    .map((statement) => renderDdl(statement, ctx))
+    .filter((statement) => statement.replace(/--.*$/gm, '').trim().length > 0);
 }
 
 /**
@@ -108,8 +127,8 @@ export async function migrateClickhouse(store: ClickhouseStore, ctx: DdlContext,
   const done: string[] = [];
   for (const file of listDdlFiles(dir)) {
     if (applied.has(file.name)) continue;
-    for (const statement of splitStatements(file.sql)) {
-      await client.command({ query: renderDdl(statement, ctx) });
+    for (const statement of renderDdlFile(file.sql, ctx)) {
+      await client.command({ query: statement });
     }
     await client.insert({ table: 'schema_migrations', values: [{ name: file.name }], format: 'JSONEachRow' });
     done.push(file.name);

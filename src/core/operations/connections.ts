@@ -2,10 +2,10 @@ import { z } from 'zod';
 import type { ConfigDb } from '../../stores/postgres.js';
 import { notFound } from '../errors.js';
 import { isGuid } from '../ids.js';
+import { connectionCallSummary } from '../logs/connection-summary.js';
 import { defineOperation, type Principal } from '../operation.js';
 import { countReachableServers } from '../repositories/assignments.js';
 import { findConnection, findConnectionDetail, listConnections, setConnectionEnabled, type Connection as ConnectionRow } from '../repositories/connections.js';
-import type { Services } from '../services.js';
 import { CHANGES, DESTROYS, Id, IsoTime, ItemsOf, READ_ONLY } from './common.js';
 
 export const Connection = z.object({
@@ -42,22 +42,6 @@ const ConnectionDetail = Connection.extend({
   lastSuccessfulCallAt: IsoTime.nullable(),
   recentErrors: z.array(RecentError).describe('Newest first, at most 10'),
 });
-
-export interface CallActivity {
-  /** ISO time of the connection's last successful call, or null. */
-  lastSuccessfulCallAt: string | null;
-  /** The connection's latest failed calls, newest first, at most 10. */
-  recentErrors: RecentError[];
-}
-
-/**
- * What the call log says about one connection. Call logs land with their own
- * issue: until then a connection has no recorded activity. This is the one place
- * to swap in the call-log summary (ClickHouse, scoped to the organization).
- */
-export async function callActivityOf(_services: Services, _organizationGuid: string, _connectionGuid: string): Promise<CallActivity> {
-  return { lastSuccessfulCallAt: null, recentErrors: [] };
-}
 
 const ConnectionGuid = Id('Connection guid');
 
@@ -114,7 +98,7 @@ export const connectionOperations = [
       if (!c) throw notFound('Connection');
       const [serverCount, activity] = await Promise.all([
         countReachableServers(services.db, principal.organizationGuid, c.gateway_guid),
-        callActivityOf(services, principal.organizationGuid, c.guid),
+        connectionCallSummary(services.clickhouse, principal.organizationGuid, c.guid),
       ]);
       return {
         ...toConnection(c),

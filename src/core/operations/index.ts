@@ -1,5 +1,7 @@
 import type { AnyOperation } from '../operation.js';
 import { identityOperations } from './identities.js';
+import { alertOperations } from './alerts.js';
+import { logOperations } from './logs.js';
 import { roleOperations } from './roles.js';
 import { serverOperations } from './servers.js';
 import { sessionOperations } from './session.js';
@@ -27,6 +29,8 @@ export const operations: readonly AnyOperation[] = [
   ...connectionOperations,
   ...serverOperations,
   ...identityOperations,
+  ...logOperations,
+  ...alertOperations,
 ] as unknown as AnyOperation[];
 
 export const operationsByName: ReadonlyMap<string, AnyOperation> = new Map(operations.map((op) => [op.name, op]));

@@ -1,0 +1,193 @@
+/**
+ * bench:logs — seeds call logs through the ingest path (default 10M rows in one
+ * workspace plus other workspaces' noise), then measures p50/p99 of query_logs
+ * through the REST route for the common shapes, runs the same queries against a
+ * Postgres table with careful indexes, and prints the ratio per shape. Also
+ * reports ingest rows/s and bytes on disk per thin row. Figures, never assertions.
+ *
+ *   npm run bench:logs -- [--rows 10000000] [--iterations 30] [--pg-url postgres://postgres@127.0.0.1:5432/postgres] [--no-pg]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import { seedCallLogs } from '../src/core/logs/seed.js';
+import { createWorkspace } from '../src/core/workspaces.js';
+import { buildApp } from '../src/http/app.js';
+import { openRuntime } from '../src/runtime/open.js';
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '10000000' },
+    iterations: { type: 'string', default: '30' },
+    days: { type: 'string', default: '30' },
+    'pg-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
+    'no-pg': { type: 'boolean', default: false },
+  },
+});
+const ROWS = Number(values.rows);
+const NOISE = Math.max(1000, Math.floor(ROWS / 10));
+const ITER = Number(values.iterations);
+const DAYS = Number(values.days);
+const quiet = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
+const out = (line: string) => process.stdout.write(line + '\n');
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-logs-'));
+const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', SECRET_KEY: Buffer.alloc(32, 3).toString('base64'), ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
+const runtime = await openRuntime(config, { logger: quiet });
+const { services } = runtime;
+const app = await buildApp({ services, logger: false as never });
+await app.ready();
+
+const ws = await createWorkspace(services.db, { name: 'bench', adminEmail: 'bench@example.test' });
+const org = ws.organizationGuid;
+
+// 1. Ingest through the one writer.
+let t0 = performance.now();
+await seedCallLogs(services, { organizationGuid: org, rows: ROWS, days: DAYS, onProgress: (d) => d % 1_000_000 === 0 && out(`  ingested ${d}`) });
+const ingestSeconds = (performance.now() - t0) / 1000;
+for (let i = 0; i < 3; i++) {
+  const other = await createWorkspace(services.db, { name: `noise-${i}`, adminEmail: `noise${i}@example.test` });
+  await seedCallLogs(services, { organizationGuid: other.organizationGuid, rows: Math.floor(NOISE / 3), days: DAYS });
+}
+out(`ingest: ${ROWS} rows in ${ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / ingestSeconds)} rows/s (through CallLogWriter, generation included)`);
+
+const ch = services.clickhouse.client;
+const one = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T> => (await (await ch.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>())[0]!;
+t0 = performance.now();
+await ch.command({ query: 'OPTIMIZE TABLE call_logs FINAL' });
+out(`optimize final: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+const disk = await one<{ rows: string; bytes: string; parts: string }>(`SELECT sum(rows) AS rows, sum(bytes_on_disk) AS bytes, count() AS parts FROM system.parts WHERE active AND table = 'call_logs'`);
+out(`disk: call_logs ${disk.rows} rows, ${disk.bytes} bytes in ${disk.parts} parts = ${(Number(disk.bytes) / Number(disk.rows)).toFixed(1)} bytes/row (indexes included)`);
+const cols = await (await ch.query({ query: `SELECT name, sum(data_compressed_bytes) AS c FROM system.columns_parts WHERE table = 'call_logs' GROUP BY name ORDER BY c DESC`, format: 'JSONEachRow' }).catch(() => null))?.json<{ name: string; c: string }>();
+if (cols) out(`  per column bytes/row: ${cols.map((c) => `${c.name}=${(Number(c.c) / Number(disk.rows)).toFixed(1)}`).join(' ')}`);
+
+// 2. Probe values for the filters.
+const probe = await one<{ user_guid: string; inbound_server_guid: string; trace_id: string; created_ms: number | string }>(
+  `SELECT user_guid, inbound_server_guid, trace_id, toUnixTimestamp64Milli(created_at) AS created_ms FROM call_logs WHERE organization_guid = {org:String} AND inbound_server_guid != '' ORDER BY created_at DESC LIMIT 1 OFFSET {o:UInt64}`,
+  { org, o: Math.floor(ROWS / 2) },
+);
+const windowTo = Number(probe.created_ms);
+const shapes: Record<string, Record<string, unknown>> = {
+  newest_page: {},
+  one_filter: { filters: { user_guid: probe.user_guid } },
+  three_filters: { filters: { user_guid: probe.user_guid, inbound_server_guid: probe.inbound_server_guid, type: 'tool_call' } },
+  trace_id: { filters: { trace_id: probe.trace_id } },
+  time_window: { fromMs: windowTo - 3_600_000, toMs: windowTo },
+  deep_page_50k: { skip: 50_000 },
+  detail_take_1000: { includeDetail: true, take: 1000 },
+};
+
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+async function measure(fn: () => Promise<void>): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 3; i++) await fn();
+  const times: number[] = [];
+  for (let i = 0; i < ITER; i++) {
+    const s = performance.now();
+    await fn();
+    times.push(performance.now() - s);
+  }
+  return { p50: pct(times, 50), p99: pct(times, 99) };
+}
+
+const chResults: Record<string, { p50: number; p99: number; rows: number }> = {};
+for (const [name, body] of Object.entries(shapes)) {
+  let rows = 0;
+  const r = await measure(async () => {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/svc-admin/logs/query', headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+    if (res.statusCode !== 200) throw new Error(`${name}: ${res.statusCode} ${res.body}`);
+    rows = (JSON.parse(res.body) as { items: unknown[] }).items.length;
+  });
+  chResults[name] = { ...r, rows };
+}
+
+// 3. The same rows and queries on Postgres.
+const pgResults: Record<string, { p50: number; p99: number }> = {};
+if (!values['no-pg']) {
+  const admin = new pg.Client({ connectionString: values['pg-url'] });
+  await admin.connect();
+  await admin.query('DROP DATABASE IF EXISTS bench_logs');
+  await admin.query('CREATE DATABASE bench_logs');
+  await admin.end();
+  const url = new URL(values['pg-url']!);
+  url.pathname = '/bench_logs';
+  const db = new pg.Client({ connectionString: url.href });
+  await db.connect();
+  await db.query(`CREATE UNLOGGED TABLE call_logs (organization_guid uuid NOT NULL, guid uuid NOT NULL, created_at timestamptz NOT NULL, type text NOT NULL, method text NOT NULL,
+    tool_name text, status text NOT NULL, error_message text, duration_ms int NOT NULL, request_bytes int NOT NULL, response_bytes int NOT NULL,
+    gateway_connection_guid uuid, user_guid uuid, outbound_gateway_guid uuid, inbound_server_guid uuid, host_guid uuid, server_container_guid uuid, team_guid uuid,
+    trace_id text NOT NULL, span_id text NOT NULL)`);
+  await db.query(`CREATE UNLOGGED TABLE call_log_details (guid uuid PRIMARY KEY, request_body text, response_body text, request_headers text, response_headers text)`);
+  t0 = performance.now();
+  const columns = `organization_guid, guid, created_at, type, method, tool_name, status, error_message, duration_ms, request_bytes, response_bytes, gateway_connection_guid, user_guid, outbound_gateway_guid, inbound_server_guid, host_guid, server_container_guid, team_guid, trace_id, span_id`;
+  const types = ['uuid', 'uuid', 'timestamptz', 'text', 'text', 'text', 'text', 'text', 'int', 'int', 'int', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'text', 'text'];
+  const nil = (v: unknown) => (v === '' ? null : v);
+  const start = await one<{ lo: string | number; hi: string | number }>(`SELECT toUnixTimestamp64Milli(min(created_at)) AS lo, toUnixTimestamp64Milli(max(created_at)) AS hi FROM call_logs`);
+  const step = 3_600_000;
+  let copied = 0;
+  for (let from = Number(start.lo); from <= Number(start.hi); from += step) {
+    const res = await ch.query({
+      query: `SELECT ${columns.replace('created_at', 'toUnixTimestamp64Milli(created_at)')} FROM call_logs WHERE created_at >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND created_at < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
+      query_params: { a: from, b: from + step },
+      format: 'JSONCompactEachRow',
+    });
+    const rows = await res.json<unknown[]>();
+    for (let i = 0; i < rows.length; i += 20_000) {
+      const chunk = rows.slice(i, i + 20_000);
+      const arrays = types.map((_, c) => chunk.map((r) => (c === 2 ? new Date(Number(r[c])).toISOString() : nil(r[c]))));
+      await db.query(`INSERT INTO call_logs SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`, arrays);
+    }
+    const det = await (await ch.query({
+      query: `SELECT guid, request_body, response_body, request_headers, response_headers FROM call_log_details WHERE created_at >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND created_at < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
+      query_params: { a: from, b: from + step },
+      format: 'JSONCompactEachRow',
+    })).json<string[]>();
+    if (det.length) await db.query(`INSERT INTO call_log_details SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])`, [0, 1, 2, 3, 4].map((c) => det.map((r) => r[c])));
+    copied += rows.length;
+  }
+  out(`postgres: loaded ${copied} rows in ${((performance.now() - t0) / 1000).toFixed(0)} s; building indexes`);
+  for (const ddl of [
+    'CREATE INDEX ON call_logs (organization_guid, created_at DESC, guid DESC)',
+    'CREATE INDEX ON call_logs (organization_guid, user_guid, created_at DESC)',
+    'CREATE INDEX ON call_logs (organization_guid, inbound_server_guid, created_at DESC)',
+    'CREATE INDEX ON call_logs (organization_guid, gateway_connection_guid, created_at DESC)',
+    'CREATE INDEX ON call_logs (organization_guid, outbound_gateway_guid, created_at DESC)',
+    'CREATE INDEX ON call_logs (trace_id)',
+    'ANALYZE call_logs',
+    'ANALYZE call_log_details',
+  ])
+    await db.query(ddl);
+  const pgShapes: Record<string, { sql: string; params: unknown[] }> = {};
+  const base = `SELECT * FROM call_logs WHERE organization_guid = $1`;
+  const order = `ORDER BY created_at DESC, guid DESC`;
+  pgShapes.newest_page = { sql: `${base} ${order} LIMIT 101`, params: [org] };
+  pgShapes.one_filter = { sql: `${base} AND user_guid = $2 ${order} LIMIT 101`, params: [org, probe.user_guid] };
+  pgShapes.three_filters = { sql: `${base} AND user_guid = $2 AND inbound_server_guid = $3 AND type = 'tool_call' ${order} LIMIT 101`, params: [org, probe.user_guid, probe.inbound_server_guid] };
+  pgShapes.trace_id = { sql: `${base} AND trace_id = $2 ${order} LIMIT 101`, params: [org, probe.trace_id] };
+  pgShapes.time_window = { sql: `${base} AND created_at BETWEEN $2 AND $3 ${order} LIMIT 101`, params: [org, new Date(windowTo - 3_600_000), new Date(windowTo)] };
+  pgShapes.deep_page_50k = { sql: `${base} ${order} LIMIT 101 OFFSET 50000`, params: [org] };
+  pgShapes.detail_take_1000 = {
+    sql: `SELECT l.*, left(d.request_body, 4096), left(d.response_body, 4096), left(d.request_headers, 4096), left(d.response_headers, 4096) FROM (${base} ${order} LIMIT 1001) l LEFT JOIN call_log_details d ON d.guid = l.guid ORDER BY l.created_at DESC, l.guid DESC`,
+    params: [org],
+  };
+  for (const [name, q] of Object.entries(pgShapes)) pgResults[name] = await measure(async () => void (await db.query(q.sql, q.params)));
+  const size = await db.query(`SELECT pg_total_relation_size('call_logs') AS b`);
+  out(`postgres: call_logs with indexes ${(Number(size.rows[0].b) / copied).toFixed(1)} bytes/row`);
+  await db.end();
+}
+
+out('');
+out(`query_logs through REST at ${ROWS} rows (${ITER} runs each)     p50 ms   p99 ms   rows | postgres p50 ms   p99 ms | ratio (pg p50 / ch p50)`);
+for (const name of Object.keys(shapes)) {
+  const c = chResults[name]!;
+  const p = pgResults[name];
+  out(
+    `${name.padEnd(20)} ${c.p50.toFixed(1).padStart(8)} ${c.p99.toFixed(1).padStart(8)} ${String(c.rows).padStart(6)} | ${p ? `${p.p50.toFixed(1).padStart(8)} ${p.p99.toFixed(1).padStart(8)} | ${(p.p50 / c.p50).toFixed(1)}x` : 'skipped'}`,
+  );
+}
+await app.close();
+await runtime.close();
+fs.rmSync(dataDir, { recursive: true, force: true });
+process.exit(0);

@@ -1,0 +1,184 @@
+import { randomBytes } from 'node:crypto';
+import { isGuid, newGuid } from '../ids.js';
+import { redactHeaders } from './redact.js';
+
+/** The log types of contract section 4. */
+export const LOG_TYPES = ['tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'] as const;
+export type LogType = (typeof LOG_TYPES)[number];
+
+/** The guid columns query_logs filters on, snake_case as in the API. */
+export const GUID_FILTER_COLUMNS = [
+  'gateway_connection_guid',
+  'user_guid',
+  'outbound_gateway_guid',
+  'inbound_server_guid',
+  'host_guid',
+  'server_container_guid',
+  'team_guid',
+] as const;
+
+/**
+ * What a producer (the gateway, seed-logs) hands the writer for one MCP call.
+ * Every column of `call_logs` except ingested_at, which the writer sets when the
+ * batch is inserted. Absent guids are stored as '' and read back as null.
+ */
+export interface CallLogInput {
+  organizationGuid: string;
+  /** A UUID; assigned by the writer when omitted. */
+  guid?: string;
+  createdAt: Date | number;
+  type: LogType;
+  method: string;
+  toolName?: string | null;
+  status: 'ok' | 'error';
+  errorMessage?: string | null;
+  durationMs: number;
+  requestBytes?: number;
+  responseBytes?: number;
+  gatewayConnectionGuid?: string | null;
+  userGuid?: string | null;
+  outboundGatewayGuid?: string | null;
+  inboundServerGuid?: string | null;
+  hostGuid?: string | null;
+  serverContainerGuid?: string | null;
+  teamGuid?: string | null;
+  /** 32 hex characters; a random one when omitted. */
+  traceId?: string;
+  /** 16 hex characters; a random one when omitted. */
+  spanId?: string;
+  /** The MCP session id, when the call ran in a session. */
+  sessionId?: string | null;
+  requestBody?: string | null;
+  responseBody?: string | null;
+  requestHeaders?: Record<string, string> | null;
+  responseHeaders?: Record<string, string> | null;
+  /** Header names known to carry secrets for this call (e.g. the identity's header names); their values are redacted. */
+  sensitiveHeaderNames?: string[];
+}
+
+/** The columns a call's row describes, after its identity and time; query_logs returns them all. */
+export const CALL_COLUMNS = [
+  'type',
+  'method',
+  'tool_name',
+  'status',
+  'error_message',
+  'duration_ms',
+  'request_bytes',
+  'response_bytes',
+  ...GUID_FILTER_COLUMNS,
+  'trace_id',
+  'span_id',
+] as const;
+
+/** Thin columns in insert order; ingested_at first (the writer prepends it at INSERT time). */
+export const THIN_INSERT_COLUMNS = ['ingested_at', 'organization_guid', 'guid', 'created_at', ...CALL_COLUMNS, 'session_id'] as const;
+
+export const DETAIL_INSERT_COLUMNS = ['organization_guid', 'guid', 'created_at', 'request_body', 'response_body', 'request_headers', 'response_headers'] as const;
+
+/** Bodies are stored up to this many bytes (the API shows at most 4 KiB of them). */
+export const STORED_DETAIL_LIMIT = 64 * 1024;
+const MAX_ERROR_MESSAGE = 4 * 1024;
+const UINT32_MAX = 4_294_967_295;
+const HEX32 = /^[0-9a-f]{32}$/;
+const HEX16 = /^[0-9a-f]{16}$/;
+
+/**
+ * Cuts `text` to at most `maxBytes` of UTF-8 without splitting a character.
+ * Returns the text and whether anything was cut.
+ */
+export function truncateUtf8(text: string, maxBytes: number): { text: string; truncated: boolean } {
+  // Fast path: even at 3 bytes per UTF-16 unit it fits.
+  if (text.length * 3 <= maxBytes) return { text, truncated: false };
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return { text, truncated: false };
+  let end = maxBytes;
+  // Step back over continuation bytes (10xxxxxx) to the start of the cut character.
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return { text: bytes.subarray(0, end).toString('utf8'), truncated: true };
+}
+
+/** 'YYYY-MM-DD hh:mm:ss.mmm' in UTC, the DateTime64(3, 'UTC') text form ClickHouse parses fastest. */
+export function chDateTime(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
+}
+
+const optionalGuid = (value: string | null | undefined, field: string): string => {
+  if (value == null || value === '') return '';
+  if (!isGuid(value)) throw new TypeError(`call log ${field} must be a guid`);
+  return value.toLowerCase();
+};
+
+const count = (value: number | undefined, field: string): number => {
+  if (value === undefined) return 0;
+  if (!Number.isFinite(value) || value < 0) throw new TypeError(`call log ${field} must be a non-negative number`);
+  return Math.min(Math.round(value), UINT32_MAX);
+};
+
+const hexId = (value: string | undefined, pattern: RegExp, bytes: number, field: string): string => {
+  if (value === undefined || value === '') return randomBytes(bytes).toString('hex');
+  const lower = value.toLowerCase();
+  if (!pattern.test(lower)) throw new TypeError(`call log ${field} must be ${bytes * 2} hex characters`);
+  return lower;
+};
+
+export interface EncodedCallLog {
+  /** JSON array of the thin columns without ingested_at, e.g. `"org","guid",...` (no brackets). */
+  thin: string;
+  /** JSON array body of the detail columns, or null when the call carried no detail. */
+  detail: string | null;
+}
+
+/**
+ * Validates one input row, redacts its headers and encodes it for a
+ * JSONCompactEachRow insert. Throws TypeError on a malformed row (a producer bug).
+ */
+export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly string[] = []): EncodedCallLog {
+  if (!isGuid(row.organizationGuid)) throw new TypeError('call log organizationGuid must be a guid');
+  const createdMs = row.createdAt instanceof Date ? row.createdAt.getTime() : row.createdAt;
+  if (!Number.isFinite(createdMs)) throw new TypeError('call log createdAt must be a date');
+  if (!(LOG_TYPES as readonly string[]).includes(row.type)) throw new TypeError(`call log type must be one of ${LOG_TYPES.join(', ')}`);
+  if (row.status !== 'ok' && row.status !== 'error') throw new TypeError("call log status must be 'ok' or 'error'");
+  const org = row.organizationGuid.toLowerCase();
+  const guid = row.guid === undefined ? newGuid() : optionalGuid(row.guid, 'guid');
+  if (!guid) throw new TypeError('call log guid must be a guid');
+  const createdAt = chDateTime(createdMs);
+  const thin = [
+    org,
+    guid,
+    createdAt,
+    row.type,
+    String(row.method ?? '').slice(0, 200),
+    String(row.toolName ?? '').slice(0, 500),
+    row.status,
+    truncateUtf8(String(row.errorMessage ?? ''), MAX_ERROR_MESSAGE).text,
+    count(row.durationMs, 'durationMs'),
+    count(row.requestBytes, 'requestBytes'),
+    count(row.responseBytes, 'responseBytes'),
+    optionalGuid(row.gatewayConnectionGuid, 'gatewayConnectionGuid'),
+    optionalGuid(row.userGuid, 'userGuid'),
+    optionalGuid(row.outboundGatewayGuid, 'outboundGatewayGuid'),
+    optionalGuid(row.inboundServerGuid, 'inboundServerGuid'),
+    optionalGuid(row.hostGuid, 'hostGuid'),
+    optionalGuid(row.serverContainerGuid, 'serverContainerGuid'),
+    optionalGuid(row.teamGuid, 'teamGuid'),
+    hexId(row.traceId, HEX32, 16, 'traceId'),
+    hexId(row.spanId, HEX16, 8, 'spanId'),
+    String(row.sessionId ?? '').slice(0, 200),
+  ];
+  const hasDetail = row.requestBody != null || row.responseBody != null || row.requestHeaders != null || row.responseHeaders != null;
+  let detail: string | null = null;
+  if (hasDetail) {
+    const sensitive = [...extraSensitiveHeaders, ...(row.sensitiveHeaderNames ?? [])];
+    detail = JSON.stringify([
+      org,
+      guid,
+      createdAt,
+      truncateUtf8(String(row.requestBody ?? ''), STORED_DETAIL_LIMIT).text,
+      truncateUtf8(String(row.responseBody ?? ''), STORED_DETAIL_LIMIT).text,
+      row.requestHeaders ? JSON.stringify(redactHeaders(row.requestHeaders, sensitive)) : '',
+      row.responseHeaders ? JSON.stringify(redactHeaders(row.responseHeaders, sensitive)) : '',
+    ]).slice(1, -1);
+  }
+  return { thin: JSON.stringify(thin).slice(1, -1), detail };
+}

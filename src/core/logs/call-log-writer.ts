@@ -1,0 +1,317 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { ClickHouseError, type ClickHouseClient } from '@clickhouse/client';
+import type { Logger } from '../services.js';
+import { chDateTime, DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
+import { listSegments, newSegmentName, quarantineSegment, readSegment, type SegmentContent } from './spool.js';
+
+/** The one way rows reach the call log: every producer (gateway, seed-logs) writes through it. */
+export interface CallLogSink {
+  /**
+   * Accepts rows: they are validated, redacted, appended to the on-disk spool and
+   * then acknowledged. Waits (back-pressure) while too much is buffered.
+   * Throws TypeError on a malformed row, before accepting any of `rows`.
+   */
+  write(rows: readonly CallLogInput[]): Promise<void>;
+  /** Resolves once every row accepted before the call is in ClickHouse; rejects when ClickHouse refuses now (the rows stay spooled). */
+  flush(): Promise<void>;
+  /** Stops accepting, inserts what it can and leaves the rest in the spool for the next start. */
+  close(): Promise<void>;
+}
+
+export interface CallLogWriterOptions {
+  /** Only `exec` is used: an INSERT with a JSONCompactEachRow body. */
+  client: Pick<ClickHouseClient, 'exec'>;
+  /** Directory of the write-ahead spool (DATA_DIR/spool/call-logs). */
+  spoolDir: string;
+  logger: Logger;
+  /** A segment is sealed and inserted at this many rows ... */
+  batchRows?: number;
+  /** ... or when its first row is this old. */
+  flushIntervalMs?: number;
+  /** write() waits while this many accepted rows are held in memory. */
+  maxBufferedRows?: number;
+  /** write() waits while the spool holds this many bytes (a long outage). */
+  maxSpoolBytes?: number;
+  retryMinMs?: number;
+  retryMaxMs?: number;
+  /** Header names redacted on every row, beyond the built-in list. */
+  sensitiveHeaderNames?: readonly string[];
+}
+
+interface Segment {
+  name: string;
+  rows: number;
+  bytes: number;
+  /** Held in memory until inserted; dropped (re-read from disk) while ClickHouse fails. */
+  content: SegmentContent | null;
+  startedAt: number;
+  attempts: number;
+  handle?: fs.promises.FileHandle;
+}
+
+type Outcome = { ok: true } | { ok: false; error: unknown };
+
+const THIN_INSERT = `INSERT INTO call_logs (${THIN_INSERT_COLUMNS.join(', ')}) FORMAT JSONCompactEachRow`;
+const DETAIL_INSERT = `INSERT INTO call_log_details (${DETAIL_INSERT_COLUMNS.join(', ')}) FORMAT JSONCompactEachRow`;
+
+/** ClickHouse refused the data itself (not the connection): retrying the same segment forever would block the spool. */
+const isRejectedContent = (err: unknown): boolean => err instanceof ClickHouseError && /PARSE|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE|CANNOT_READ|SYNTAX/.test(err.type ?? '');
+
+/**
+ * Batches call-log rows into ClickHouse through a write-ahead spool on disk.
+ *
+ * Rows are appended to the open segment file before write() resolves; a segment
+ * is sealed at `batchRows` rows or after `flushIntervalMs`, and sealed segments are
+ * inserted one at a time, in order, each with its file name as
+ * insert_deduplication_token, so a replay after a crash or an outage inserts every
+ * row exactly once. ingested_at is stamped at the moment of each INSERT. While
+ * ClickHouse is unreachable rows keep being accepted into the spool (bounded by
+ * `maxSpoolBytes`) and are inserted when it returns, also after a restart.
+ */
+export class CallLogWriter implements CallLogSink {
+  private readonly opts: Required<Omit<CallLogWriterOptions, 'sensitiveHeaderNames'>> & { sensitiveHeaderNames: readonly string[] };
+  private openSegment: Segment | null = null;
+  private readonly sealed: Segment[] = [];
+  private bufferedRows = 0;
+  private spoolBytes = 0;
+  private serialChain: Promise<unknown> = Promise.resolve();
+  private draining: Promise<void> | null = null;
+  private roomWaiters: (() => void)[] = [];
+  private outcomeWaiters: ((o: Outcome) => void)[] = [];
+  private wakeSleeper: (() => void) | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private closing = false;
+  private failing = false;
+
+  private constructor(opts: CallLogWriterOptions) {
+    this.opts = {
+      batchRows: 10_000,
+      flushIntervalMs: 1000,
+      maxBufferedRows: 100_000,
+      maxSpoolBytes: 1024 ** 3,
+      retryMinMs: 250,
+      retryMaxMs: 30_000,
+      sensitiveHeaderNames: [],
+      ...opts,
+    };
+  }
+
+  /** Creates the spool directory, picks up segments a previous run left and starts inserting them. */
+  static async open(opts: CallLogWriterOptions): Promise<CallLogWriter> {
+    const writer = new CallLogWriter(opts);
+    await fs.promises.mkdir(opts.spoolDir, { recursive: true });
+    for (const name of listSegments(opts.spoolDir)) {
+      const { size } = await fs.promises.stat(path.join(opts.spoolDir, name));
+      writer.sealed.push({ name, rows: 0, bytes: size, content: null, startedAt: 0, attempts: 0 });
+      writer.spoolBytes += size;
+    }
+    if (writer.sealed.length) opts.logger.info({ segments: writer.sealed.length }, 'call logs: replaying spooled segments');
+    writer.timer = setInterval(() => writer.onTick(), Math.max(10, Math.min(writer.opts.flushIntervalMs, 1000)));
+    writer.timer.unref();
+    writer.kick();
+    return writer;
+  }
+
+  async write(rows: readonly CallLogInput[]): Promise<void> {
+    if (this.closing) throw new Error('The call-log writer is closed.');
+    if (rows.length === 0) return;
+    const encoded = rows.map((r) => encodeCallLog(r, this.opts.sensitiveHeaderNames));
+    const thin: string[] = [];
+    const detail: string[] = [];
+    let text = '';
+    for (const e of encoded) {
+      thin.push(e.thin);
+      text += `T${e.thin}\n`;
+      if (e.detail !== null) {
+        detail.push(e.detail);
+        text += `D${e.detail}\n`;
+      }
+    }
+    await this.waitForRoom();
+    await this.serial(async () => {
+      if (this.closing) throw new Error('The call-log writer is closed.');
+      const segment = this.openSegment ?? (await this.startSegment());
+      const bytes = Buffer.byteLength(text);
+      await segment.handle!.appendFile(text);
+      segment.content!.thin.push(...thin);
+      segment.content!.detail.push(...detail);
+      segment.rows += rows.length;
+      segment.bytes += bytes;
+      this.bufferedRows += rows.length;
+      this.spoolBytes += bytes;
+      if (segment.rows >= this.opts.batchRows) await this.seal();
+    });
+  }
+
+  async flush(): Promise<void> {
+    await this.serial(() => this.seal());
+    const target = this.sealed.at(-1)?.name;
+    if (target === undefined) return;
+    for (;;) {
+      if (!this.sealed.some((s) => s.name <= target)) return;
+      this.kick();
+      const outcome = await new Promise<Outcome>((resolve) => this.outcomeWaiters.push(resolve));
+      if (!outcome.ok) throw new Error('Call logs could not be flushed: ClickHouse refused the insert. The rows stay in the spool and are retried.', { cause: outcome.error });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.serial(() => this.seal());
+    this.wakeSleeper?.();
+    // Wait for the insert in flight (never close ClickHouse under a running query), then one last pass.
+    await this.draining;
+    this.kick();
+    await this.draining;
+    for (const waiter of this.roomWaiters.splice(0)) waiter();
+  }
+
+  /** Rows accepted and not yet known to be in ClickHouse (in memory), and spool bytes on disk. */
+  stats(): { bufferedRows: number; spoolBytes: number; spooledSegments: number } {
+    return { bufferedRows: this.bufferedRows, spoolBytes: this.spoolBytes, spooledSegments: this.sealed.length + (this.openSegment ? 1 : 0) };
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.serialChain.then(fn);
+    this.serialChain = next.catch(() => undefined);
+    return next;
+  }
+
+  private async startSegment(): Promise<Segment> {
+    const name = newSegmentName();
+    const handle = await fs.promises.open(path.join(this.opts.spoolDir, name), 'a', 0o600);
+    this.openSegment = { name, rows: 0, bytes: 0, content: { thin: [], detail: [] }, startedAt: Date.now(), attempts: 0, handle };
+    return this.openSegment;
+  }
+
+  /** Closes the open segment's file and queues it for insertion. Runs inside serial(). */
+  private async seal(): Promise<void> {
+    const segment = this.openSegment;
+    if (!segment) return;
+    this.openSegment = null;
+    await segment.handle?.close();
+    delete segment.handle;
+    if (segment.rows === 0) {
+      await fs.promises.rm(path.join(this.opts.spoolDir, segment.name), { force: true });
+      return;
+    }
+    this.sealed.push(segment);
+    this.kick();
+  }
+
+  private onTick(): void {
+    const segment = this.openSegment;
+    if (segment && segment.rows > 0 && Date.now() - segment.startedAt >= this.opts.flushIntervalMs) {
+      void this.serial(() => this.seal()).catch((err: unknown) => this.opts.logger.error({ err: String(err) }, 'call logs: could not seal a spool segment'));
+    }
+  }
+
+  private kick(): void {
+    if (this.draining || this.sealed.length === 0) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = null;
+    });
+  }
+
+  private async drain(): Promise<void> {
+    let delay = this.opts.retryMinMs;
+    while (this.sealed.length > 0) {
+      const segment = this.sealed[0]!;
+      segment.attempts++;
+      try {
+        await this.insertSegment(segment);
+      } catch (error) {
+        this.emitOutcome({ ok: false, error });
+        if (isRejectedContent(error) && segment.attempts >= 3) {
+          this.opts.logger.error({ segment: segment.name, err: (error as Error).message }, 'call logs: ClickHouse rejects a spool segment; moved to spool/rejected');
+          await quarantineSegment(this.opts.spoolDir, segment.name).catch(() => undefined);
+          this.forget(segment);
+          continue;
+        }
+        if (!this.failing) this.opts.logger.warn({ err: (error as Error).message }, 'call logs: ClickHouse insert failed; rows stay in the spool and are retried');
+        this.failing = true;
+        this.dropSealedContent();
+        if (this.closing) return;
+        await this.sleep(delay);
+        delay = Math.min(delay * 2, this.opts.retryMaxMs);
+        if (this.closing) return;
+        continue;
+      }
+      await fs.promises.rm(path.join(this.opts.spoolDir, segment.name), { force: true });
+      this.forget(segment);
+      if (this.failing) this.opts.logger.info({}, 'call logs: ClickHouse accepts inserts again; draining the spool');
+      this.failing = false;
+      delay = this.opts.retryMinMs;
+      this.emitOutcome({ ok: true });
+    }
+  }
+
+  private async insertSegment(segment: Segment): Promise<void> {
+    const content = segment.content ?? (await readSegment(this.opts.spoolDir, segment.name));
+    // Stamped now, at the INSERT: a replayed segment gets a fresh ingested_at (the forwarder's checkpoint relies on it).
+    const ingestedAt = `"${chDateTime(Date.now())}"`;
+    if (content.thin.length) await this.insert(THIN_INSERT, content.thin.map((l) => `[${ingestedAt},${l}]`).join('\n'), segment.name);
+    if (content.detail.length) await this.insert(DETAIL_INSERT, content.detail.map((l) => `[${l}]`).join('\n'), `${segment.name}:detail`);
+  }
+
+  private async insert(query: string, body: string, token: string): Promise<void> {
+    const result = await this.opts.client.exec({
+      query,
+      values: Readable.from([body + '\n'], { objectMode: false }),
+      clickhouse_settings: { insert_deduplicate: 1, insert_deduplication_token: token, log_comment: 'call-log-writer' },
+    });
+    result.stream.resume();
+  }
+
+  private forget(segment: Segment): void {
+    this.sealed.shift();
+    if (segment.content) this.bufferedRows -= segment.rows;
+    this.spoolBytes -= segment.bytes;
+    this.notifyRoom();
+  }
+
+  private dropSealedContent(): void {
+    for (const segment of this.sealed) {
+      if (!segment.content) continue;
+      segment.content = null;
+      this.bufferedRows -= segment.rows;
+    }
+    this.notifyRoom();
+  }
+
+  private emitOutcome(outcome: Outcome): void {
+    for (const waiter of this.outcomeWaiters.splice(0)) waiter(outcome);
+  }
+
+  private notifyRoom(): void {
+    if (!this.hasRoom()) return;
+    for (const waiter of this.roomWaiters.splice(0)) waiter();
+  }
+
+  private hasRoom(): boolean {
+    return this.bufferedRows < this.opts.maxBufferedRows && this.spoolBytes < this.opts.maxSpoolBytes;
+  }
+
+  private async waitForRoom(): Promise<void> {
+    while (!this.closing && !this.hasRoom()) {
+      this.kick();
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeSleeper = done;
+    });
+  }
+}

@@ -1,0 +1,192 @@
+import { z } from 'zod';
+import type { ClickhouseStore } from '../../stores/clickhouse.js';
+import { CALL_COLUMNS, GUID_FILTER_COLUMNS, LOG_TYPES, truncateUtf8 } from './call-log-row.js';
+import { queryScoped, timeBounds } from './clickhouse-query.js';
+
+/** Columns of a query_logs row (contract section 4), in response order. */
+export const LOG_COLUMNS = ['guid', 'created_at', ...CALL_COLUMNS] as const;
+export type LogColumn = (typeof LOG_COLUMNS)[number];
+
+/** The ten columns query_logs filters on by equality. */
+export const FILTER_COLUMNS = [...GUID_FILTER_COLUMNS, 'type', 'trace_id', 'span_id'] as const;
+export type FilterColumn = (typeof FILTER_COLUMNS)[number];
+
+/** includeDetail shows at most this many bytes of each body and header blob. */
+export const DETAIL_LIMIT_BYTES = 4096;
+
+export interface LogQuery {
+  filters: Partial<Record<FilterColumn, string>>;
+  fromMs?: number | undefined;
+  toMs?: number | undefined;
+  orderByColumn: LogColumn;
+  orderByDirection: 'asc' | 'desc';
+  skip: number;
+  take: number;
+  includeDetail: boolean;
+}
+
+const emptyToNull = (v: string): string | null => (v === '' ? null : v);
+const Text = z.string().transform(emptyToNull);
+const Count = z.coerce.number();
+
+const ThinRow = z.object({
+  guid: z.string(),
+  type: z.enum(LOG_TYPES).catch('other'),
+  method: z.string(),
+  tool_name: Text,
+  status: z.enum(['ok', 'error']),
+  error_message: Text,
+  duration_ms: Count,
+  request_bytes: Count,
+  response_bytes: Count,
+  gateway_connection_guid: Text,
+  user_guid: Text,
+  outbound_gateway_guid: Text,
+  inbound_server_guid: Text,
+  host_guid: Text,
+  server_container_guid: Text,
+  team_guid: Text,
+  trace_id: z.string(),
+  span_id: z.string(),
+  created_ms: Count,
+});
+
+const DetailRow = z.object({
+  guid: z.string(),
+  request_body_head: z.string(),
+  response_body_head: z.string(),
+  request_headers_head: z.string(),
+  response_headers_head: z.string(),
+  request_body_bytes: Count,
+  response_body_bytes: Count,
+  request_headers_bytes: Count,
+  response_headers_bytes: Count,
+});
+
+const KeyRow = z.object({ created_ms: Count, guid: z.string() });
+
+export type LogRow = Omit<z.output<typeof ThinRow>, 'created_ms'> & {
+  created_at: string;
+  request_body?: string | null;
+  response_body?: string | null;
+  request_headers?: string | null;
+  response_headers?: string | null;
+  detail_truncated?: boolean;
+};
+
+export interface LogPage {
+  items: LogRow[];
+  skip: number;
+  take: number;
+  nextSkip: number | null;
+}
+
+// No alias may reuse a column name: ClickHouse would substitute it into WHERE and ORDER BY.
+const SELECT_THIN = `guid, toUnixTimestamp64Milli(created_at) AS created_ms, type, method, tool_name, status, error_message, duration_ms, request_bytes, response_bytes, ${GUID_FILTER_COLUMNS.join(', ')}, trace_id, span_id`;
+
+// Ids are stored lowercase; equality on hex and guids ignores the caller's case.
+const normalize = (column: FilterColumn, value: string): string => (column === 'type' ? value : value.toLowerCase());
+
+/** PREWHERE (workspace and time, the sort key's prefix) and WHERE (filters) with their parameters. */
+function conditions(q: LogQuery): { prewhere: string[]; where: string[]; params: Record<string, unknown> } {
+  const { prewhere, params } = timeBounds(q);
+  const where: string[] = [];
+  for (const column of FILTER_COLUMNS) {
+    const value = q.filters[column];
+    if (value === undefined) continue;
+    // Column names come from the fixed list above; values are always bound.
+    where.push(`${column} = {f_${column}:String}`);
+    params[`f_${column}`] = normalize(column, value);
+  }
+  return { prewhere, where, params };
+}
+
+const clause = (keyword: string, parts: string[]): string => (parts.length ? `${keyword} ${parts.join(' AND ')}` : '');
+
+/**
+ * Runs query_logs for one workspace. The interface pages by skip/take; inside,
+ * a page ordered by created_at (the default and the common case) is found in two
+ * steps so a deep skip stays cheap: the row at `skip` is located reading only the
+ * sort-key columns, then the page is read from that key onwards (keyset). Other
+ * orders use plain LIMIT/OFFSET with created_at and guid as tie-breakers.
+ */
+export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, q: LogQuery): Promise<LogPage> {
+  const { prewhere, where, params } = conditions(q);
+  const dir = q.orderByDirection === 'asc' ? 'ASC' : 'DESC';
+  const limit = q.take + 1;
+  let rows: z.output<typeof ThinRow>[];
+  if (q.orderByColumn === 'created_at') {
+    // Ties on created_at break on the guid's text (ClickHouse's own UUID order compares the low half first).
+    const order = `ORDER BY created_at ${dir}, toString(guid) ${dir}`;
+    if (q.skip > 0) {
+      const [boundary] = await queryScoped(store, organizationGuid, {
+        tag: 'query_logs.seek',
+        sql: `SELECT toUnixTimestamp64Milli(created_at) AS created_ms, guid FROM call_logs ${clause('PREWHERE', prewhere)} ${clause('WHERE', where)} ${order} LIMIT 1 OFFSET {skip:UInt64}`,
+        params: { ...params, skip: q.skip },
+        row: KeyRow,
+      });
+      if (!boundary) return { items: [], skip: q.skip, take: q.take, nextSkip: null };
+      const cmp = dir === 'DESC' ? '<' : '>';
+      prewhere.push(`created_at ${cmp}= fromUnixTimestamp64Milli({keyMs:Int64}, 'UTC')`);
+      where.push(`(created_at ${cmp} fromUnixTimestamp64Milli({keyMs:Int64}, 'UTC') OR toString(guid) ${cmp}= {keyGuid:String})`);
+      params.keyMs = boundary.created_ms;
+      params.keyGuid = boundary.guid;
+    }
+    rows = await queryScoped(store, organizationGuid, {
+      tag: 'query_logs.page',
+      sql: `SELECT ${SELECT_THIN} FROM call_logs ${clause('PREWHERE', prewhere)} ${clause('WHERE', where)} ${order} LIMIT {limit:UInt32}`,
+      params: { ...params, limit },
+      row: ThinRow,
+    });
+  } else {
+    // The column name comes from the validated enum, never from free text.
+    const column = q.orderByColumn;
+    rows = await queryScoped(store, organizationGuid, {
+      tag: 'query_logs.page',
+      sql: `SELECT ${SELECT_THIN} FROM call_logs ${clause('PREWHERE', prewhere)} ${clause('WHERE', where)} ORDER BY ${column} ${dir}, created_at ${dir}, toString(guid) ${dir} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
+      params: { ...params, limit, skip: q.skip },
+      row: ThinRow,
+    });
+  }
+  const hasMore = rows.length > q.take;
+  const page = rows.slice(0, q.take);
+  const items: LogRow[] = page.map(({ created_ms, guid, ...rest }) => ({ guid, created_at: new Date(created_ms).toISOString(), ...rest }));
+  if (q.includeDetail && page.length > 0) await attachDetail(store, organizationGuid, page, items);
+  return { items, skip: q.skip, take: q.take, nextSkip: hasMore ? q.skip + q.take : null };
+}
+
+/** Adds bodies and headers (at most 4 KiB each, cut on a character boundary) to a page's rows. */
+async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, page: { guid: string; created_ms: number }[], items: LogRow[]): Promise<void> {
+  const times = page.map((r) => r.created_ms);
+  // Aliases differ from column names (ClickHouse would substitute them); at most 4096 characters leave the engine.
+  const blob = (c: string) => `substringUTF8(${c}, 1, ${DETAIL_LIMIT_BYTES}) AS ${c}_head, length(${c}) AS ${c}_bytes`;
+  const details = await queryScoped(store, organizationGuid, {
+    tag: 'query_logs.detail',
+    sql: `SELECT guid, ${['request_body', 'response_body', 'request_headers', 'response_headers'].map(blob).join(', ')}
+      FROM call_log_details
+      PREWHERE organization_guid = {org:String} AND created_at >= fromUnixTimestamp64Milli({minMs:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({maxMs:Int64}, 'UTC')
+      WHERE guid IN {guids:Array(UUID)}`,
+    params: { minMs: Math.min(...times), maxMs: Math.max(...times), guids: page.map((r) => r.guid) },
+    row: DetailRow,
+  });
+  const byGuid = new Map(details.map((d) => [d.guid, d]));
+  for (const item of items) {
+    const d = byGuid.get(item.guid);
+    if (!d) {
+      Object.assign(item, { request_body: null, response_body: null, request_headers: null, response_headers: null, detail_truncated: false });
+      continue;
+    }
+    let truncated = false;
+    const cut = (text: string, storedBytes: number): string | null => {
+      if (storedBytes === 0) return null;
+      const t = truncateUtf8(text, DETAIL_LIMIT_BYTES);
+      if (t.truncated || storedBytes > DETAIL_LIMIT_BYTES) truncated = true;
+      return t.text;
+    };
+    item.request_body = cut(d.request_body_head, d.request_body_bytes);
+    item.response_body = cut(d.response_body_head, d.response_body_bytes);
+    item.request_headers = cut(d.request_headers_head, d.request_headers_bytes);
+    item.response_headers = cut(d.response_headers_head, d.response_headers_bytes);
+    item.detail_truncated = truncated;
+  }
+}

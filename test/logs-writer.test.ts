@@ -1,0 +1,212 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newGuid } from '../src/core/ids.js';
+import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
+import { encodeCallLog, truncateUtf8 } from '../src/core/logs/call-log-row.js';
+import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/logs/redact.js';
+import { listSegments } from '../src/core/logs/spool.js';
+import { CapturedLog, startTestApp, type TestApp } from './helpers/harness.js';
+import { countRows, logRow } from './helpers/call-logs.js';
+
+/**
+ * The ingest path: batching, back-pressure and the write-ahead spool, against the
+ * real embedded ClickHouse. "ClickHouse unreachable" is a client whose inserts fail
+ * (or a real HTTP client pointed at a closed loopback port).
+ */
+let t: TestApp;
+let real: ClickHouseClient;
+const spoolDirs: string[] = [];
+
+beforeAll(async () => {
+  t = await startTestApp();
+  real = t.runtime.services.clickhouse.client;
+});
+afterAll(async () => {
+  await t?.close();
+  for (const d of spoolDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const newSpoolDir = () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-test-'));
+  spoolDirs.push(dir);
+  return dir;
+};
+
+/** A client whose inserts fail while `down` is true, as if ClickHouse were unreachable. */
+function switchableClient() {
+  const state = { down: true, attempts: 0 };
+  const client = {
+    exec: async (params: Parameters<ClickHouseClient['exec']>[0]) => {
+      state.attempts++;
+      if (state.down) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
+      return real.exec(params);
+    },
+  };
+  return { client, state };
+}
+
+const guidsIn = async (org: string): Promise<string[]> => {
+  const res = await real.query({ query: 'SELECT toString(guid) AS g FROM call_logs WHERE organization_guid = {org:String}', query_params: { org }, format: 'JSONEachRow' });
+  return (await res.json<{ g: string }>()).map((r) => r.g);
+};
+
+describe('the call-log writer', () => {
+  it('spools rows while ClickHouse is unreachable and inserts each exactly once when it returns', async () => {
+    const org = newGuid();
+    const { client, state } = switchableClient();
+    const dir = newSpoolDir();
+    const writer = await CallLogWriter.open({ client, spoolDir: dir, logger: new CapturedLog(), batchRows: 100, retryMinMs: 5, retryMaxMs: 20 });
+    const rows = Array.from({ length: 350 }, () => logRow(org, { requestBody: 'b' }));
+    for (let i = 0; i < rows.length; i += 50) await writer.write(rows.slice(i, i + 50));
+    await expect(writer.flush()).rejects.toThrow(/spool/);
+    expect(listSegments(dir).length).toBeGreaterThan(0);
+    expect(await countRows(t, org)).toBe(0);
+    const restoredAt = Date.now();
+    state.down = false;
+    await writer.flush();
+    const guids = await guidsIn(org);
+    expect(guids.sort()).toEqual(rows.map((r) => r.guid).sort());
+    expect(await countRows(t, org, 'call_log_details')).toBe(350);
+    expect(listSegments(dir)).toEqual([]);
+    // ingested_at is stamped at the INSERT, after ClickHouse came back, not when the rows were accepted.
+    const res = await real.query({ query: 'SELECT min(toUnixTimestamp64Milli(ingested_at)) AS m FROM call_logs WHERE organization_guid = {org:String}', query_params: { org }, format: 'JSONEachRow' });
+    expect(Number((await res.json<{ m: number }>())[0]!.m)).toBeGreaterThanOrEqual(restoredAt);
+    await writer.close();
+  });
+
+  it('keeps accepted rows across a restart and replays them exactly once', async () => {
+    const org = newGuid();
+    const dir = newSpoolDir();
+    const down = switchableClient();
+    const first = await CallLogWriter.open({ client: down.client, spoolDir: dir, logger: new CapturedLog(), batchRows: 64, retryMinMs: 5 });
+    const rows = Array.from({ length: 200 }, () => logRow(org));
+    await first.write(rows.slice(0, 150));
+    await first.write(rows.slice(150));
+    await first.close();
+    expect(listSegments(dir).length).toBeGreaterThan(0);
+    await expect(first.write([logRow(org)])).rejects.toThrow(/closed/);
+
+    const second = await CallLogWriter.open({ client: real, spoolDir: dir, logger: new CapturedLog() });
+    await second.flush();
+    await second.close();
+    // A third start finds nothing left to replay.
+    const third = await CallLogWriter.open({ client: real, spoolDir: dir, logger: new CapturedLog() });
+    await third.flush();
+    await third.close();
+    expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
+  });
+
+  it('replays a batch whose acknowledgement was lost without duplicating it (deduplication token)', async () => {
+    const org = newGuid();
+    let lostAcks = 1;
+    const client = {
+      exec: async (params: Parameters<ClickHouseClient['exec']>[0]) => {
+        const result = await real.exec(params);
+        if (lostAcks-- > 0) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+        return result;
+      },
+    };
+    const writer = await CallLogWriter.open({ client, spoolDir: newSpoolDir(), logger: new CapturedLog(), retryMinMs: 5 });
+    const rows = Array.from({ length: 40 }, () => logRow(org));
+    await writer.write(rows);
+    await expect(writer.flush()).rejects.toThrow();
+    await writer.flush();
+    await writer.close();
+    expect(await countRows(t, org)).toBe(40);
+  });
+
+  it('spools when pointed at a closed loopback port with a real HTTP client, and delivers after a restart', async () => {
+    const org = newGuid();
+    const dir = newSpoolDir();
+    const unreachable = createClient({ url: 'http://127.0.0.1:1', request_timeout: 2000, log: { level: ClickHouseLogLevel.OFF } });
+    const log = new CapturedLog();
+    const writer = await CallLogWriter.open({ client: unreachable, spoolDir: dir, logger: log, retryMinMs: 5 });
+    const rows = Array.from({ length: 25 }, () => logRow(org));
+    await writer.write(rows);
+    await expect(writer.flush()).rejects.toThrow();
+    await writer.close();
+    await unreachable.close();
+    expect(log.text()).toMatch(/retried/);
+    const again = await CallLogWriter.open({ client: real, spoolDir: dir, logger: new CapturedLog() });
+    await again.flush();
+    await again.close();
+    expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
+  });
+
+  it('applies back-pressure: write() waits while too many rows are buffered', async () => {
+    const org = newGuid();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let calls = 0;
+    const client = {
+      exec: async (params: Parameters<ClickHouseClient['exec']>[0]) => {
+        calls++;
+        await gate;
+        return real.exec(params);
+      },
+    };
+    const writer = await CallLogWriter.open({ client, spoolDir: newSpoolDir(), logger: new CapturedLog(), batchRows: 10, maxBufferedRows: 20 });
+    await writer.write(Array.from({ length: 10 }, () => logRow(org)));
+    await writer.write(Array.from({ length: 10 }, () => logRow(org)));
+    let accepted = false;
+    const third = writer.write(Array.from({ length: 10 }, () => logRow(org))).then(() => (accepted = true));
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(calls).toBe(1);
+    expect(accepted).toBe(false);
+    expect(writer.stats().bufferedRows).toBe(20);
+    release();
+    await third;
+    await writer.flush();
+    await writer.close();
+    expect(await countRows(t, org)).toBe(30);
+  });
+
+  it('refuses a malformed row before accepting any of the batch', async () => {
+    const org = newGuid();
+    const writer = await CallLogWriter.open({ client: real, spoolDir: newSpoolDir(), logger: new CapturedLog() });
+    await expect(writer.write([logRow(org), logRow(org, { userGuid: 'not-a-guid' })])).rejects.toThrow(/userGuid/);
+    await expect(writer.write([logRow(org, { traceId: 'xyz' })])).rejects.toThrow(/traceId/);
+    await expect(writer.write([logRow('nope')])).rejects.toThrow(/organizationGuid/);
+    await writer.flush();
+    await writer.close();
+    expect(await countRows(t, org)).toBe(0);
+  });
+
+  it('is the writer the runtime uses (services.callLogs)', async () => {
+    const org = newGuid();
+    await t.runtime.services.callLogs.write([logRow(org)]);
+    await t.runtime.services.callLogs.flush();
+    expect(await countRows(t, org)).toBe(1);
+  });
+});
+
+describe('redaction', () => {
+  it('redacts the values of sensitive header names, case-insensitively, and any explicitly listed name', () => {
+    const headers = { Authorization: 'Bearer a', COOKIE: 'c', 'x-api-key': 'k', 'Proxy-Authorization': 'p', 'SVC-Anything': 's', 'X-Tenant-Key': 't', Accept: 'json' };
+    expect(redactHeaders(headers, ['x-tenant-key'])).toEqual({ Authorization: '[REDACTED]', COOKIE: '[REDACTED]', 'x-api-key': '[REDACTED]', 'Proxy-Authorization': '[REDACTED]', 'SVC-Anything': '[REDACTED]', 'X-Tenant-Key': '[REDACTED]', Accept: 'json' });
+    expect(isSensitiveHeaderName('accept')).toBe(false);
+  });
+
+  it('redacts a debug context at any depth, and credentials spelled out in strings', () => {
+    const out = JSON.stringify(redactDeep({ response: { headers: { 'www-authenticate': 'x', authorization: 'Bearer abc.def' }, body: 'token was Bearer abc.def here', nested: [{ cookie: 'id=1' }] }, clientSecret: 'shh' }));
+    expect(out).not.toContain('abc.def');
+    expect(out).not.toContain('id=1');
+    expect(out).not.toContain('shh');
+    expect(out).toContain('www-authenticate');
+  });
+
+  it('truncates on a UTF-8 character boundary', () => {
+    expect(truncateUtf8('aé', 2)).toEqual({ text: 'a', truncated: true });
+    expect(truncateUtf8('😀😀', 7)).toEqual({ text: '😀', truncated: true });
+    expect(truncateUtf8('abc', 3)).toEqual({ text: 'abc', truncated: false });
+  });
+
+  it('never encodes a sensitive header value into a row', () => {
+    const encoded = encodeCallLog(logRow(newGuid(), { requestHeaders: { authorization: 'Bearer topsecret', 'X-Id-Header': 'idsecret' }, sensitiveHeaderNames: ['x-id-header'] }));
+    expect(encoded.detail).not.toContain('topsecret');
+    expect(encoded.detail).not.toContain('idsecret');
+  });
+});
