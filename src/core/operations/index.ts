@@ -1,4 +1,5 @@
 import type { AnyOperation } from '../operation.js';
+import { collectorOperations } from './collector.js';
 import { roleOperations } from './roles.js';
 import { sessionOperations } from './session.js';
 import { teamOperations } from './teams.js';
@@ -13,6 +14,7 @@ export const operations: readonly AnyOperation[] = [
   ...roleOperations,
   ...userOperations,
   ...sessionOperations,
+  ...collectorOperations,
 ] as unknown as AnyOperation[];
 
 export const operationsByName: ReadonlyMap<string, AnyOperation> = new Map(operations.map((op) => [op.name, op]));
