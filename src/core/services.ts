@@ -1,3 +1,4 @@
+import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { ClickhouseStore } from '../stores/clickhouse.js';
 import type { ConfigDb } from '../stores/postgres.js';
@@ -26,4 +27,6 @@ export interface Services {
   /** Where outbound requests may go (EGRESS_ALLOWED_CIDRS). */
   egress: EgressPolicy;
   alerts: AlertSink;
+  /** The process's Prometheus registry: /metrics serves it; background workers (the forwarder) add to it. */
+  metricsRegistry?: Registry;
 }
