@@ -1,3 +1,4 @@
+import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { ClickhouseStore } from '../stores/clickhouse.js';
 import type { ConfigDb } from '../stores/postgres.js';
@@ -32,4 +33,6 @@ export interface Services {
   serverValidation: ServerValidationJobs;
   /** The one call-log writer every producer uses (batched, spooled to disk, back-pressured). */
   callLogs: CallLogSink;
+  /** The process's Prometheus registry: /metrics serves it; background workers (the forwarder) add to it. */
+  metricsRegistry?: Registry;
 }

@@ -41,7 +41,7 @@ const ONE_MIB = 1024 * 1024;
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { services } = opts;
   const operations = opts.operations ?? allOperations;
-  const metrics = opts.metrics ?? createMetrics();
+  const metrics = opts.metrics ?? createMetrics(services.metricsRegistry);
   const app = Fastify({
     logger: opts.logger ?? { level: services.config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
     bodyLimit: ONE_MIB,

@@ -1,16 +1,20 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** The process's Prometheus registry and the HTTP metrics every route feeds. */
-export function createMetrics() {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const requests = new Counter({
+/**
+ * The process's Prometheus registry and the HTTP metrics every route feeds. Given the
+ * runtime's registry, /metrics also serves what background workers (the forwarder)
+ * record there; metrics already on it (a second app on one runtime) are reused.
+ */
+export function createMetrics(registry = new Registry()) {
+  if (!registry.getSingleMetric('process_cpu_seconds_total')) collectDefaultMetrics({ register: registry });
+  const reuse = <T>(name: string) => registry.getSingleMetric(name) as T | undefined;
+  const requests = reuse<Counter<'operation' | 'surface' | 'status'>>('svc_admin_requests_total') ?? new Counter({
     name: 'svc_admin_requests_total',
     help: 'Admin interface requests by operation, surface and outcome',
     labelNames: ['operation', 'surface', 'status'] as const,
     registers: [registry],
   });
-  const duration = new Histogram({
+  const duration = reuse<Histogram<'operation' | 'surface'>>('svc_admin_request_duration_seconds') ?? new Histogram({
     name: 'svc_admin_request_duration_seconds',
     help: 'Admin interface request duration by operation and surface',
     labelNames: ['operation', 'surface'] as const,

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import pino from 'pino';
+import { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { TokenUsage } from '../core/auth/token-usage.js';
 import { EgressPolicy } from '../core/egress.js';
@@ -10,11 +11,14 @@ import { ServerValidationJobs } from '../core/servers/validation-jobs.js';
 import type { Services } from '../core/services.js';
 import { migrateClickhouse, openClickhouse } from '../stores/clickhouse.js';
 import { migratePostgres, openPostgres } from '../stores/postgres.js';
+import { Forwarder, type ForwarderOptions } from '../forwarder/forwarder.js';
 import { resolveSecretKey } from './secret-key.js';
 
 export interface Runtime {
   services: Services;
   secretKey: Buffer;
+  /** Delivers call logs and traces to workspaces' collectors (stopped by close). */
+  forwarder: Forwarder;
   close(): Promise<void>;
 }
 
@@ -22,7 +26,10 @@ export interface Runtime {
  * Opens both stores, applies pending migrations to each and assembles the services
  * every operation uses. The caller owns `close()`.
  */
-export async function openRuntime(config: Config, opts: { logger?: Services['logger']; backgroundJobs?: boolean } = {}): Promise<Runtime> {
+export async function openRuntime(
+  config: Config,
+  opts: { logger?: Services['logger']; backgroundJobs?: boolean; forwarder?: ForwarderOptions & { start?: boolean } } = {},
+): Promise<Runtime> {
   const logger = opts.logger ?? pino({ level: config.logLevel });
   const secretKey = resolveSecretKey(config);
   const pg = await openPostgres({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -39,6 +46,7 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
   const callLogs = await CallLogWriter.open({ client: clickhouse.client, spoolDir: path.join(config.dataDir, 'spool', 'call-logs'), logger });
   const tokenUsage = new TokenUsage(pg.db);
   tokenUsage.start();
+  const metricsRegistry = new Registry();
   const base: Omit<Services, 'serverValidation'> = {
     config,
     db: pg.db,
@@ -50,18 +58,26 @@ export async function openRuntime(config: Config, opts: { logger?: Services['log
       config.previousSecretKeys.map((k) => Buffer.from(k, 'base64')),
     ),
     egress: new EgressPolicy(config.egressAllowedCidrs),
+    metricsRegistry,
     alerts: new ClickhouseAlertStore(clickhouse, logger),
     callLogs,
   };
   // The job runner needs the services it belongs to: attach it once they exist.
   const services = base as Services;
   services.serverValidation = new ServerValidationJobs(services);
-  // The operator CLI opens the stores for one command: it must not start probing upstreams.
-  if (opts.backgroundJobs !== false) services.serverValidation.start();
+  const forwarder = new Forwarder(services, metricsRegistry, opts.forwarder);
+  // The operator CLI opens the stores for one command: it must not start probing upstreams or forwarding.
+  if (opts.backgroundJobs !== false) {
+    services.serverValidation.start();
+    if (opts.forwarder?.start !== false) forwarder.start();
+  }
   return {
     services,
     secretKey,
+    forwarder,
     close: async () => {
+      // First: background workers must not be mid-query when the stores close.
+      await forwarder.stop().catch((err: unknown) => logger.warn({ err: String(err) }, 'could not stop the forwarder'));
       await services.serverValidation.stop();
       await tokenUsage.stop().catch((err: unknown) => logger.warn({ err }, 'could not flush token usage'));
       // Before ClickHouse closes: the writer waits for its insert in flight and leaves the rest spooled.

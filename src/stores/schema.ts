@@ -200,6 +200,8 @@ export interface Database {
   gateway_assignments: GatewayAssignmentsTable;
   hosts: HostsTable;
   connections: ConnectionsTable;
+  collector_configurations: CollectorConfigurationsTable;
+  forwarder_cursors: ForwarderCursorsTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;
@@ -210,3 +212,39 @@ export type Team = Selectable<TeamsTable>;
 export type AccessToken = Selectable<AccessTokensTable>;
 export type NewAccessToken = Insertable<AccessTokensTable>;
 export type AccessTokenUpdate = Updateable<AccessTokensTable>;
+
+export type LogsFormat = 'otlp' | 'collector_hec';
+export type ForwardedSignal = 'logs' | 'traces';
+
+export interface CollectorConfigurationsTable {
+  organization_guid: string;
+  logs_url: string | null;
+  /** null: saved before the field existed; reads as otlp. */
+  logs_format: LogsFormat | null;
+  traces_url: string | null;
+  header_names: string[];
+  headers_secret_guid: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ForwarderCursorsTable {
+  organization_guid: string;
+  signal: ForwardedSignal;
+  checkpoint_at: Timestamp;
+  checkpoint_guid: Generated<string>;
+  lease_owner: string | null;
+  lease_expires_at: Timestamp;
+  next_attempt_at: Timestamp;
+  attempts: Generated<number>;
+  last_error: string | null;
+  sent_total: Generated<number>;
+  retried_total: Generated<number>;
+  failed_total: Generated<number>;
+  rejected_total: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type CollectorConfiguration = Selectable<CollectorConfigurationsTable>;
+export type ForwarderCursor = Selectable<ForwarderCursorsTable>;

@@ -2,6 +2,7 @@ import type { AnyOperation } from '../operation.js';
 import { identityOperations } from './identities.js';
 import { alertOperations } from './alerts.js';
 import { logOperations } from './logs.js';
+import { collectorOperations } from './collector.js';
 import { roleOperations } from './roles.js';
 import { serverOperations } from './servers.js';
 import { sessionOperations } from './session.js';
@@ -31,6 +32,7 @@ export const operations: readonly AnyOperation[] = [
   ...identityOperations,
   ...logOperations,
   ...alertOperations,
+  ...collectorOperations,
 ] as unknown as AnyOperation[];
 
 export const operationsByName: ReadonlyMap<string, AnyOperation> = new Map(operations.map((op) => [op.name, op]));

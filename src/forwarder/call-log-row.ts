@@ -1,0 +1,51 @@
+/**
+ * A call-log row as the forwarder reads it from ClickHouse: every column selected
+ * through toString(), so the physical types of the table do not matter here.
+ * '' and the zero UUID mean "absent".
+ */
+export const CALL_LOG_COLUMNS = [
+  'organization_guid',
+  'guid',
+  'created_at',
+  'ingested_at',
+  'type',
+  'method',
+  'tool_name',
+  'status',
+  'error_message',
+  'duration_ms',
+  'request_bytes',
+  'response_bytes',
+  'gateway_connection_guid',
+  'user_guid',
+  'outbound_gateway_guid',
+  'inbound_server_guid',
+  'host_guid',
+  'server_container_guid',
+  'team_guid',
+  'trace_id',
+  'span_id',
+  'session_id',
+] as const;
+
+export type CallLogColumn = (typeof CALL_LOG_COLUMNS)[number];
+export type CallLogRow = Record<CallLogColumn, string>;
+
+const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** The value, or undefined when the column is empty or the zero UUID. */
+export const present = (value: string | undefined): string | undefined => (value === undefined || value === '' || value === ZERO_UUID ? undefined : value);
+
+/** Epoch milliseconds of a ClickHouse DateTime64(3,'UTC') rendered by toString() ('2026-11-21 10:00:00.123'). */
+export function epochMs(clickhouseTime: string): number {
+  const iso = clickhouseTime.includes('T') ? clickhouseTime : clickhouseTime.replace(' ', 'T');
+  const ms = Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(iso) ? iso : `${iso}Z`);
+  if (Number.isNaN(ms)) throw new Error(`not a ClickHouse time: ${clickhouseTime.slice(0, 40)}`);
+  return ms;
+}
+
+/** Whole number of a numeric column, 0 when absent or unparsable. */
+export const integer = (value: string | undefined): number => {
+  const n = Number(value);
+  return Number.isFinite(n) ? Math.trunc(n) : 0;
+};

@@ -1,0 +1,124 @@
+import dns from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import type { EgressPolicy } from '../core/egress.js';
+
+/**
+ * One POST to a collector, classified for the forwarder. Written on node:http with
+ * explicit url and headers and nothing else: no OTEL_* environment variable can add
+ * a header or change the endpoint (the OpenTelemetry exporters merge
+ * OTEL_EXPORTER_OTLP_HEADERS into every instance, which would hand an operator's own
+ * credentials to customers' collectors). The egress policy is enforced on the address
+ * actually connected to (DNS can change after the URL was stored).
+ */
+export type SendOutcome =
+  /** The collector took the batch; `rejected` records were refused inside it (OTLP partial success). */
+  | { kind: 'accepted'; status: number; rejected: number; message?: string | undefined }
+  /** Try again later: 408, 429, 5xx, network errors, timeouts. */
+  | { kind: 'retry'; status: number | null; retryAfterMs: number | null; reason: string }
+  /** The collector refused the batch itself (a 4xx other than 408/429). */
+  | { kind: 'refused'; status: number; body: string };
+
+export interface SendRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: Uint8Array | string;
+  contentType: string;
+  timeoutMs: number;
+  /** OTLP: read partialSuccess from the answer. */
+  partialSuccessKey?: 'rejectedLogRecords' | 'rejectedSpans';
+}
+
+const MAX_RESPONSE_BYTES = 64 * 1024;
+const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 16 }), https: new https.Agent({ keepAlive: true, maxSockets: 16 }) };
+
+/** Retry-After as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined): number | null {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (!raw) return null;
+  if (/^\s*\d+\s*$/.test(raw)) return Number(raw) * 1000;
+  const at = Date.parse(raw);
+  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+}
+
+export const isRetryableStatus = (status: number): boolean => status === 408 || status === 429 || status >= 500;
+
+function partialRejected(body: string, key: SendRequest['partialSuccessKey']): { rejected: number; message?: string } {
+  if (!key || !body) return { rejected: 0 };
+  try {
+    const parsed = JSON.parse(body) as { partialSuccess?: Record<string, unknown> };
+    const partial = parsed.partialSuccess;
+    if (!partial) return { rejected: 0 };
+    const rejected = Number(partial[key] ?? 0);
+    return { rejected: Number.isFinite(rejected) ? rejected : 0, message: typeof partial.errorMessage === 'string' ? partial.errorMessage : undefined };
+  } catch {
+    return { rejected: 0 };
+  }
+}
+
+export function sendToCollector(egress: EgressPolicy, req: SendRequest): Promise<SendOutcome> {
+  return new Promise((resolve) => {
+    let url: URL;
+    try {
+      url = new URL(req.url);
+    } catch {
+      resolve({ kind: 'refused', status: 0, body: 'the collector URL is not a valid URL' });
+      return;
+    }
+    const literal = url.hostname.replace(/^\[|\]$/g, '');
+    if (net.isIP(literal)) {
+      const why = egress.refusal(literal);
+      if (why) {
+        resolve({ kind: 'retry', status: null, retryAfterMs: null, reason: `egress refused: ${literal} ${why}` });
+        return;
+      }
+    }
+    const lookup: net.LookupFunction = (hostname, options, callback) => {
+      dns.lookup(hostname, { ...options, all: false }, (err, address, family) => {
+        if (err) return callback(err, address, family);
+        const why = egress.refusal(address as string);
+        if (why) return callback(Object.assign(new Error(`egress refused: ${hostname} ${why}`), { code: 'EGRESS_REFUSED' }), address, family);
+        callback(null, address, family);
+      });
+    };
+    const body = typeof req.body === 'string' ? Buffer.from(req.body, 'utf8') : Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
+    const client = url.protocol === 'https:' ? https : http;
+    const request = client.request(
+      url,
+      {
+        method: 'POST',
+        agent: url.protocol === 'https:' ? agents.https : agents.http,
+        lookup,
+        headers: { ...req.headers, 'content-type': req.contentType, 'content-length': String(body.length), 'user-agent': 'mcp-gateway-manager-forwarder/1' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size <= MAX_RESPONSE_BYTES) chunks.push(chunk);
+        });
+        res.on('error', (err) => resolve({ kind: 'retry', status: res.statusCode ?? null, retryAfterMs: null, reason: `response error: ${err.message}` }));
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (status >= 200 && status < 300) resolve({ kind: 'accepted', status, ...partialRejected(text, req.partialSuccessKey) });
+          else if (isRetryableStatus(status)) resolve({ kind: 'retry', status, retryAfterMs: parseRetryAfter(res.headers['retry-after']), reason: `HTTP ${status}` });
+          else resolve({ kind: 'refused', status, body: text });
+        });
+      },
+    );
+    request.setTimeout(req.timeoutMs, () => request.destroy(Object.assign(new Error(`no answer within ${req.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
+    request.on('error', (err: NodeJS.ErrnoException) => resolve({ kind: 'retry', status: null, retryAfterMs: null, reason: err.code ? `${err.code}: ${err.message}` : err.message }));
+    request.end(body);
+  });
+}
+
+/** Shuts the keep-alive sockets (tests, shutdown). */
+export function closeCollectorConnections(): void {
+  agents.http.destroy();
+  agents.https.destroy();
+  agents.http = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  agents.https = new https.Agent({ keepAlive: true, maxSockets: 16 });
+}

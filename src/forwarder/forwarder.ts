@@ -1,0 +1,315 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import type { Registry } from 'prom-client';
+import { findCollectorConfiguration, openCollectorHeaders } from '../core/collector/config-repository.js';
+import { resolveLogsFormat } from '../core/collector/rules.js';
+import type { Services } from '../core/services.js';
+import type { CollectorConfiguration, ForwardedSignal, LogsFormat } from '../stores/schema.js';
+import { epochMs, type CallLogRow } from './call-log-row.js';
+import { CallLogSource } from './call-log-source.js';
+import { sendToCollector, type SendOutcome } from './collector-client.js';
+import { advanceCursor, claimCursor, listDueCursors, postponeCursor, releaseLeases } from './cursors.js';
+import { encodeHecEvents } from './encode-hec.js';
+import { encodeOtlpLogs, encodeOtlpTraces } from './encode-otlp.js';
+import { createForwarderMetrics, type ForwarderMetrics } from './metrics.js';
+
+/**
+ * Delivers every call-log row of every workspace with a collector, at least once, in
+ * batches: logs as OTLP/HTTP JSON or HEC, traces as OTLP/HTTP JSON.
+ *
+ * - Progress is a checkpoint per workspace and signal in Postgres, moved only after
+ *   the collector accepted a batch, so a crash or restart resends at most the batch
+ *   in flight (same records, same `log.record.uid`).
+ * - A lease on the cursor row (one atomic UPDATE) lets several processes share the
+ *   work without ever both sending the same workspace's batch.
+ * - 408/429/5xx and network errors are retried for ever, with exponential backoff or
+ *   the collector's Retry-After; the backlog drains when the collector returns.
+ * - Any other 4xx is retried a few times, then raises collector_export_failed and
+ *   skips the batch (counted as failed). An OTLP partial success is counted and
+ *   alerted.
+ * - Configuration (URL, format, headers) is read before every batch.
+ */
+export interface ForwarderOptions {
+  /** Lease owner id; unique per process by default. */
+  owner?: string;
+  /** Pause between passes when there was nothing to send. */
+  pollIntervalMs?: number;
+  batchSize?: number;
+  /** Rows younger than this are left for the next pass (inserts in flight elsewhere). */
+  settleMs?: number;
+  leaseMs?: number;
+  requestTimeoutMs?: number;
+  /** Tries of a batch a collector refuses with a 4xx before it is skipped. */
+  maxRefusedAttempts?: number;
+  backoffInitialMs?: number;
+  backoffMaxMs?: number;
+  /** Workspaces forwarded in parallel. */
+  concurrency?: number;
+  /** Time one cursor may keep sending before others get their turn. */
+  passBudgetMs?: number;
+}
+
+const DEFAULTS: Required<Omit<ForwarderOptions, 'owner'>> = {
+  pollIntervalMs: 250,
+  batchSize: 2000,
+  settleMs: 1000,
+  leaseMs: 30_000,
+  requestTimeoutMs: 10_000,
+  maxRefusedAttempts: 3,
+  backoffInitialMs: 500,
+  backoffMaxMs: 60_000,
+  concurrency: 4,
+  passBudgetMs: 2000,
+};
+const MAX_RETRY_AFTER_MS = 15 * 60_000;
+const ALERT_BODY_CHARS = 1024;
+const PARTIAL_ALERT_EVERY_MS = 5 * 60_000;
+
+type Deps = Pick<Services, 'db' | 'clickhouse' | 'secrets' | 'egress' | 'alerts' | 'logger'>;
+
+interface Target {
+  url: string;
+  format: LogsFormat;
+}
+
+/** The endpoint and wire format of one signal, or null when the signal is not configured. */
+function targetOf(config: CollectorConfiguration | undefined, signal: ForwardedSignal): Target | null {
+  if (!config) return null;
+  if (signal === 'traces') return config.traces_url ? { url: config.traces_url, format: 'otlp' } : null;
+  return config.logs_url ? { url: config.logs_url, format: resolveLogsFormat(config.logs_format) } : null;
+}
+
+function encode(signal: ForwardedSignal, format: LogsFormat, rows: CallLogRow[]) {
+  if (signal === 'traces') return { body: encodeOtlpTraces(rows), contentType: 'application/json', partialSuccessKey: 'rejectedSpans' as const };
+  if (format === 'collector_hec') return { body: encodeHecEvents(rows), contentType: 'application/json' };
+  return { body: encodeOtlpLogs(rows), contentType: 'application/json', partialSuccessKey: 'rejectedLogRecords' as const };
+}
+
+/** A collector's answer for an alert: cut short, with every configured header value masked. */
+export function redactBody(body: string, headers: Record<string, string>): string {
+  let text = body.slice(0, ALERT_BODY_CHARS * 4);
+  for (const value of Object.values(headers)) {
+    for (const part of [value, ...value.split(/\s+/).filter((p) => p.length >= 8)]) text = text.split(part).join('[redacted]');
+  }
+  return text.length > ALERT_BODY_CHARS ? `${text.slice(0, ALERT_BODY_CHARS)}…` : text;
+}
+
+export class Forwarder {
+  readonly owner: string;
+  readonly metrics: ForwarderMetrics;
+  private readonly opts: Required<Omit<ForwarderOptions, 'owner'>>;
+  private readonly source: CallLogSource;
+  private running = false;
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private readonly lastPartialAlert = new Map<string, number>();
+
+  constructor(
+    private readonly deps: Deps,
+    registry: Registry,
+    options: ForwarderOptions = {},
+  ) {
+    this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.opts = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([k, v]) => k !== 'owner' && v !== undefined)) };
+    this.metrics = createForwarderMetrics(registry);
+    this.source = new CallLogSource(deps.clickhouse);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Finishes the batch in flight, stops, and hands this process's leases back. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.stopping = true;
+    this.wake?.();
+    await this.loop;
+    await releaseLeases(this.deps.db, this.owner).catch((err: unknown) => this.deps.logger.warn({ err: String(err) }, 'forwarder could not release its leases'));
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let sent = 0;
+      try {
+        sent = await this.runOnce();
+      } catch (err) {
+        this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'forwarder pass failed');
+      }
+      if (!this.running) break;
+      if (sent === 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.opts.pollIntervalMs);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = undefined;
+      }
+    }
+  }
+
+  /** One pass over every due cursor; returns how many records were handed to collectors. */
+  async runOnce(): Promise<number> {
+    const due = await listDueCursors(this.deps.db, this.owner, 64);
+    let total = 0;
+    let next = 0;
+    const worker = async () => {
+      while (next < due.length) {
+        const { organization_guid, signal } = due[next++]!;
+        total += await this.forwardCursor(organization_guid, signal);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.opts.concurrency, due.length) }, worker));
+    return total;
+  }
+
+  private async forwardCursor(organizationGuid: string, signal: ForwardedSignal): Promise<number> {
+    const { db, logger } = this.deps;
+    const cursor = await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
+    if (!cursor) return 0;
+    const labels = { organization: organizationGuid, signal };
+    const deadline = Date.now() + this.opts.passBudgetMs;
+    let total = 0;
+    let attempts = cursor.attempts;
+    let checkpoint = { at: cursor.checkpoint_at, guid: cursor.checkpoint_guid };
+    while (!this.stopping) {
+      // Read before every batch: a changed URL, format or header set applies from the next batch on.
+      const config = await findCollectorConfiguration(db, organizationGuid);
+      const target = targetOf(config, signal);
+      if (!config || !target) return total;
+      const rows = await this.source.nextBatch(organizationGuid, checkpoint, this.opts.batchSize, this.opts.settleMs);
+      if (rows.length === 0) {
+        this.metrics.lag.set(labels, 0);
+        return total;
+      }
+      this.metrics.lag.set(labels, Math.max(0, (Date.now() - epochMs(rows[0]!.ingested_at)) / 1000));
+      const headers = await openCollectorHeaders(db, this.deps.secrets, config);
+      const outcome = await sendToCollector(this.deps.egress, { url: target.url, headers, timeoutMs: this.opts.requestTimeoutMs, ...encode(signal, target.format, rows) });
+      const last = rows[rows.length - 1]!;
+      const batchEnd = { at: new Date(epochMs(last.ingested_at)), guid: last.guid };
+
+      if (outcome.kind === 'retry') {
+        attempts++;
+        const delayMs = Math.min(MAX_RETRY_AFTER_MS, Math.max(outcome.retryAfterMs ?? 0, this.backoff(attempts)));
+        this.metrics.retried.inc(labels, rows.length);
+        await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: rows.length, lastError: outcome.reason });
+        logger.warn({ organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs }, 'collector export postponed');
+        return total;
+      }
+      if (outcome.kind === 'refused') {
+        attempts++;
+        if (attempts < this.opts.maxRefusedAttempts) {
+          await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs: this.backoff(attempts), attempts, retried: 0, lastError: `HTTP ${outcome.status}` });
+          logger.warn({ organization: organizationGuid, signal, status: outcome.status, attempts }, 'collector refused a batch; trying again');
+          return total;
+        }
+        await this.raiseRefused(organizationGuid, signal, target, outcome, headers, rows.length, attempts);
+        if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: rows.length, lastError: `HTTP ${outcome.status}` }))) return total;
+        this.metrics.failed.inc(labels, rows.length);
+        logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: rows.length }, 'collector kept refusing a batch; skipped it');
+      } else {
+        const rejected = Math.min(rows.length, outcome.rejected);
+        const advanced = await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, {
+          checkpointAt: batchEnd.at,
+          checkpointGuid: batchEnd.guid,
+          sent: rows.length - rejected,
+          rejected,
+          failed: 0,
+          lastError: rejected > 0 ? `partial success: ${rejected} rejected` : null,
+        });
+        if (!advanced) {
+          logger.warn({ organization: organizationGuid, signal }, 'forwarder lease lost; another process continues this workspace');
+          return total;
+        }
+        this.metrics.sent.inc(labels, rows.length - rejected);
+        if (rejected > 0) {
+          this.metrics.rejected.inc(labels, rejected);
+          await this.raisePartial(organizationGuid, signal, outcome, headers, rows.length, rejected);
+        }
+      }
+      attempts = 0;
+      checkpoint = batchEnd;
+      total += rows.length;
+      if (rows.length < this.opts.batchSize || Date.now() > deadline) return total;
+      await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
+    }
+    return total;
+  }
+
+  private backoff(attempts: number): number {
+    const base = Math.min(this.opts.backoffMaxMs, this.opts.backoffInitialMs * 2 ** Math.max(0, attempts - 1));
+    return Math.round(base * (0.8 + Math.random() * 0.4));
+  }
+
+  /** Raises collector_export_failed from a template; a failing alert sink never stops forwarding. */
+  private async raiseExportAlert(
+    organizationGuid: string,
+    messageType: 'warning' | 'error',
+    template: { subject: string; message: string },
+    values: Record<string, string>,
+    debugContext: Record<string, unknown>,
+  ): Promise<void> {
+    const fill = (s: string) => s.replace(/\{(\w+)\}/g, (_m, k: string) => values[k] ?? '');
+    try {
+      await this.deps.alerts.raise({
+        organizationGuid,
+        code: 'collector_export_failed',
+        messageType,
+        subject: fill(template.subject),
+        message: fill(template.message),
+        dynamicContent: { ...template, values },
+        debugContext,
+        relatedResourceIds: [],
+      });
+    } catch (err) {
+      this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err), code: 'collector_export_failed' }, 'could not raise alert');
+    }
+  }
+
+  private async raiseRefused(
+    organizationGuid: string,
+    signal: ForwardedSignal,
+    target: Target,
+    outcome: Extract<SendOutcome, { kind: 'refused' }>,
+    headers: Record<string, string>,
+    skipped: number,
+    attempts: number,
+  ): Promise<void> {
+    await this.raiseExportAlert(
+      organizationGuid,
+      'error',
+      { subject: 'Collector refused {signal}', message: 'The {signal} collector answered HTTP {status} to the same batch {attempts} times; {skipped} records were skipped.' },
+      { signal, status: String(outcome.status), skipped: String(skipped), attempts: String(attempts) },
+      { responseStatus: outcome.status, responseBody: redactBody(outcome.body, headers), signal, format: target.format, attempts, skippedRecords: skipped },
+    );
+  }
+
+  /** At most one partial-success alert per workspace and signal every few minutes; the counters keep every one. */
+  private async raisePartial(
+    organizationGuid: string,
+    signal: ForwardedSignal,
+    outcome: Extract<SendOutcome, { kind: 'accepted' }>,
+    headers: Record<string, string>,
+    batch: number,
+    rejected: number,
+  ): Promise<void> {
+    const key = `${organizationGuid}:${signal}`;
+    const lastAt = this.lastPartialAlert.get(key);
+    if (lastAt !== undefined && Date.now() - lastAt < PARTIAL_ALERT_EVERY_MS) return;
+    this.lastPartialAlert.set(key, Date.now());
+    await this.raiseExportAlert(
+      organizationGuid,
+      'warning',
+      { subject: 'Collector rejected part of the {signal}', message: 'The {signal} collector accepted a batch of {batch} records but rejected {rejected} of them (OTLP partial success).' },
+      { signal, rejected: String(rejected), batch: String(batch) },
+      { responseStatus: outcome.status, partialSuccess: { rejected, errorMessage: redactBody(outcome.message ?? '', headers) }, signal, batchRecords: batch },
+    );
+  }
+}
+

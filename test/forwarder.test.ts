@@ -1,0 +1,260 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { NewAlert } from '../src/core/alerts.js';
+import { Forwarder, type ForwarderOptions } from '../src/forwarder/forwarder.js';
+import { assertNeverLeaked, closeClients, invoke, newWorkspace, rest, startTestApp, type TestApp } from './helpers/harness.js';
+import { callLog, writeCallLogs, type TestCallLog } from './helpers/forwarder-rows.js';
+import { HecReceiver } from './helpers/hec-receiver.js';
+import { OtlpReceiver } from './helpers/otlp-receiver.js';
+
+/**
+ * The forwarder end to end: real stores, the real ingest path, real HTTP receivers on
+ * loopback that validate the wire formats strictly.
+ */
+let t: TestApp;
+const receivers: { stop(): Promise<void> }[] = [];
+const forwarders: Forwarder[] = [];
+const alerts: NewAlert[] = [];
+const OPERATOR_SECRET = 'operator-only-9d41c7e2';
+const COLLECTOR_SECRET = 'customer-token-3b8e5a61';
+const HEC_TOKEN = 'hec-token-0a7f4d2c9e';
+
+const FAST: ForwarderOptions = { pollIntervalMs: 20, settleMs: 50, batchSize: 50, backoffInitialMs: 20, backoffMaxMs: 200, requestTimeoutMs: 2000, maxRefusedAttempts: 2 };
+
+beforeAll(async () => {
+  // An operator's own OTLP settings must never reach a customer's collector.
+  process.env.OTEL_EXPORTER_OTLP_HEADERS = `x-operator-secret=${OPERATOR_SECRET}`;
+  process.env.OTEL_EXPORTER_OTLP_LOGS_HEADERS = `x-operator-logs=${OPERATOR_SECRET}`;
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = 'http://127.0.0.1:1';
+  t = await startTestApp();
+  await t.runtime.forwarder.stop();
+  const original = t.runtime.services.alerts;
+  t.runtime.services.alerts = {
+    raise: async (a) => {
+      alerts.push(a);
+      await original.raise(a);
+    },
+  };
+});
+afterEach(async () => {
+  await Promise.all(forwarders.splice(0).map((f) => f.stop()));
+  await Promise.all(receivers.splice(0).map((r) => r.stop()));
+});
+afterAll(async () => {
+  await closeClients();
+  await t?.close();
+  delete process.env.OTEL_EXPORTER_OTLP_HEADERS;
+  delete process.env.OTEL_EXPORTER_OTLP_LOGS_HEADERS;
+  delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+});
+
+function forwarder(opts: ForwarderOptions = {}): Forwarder {
+  const f = new Forwarder(t.runtime.services, t.runtime.services.metricsRegistry!, { ...FAST, ...opts });
+  forwarders.push(f);
+  f.start();
+  return f;
+}
+async function otlp(): Promise<OtlpReceiver> {
+  const r = await new OtlpReceiver().start();
+  receivers.push(r);
+  return r;
+}
+async function hec(): Promise<HecReceiver> {
+  const r = await new HecReceiver(HEC_TOKEN).start();
+  receivers.push(r);
+  return r;
+}
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+async function configure(token: string, input: Record<string, unknown>) {
+  const res = await invoke(t, 'rest', token, 'set_otel_configuration', input);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body;
+}
+const rows = (org: string, n: number, over: Partial<TestCallLog> = {}) => Array.from({ length: n }, () => callLog(org, over));
+const uids = (items: { attributes: Record<string, unknown> }[]) => items.map((i) => String(i.attributes['log.record.uid']));
+const cursor = (org: string, signal: 'logs' | 'traces') =>
+  t.runtime.services.db.selectFrom('forwarder_cursors').selectAll().where('organization_guid', '=', org).where('signal', '=', signal).executeTakeFirstOrThrow();
+
+describe('forwarding', () => {
+  it('delivers OTLP logs and traces with MCP attributes, configured headers and nothing from OTEL_* env', async () => {
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    await configure(ws.token, { logsCollectorUrl: r.url('/otlp/v1/logs?x=1'), tracesCollectorUrl: r.url('/v1/traces'), headers: { Authorization: `Bearer ${COLLECTOR_SECRET}` } });
+    const written = [...rows(ws.organizationGuid, 60), ...rows(ws.organizationGuid, 5, { status: 'error', errorMessage: 'upstream said no' })];
+    await writeCallLogs(t.runtime.services, written);
+    forwarder();
+    await until('65 logs and 65 spans', () => r.logs.length >= 65 && r.spans.length >= 65);
+
+    expect(r.invalid).toEqual([]);
+    expect(new Set(uids(r.logs))).toEqual(new Set(written.map((w) => w.guid)));
+    expect(new Set(uids(r.spans))).toEqual(new Set(written.map((w) => w.guid)));
+    // URLs are used exactly as configured: no signal path appended.
+    expect(new Set(r.requests.map((q) => q.path))).toEqual(new Set(['/otlp/v1/logs?x=1', '/v1/traces']));
+    for (const q of r.requests) {
+      expect(q.headers.authorization).toBe(`Bearer ${COLLECTOR_SECRET}`);
+      expect(JSON.stringify(q.headers)).not.toContain(OPERATOR_SECRET);
+      expect(q.headers['x-operator-secret']).toBeUndefined();
+    }
+
+    const errorRow = written.at(-1)!;
+    const log = r.logs.find((l) => l.attributes['log.record.uid'] === errorRow.guid)!;
+    expect(log.attributes).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': 'search_docs',
+      'mcp.session.id': errorRow.sessionId,
+      'error.type': 'tool_error',
+      'mcp_gateway.inbound_server.guid': errorRow.inboundServerGuid,
+      'mcp_gateway.call.duration_ms': 42,
+    });
+    expect(log.attributes['mcp_gateway.host.guid']).toBeUndefined(); // the zero UUID is "absent"
+    expect(log.record).toMatchObject({ traceId: errorRow.traceId, spanId: errorRow.spanId, severityNumber: 17 });
+    expect(log.record.timeUnixNano).toBe(`${errorRow.createdAt.getTime()}000000`);
+    expect(log.record.body.stringValue).toContain('upstream said no');
+    expect(log.resource['mcp_gateway.organization.guid']).toBe(ws.organizationGuid);
+
+    const span = r.spans.find((s) => s.attributes['log.record.uid'] === errorRow.guid)!;
+    expect(span.record).toMatchObject({ traceId: errorRow.traceId, spanId: errorRow.spanId, name: 'tools/call search_docs', kind: 2, status: { code: 2, message: 'upstream said no' } });
+    expect(BigInt(span.record.endTimeUnixNano) - BigInt(span.record.startTimeUnixNano)).toBe(42_000_000n);
+    const okSpan = r.spans.find((s) => s.attributes['log.record.uid'] === written[0]!.guid)!;
+    expect(okSpan.record.status.code).toBe(1);
+
+    expect((await cursor(ws.organizationGuid, 'logs')).sent_total).toBe(65);
+    const metrics = await rest(t, null, 'GET', '/metrics');
+    expect(metrics.body).toMatch(new RegExp(`mcpgw_forwarder_records_sent_total\\{organization="${ws.organizationGuid}",signal="traces"\\} 65`));
+    assertNeverLeaked(t, [COLLECTOR_SECRET, OPERATOR_SECRET], [metrics.body, alerts]);
+  });
+
+  it('delivers HEC events with the Splunk token from the configured headers', async () => {
+    const ws = await newWorkspace(t);
+    const h = await hec();
+    await configure(ws.token, { logsCollectorUrl: h.url('/services/collector/event'), logsFormat: 'collector_hec', headers: { Authorization: `Splunk ${HEC_TOKEN}` } });
+    const written = rows(ws.organizationGuid, 120);
+    written[0]!.createdAt = new Date(Date.UTC(2026, 10, 21, 10, 0, 0, 7));
+    await writeCallLogs(t.runtime.services, written);
+    forwarder();
+    await until('120 HEC events', () => h.events.length >= 120);
+    expect(h.invalid).toEqual([]);
+    expect(new Set(h.events.map((e) => e.fields['log.record.uid']))).toEqual(new Set(written.map((w) => w.guid)));
+    const first = h.events.find((e) => e.fields['log.record.uid'] === written[0]!.guid)!;
+    expect(first.rawTime).toBe('1795255200.007');
+    expect(first.event).toBe('tools/call search_docs ok in 42 ms');
+    expect(first.fields).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'search_docs', 'mcp_gateway.call.duration_ms': '42' });
+    for (const v of Object.values(first.fields)) expect(typeof v).toBe('string');
+    expect(h.requests.every((q) => q.path === '/services/collector/event')).toBe(true);
+    assertNeverLeaked(t, [HEC_TOKEN], [alerts]);
+  });
+
+  it('survives a collector that is down, then answers 503 with Retry-After: every row delivered', async () => {
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs') });
+    await r.stop();
+    const written = rows(ws.organizationGuid, 140);
+    await writeCallLogs(t.runtime.services, written);
+    forwarder();
+    await until('a retry recorded while down', async () => (await cursor(ws.organizationGuid, 'logs')).attempts >= 2);
+    r.answerNext({ kind: 'status', status: 503, retryAfter: '0' }, { kind: 'status', status: 429 }, { kind: 'status', status: 502 });
+    await r.start();
+    await until('140 logs after the outage', () => new Set(uids(r.logs)).size >= 140);
+    expect(new Set(uids(r.logs))).toEqual(new Set(written.map((w) => w.guid)));
+    expect(r.invalid).toEqual([]);
+    const c = await cursor(ws.organizationGuid, 'logs');
+    expect(c.retried_total).toBeGreaterThan(0);
+    expect(c.failed_total).toBe(0);
+    expect(alerts.filter((a) => a.organizationGuid === ws.organizationGuid)).toEqual([]);
+  });
+
+  it('skips a batch the collector keeps refusing with 400, alerts with status and a redacted body, and moves on', async () => {
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs'), headers: { 'X-Api-Key': COLLECTOR_SECRET } });
+    const echo = JSON.stringify({ message: `bad key ${COLLECTOR_SECRET}` });
+    r.answerNext({ kind: 'status', status: 400, body: echo }, { kind: 'status', status: 400, body: echo });
+    const written = rows(ws.organizationGuid, 80);
+    await writeCallLogs(t.runtime.services, written);
+    forwarder();
+    await until('the rows after the refused batch', async () => (await cursor(ws.organizationGuid, 'logs')).failed_total + r.logs.length >= 80);
+    const c = await cursor(ws.organizationGuid, 'logs');
+    expect(c.failed_total).toBe(50); // one batch of 50
+    expect(r.logs.length).toBe(30);
+    const alert = alerts.find((a) => a.organizationGuid === ws.organizationGuid)!;
+    expect(alert).toMatchObject({ code: 'collector_export_failed', messageType: 'error' });
+    expect(alert.debugContext).toMatchObject({ responseStatus: 400, skippedRecords: 50 });
+    expect(String(alert.debugContext!.responseBody)).toContain('[redacted]');
+    assertNeverLeaked(t, [COLLECTOR_SECRET], [alerts]);
+  });
+
+  it('counts and alerts an OTLP partial success', async () => {
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    await configure(ws.token, { tracesCollectorUrl: r.url('/v1/traces') });
+    r.answerNext({ kind: 'partial', rejected: 3, message: 'spans too old' });
+    await writeCallLogs(t.runtime.services, rows(ws.organizationGuid, 20));
+    forwarder();
+    await until('the batch', async () => (await cursor(ws.organizationGuid, 'traces')).rejected_total > 0);
+    const c = await cursor(ws.organizationGuid, 'traces');
+    expect(c).toMatchObject({ rejected_total: 3, sent_total: 17 });
+    expect(alerts.find((a) => a.organizationGuid === ws.organizationGuid)).toMatchObject({ code: 'collector_export_failed', messageType: 'warning' });
+    const metrics = await rest(t, null, 'GET', '/metrics');
+    expect(metrics.body).toMatch(new RegExp(`mcpgw_forwarder_records_rejected_total\\{organization="${ws.organizationGuid}",signal="traces"\\} 3`));
+  });
+
+  it('applies a configuration change from the next batch on', async () => {
+    const ws = await newWorkspace(t);
+    const a = await otlp();
+    const b = await hec();
+    await configure(ws.token, { logsCollectorUrl: a.url('/v1/logs') });
+    const f = forwarder();
+    const first = rows(ws.organizationGuid, 10);
+    await writeCallLogs(t.runtime.services, first);
+    await until('first rows at a', () => a.logs.length >= 10);
+    await configure(ws.token, { logsCollectorUrl: b.url('/hec'), logsFormat: 'collector_hec', headers: { Authorization: `Splunk ${HEC_TOKEN}` } });
+    const second = rows(ws.organizationGuid, 10);
+    await writeCallLogs(t.runtime.services, second);
+    await until('second rows at b', () => b.events.length >= 10);
+    expect(new Set(b.events.map((e) => e.fields['log.record.uid']))).toEqual(new Set(second.map((s) => s.guid)));
+    expect(new Set(uids(a.logs))).toEqual(new Set(first.map((s) => s.guid)));
+    expect(a.invalid.concat(b.invalid)).toEqual([]);
+    await f.stop();
+  });
+
+  it('a restart mid-backlog delivers every row; two forwarders never send the same batch', async () => {
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs') });
+    const written = rows(ws.organizationGuid, 400);
+    await writeCallLogs(t.runtime.services, written);
+    const first = forwarder({ batchSize: 20 });
+    await until('some progress', () => r.logs.length >= 60);
+    await first.stop(); // the service restarts mid-backlog
+    expect(r.logs.length).toBeLessThan(400);
+    // Two processes now share the store.
+    forwarder({ batchSize: 20 });
+    forwarder({ batchSize: 20 });
+    await until('every row', () => new Set(uids(r.logs)).size >= 400);
+    expect(new Set(uids(r.logs))).toEqual(new Set(written.map((w) => w.guid)));
+    // The leases kept the two apart: nothing was sent twice.
+    expect(uids(r.logs).length).toBe(400);
+    expect(r.invalid).toEqual([]);
+  });
+
+  it('forwards nothing for a workspace without a collector, and only rows ingested after configuration', async () => {
+    const ws = await newWorkspace(t);
+    const other = await newWorkspace(t);
+    const r = await otlp();
+    await writeCallLogs(t.runtime.services, rows(ws.organizationGuid, 5));
+    await new Promise((res) => setTimeout(res, 20));
+    await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs') });
+    const later = rows(ws.organizationGuid, 5);
+    await writeCallLogs(t.runtime.services, [...later, ...rows(other.organizationGuid, 5)]);
+    forwarder();
+    await until('the later rows', () => r.logs.length >= 5);
+    await until('caught up', async () => (await cursor(ws.organizationGuid, 'logs')).checkpoint_guid === later.map((l) => l.guid).sort().at(-1) || r.logs.length > 5);
+    expect(new Set(uids(r.logs))).toEqual(new Set(later.map((l) => l.guid)));
+  });
+});
