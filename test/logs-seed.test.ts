@@ -1,17 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runAdminCommand } from '../src/core/admin-commands.js';
 import { newGuid } from '../src/core/ids.js';
-import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+import { invoke, newWorkspace, type TestApp } from './helpers/harness.js';
+import { useTestApp } from './helpers/lifecycle.js';
 import { countRows } from './helpers/call-logs.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-});
+useTestApp((app) => (t = app));
 
 describe('seed-logs', () => {
   it('writes N rows over the last D days through the ingest path, with a few alerts, reporting progress', async () => {

@@ -1,18 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Role } from '../src/core/operations/roles.js';
 import { Team } from '../src/core/operations/teams.js';
 import { User } from '../src/core/operations/users.js';
-import { closeClients, invoke, newWorkspace, SURFACES, startTestApp, type Surface, type TestApp } from './helpers/harness.js';
+import { invoke, newWorkspace, SURFACES, type Surface, type TestApp } from './helpers/harness.js';
+import { useTestApp } from './helpers/lifecycle.js';
 import { newMember } from './helpers/members.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-});
+useTestApp((app) => (t = app));
 
 describe.each(SURFACES)('teams on %s', (surface: Surface) => {
   it('creates, lists, renames (saving only on change) and deletes a team', async () => {

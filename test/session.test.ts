@@ -1,16 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CAPABILITY_GROUPS } from '../src/core/capabilities.js';
-import { assertNeverLeaked, closeClients, invoke, newWorkspace, rest, SURFACES, startTestApp, type Surface, type TestApp } from './helpers/harness.js';
+import { assertNeverLeaked, invoke, newWorkspace, rest, SURFACES, type Surface, type TestApp } from './helpers/harness.js';
+import { useTestApp } from './helpers/lifecycle.js';
 import { newMember } from './helpers/members.js';
 
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-});
+useTestApp((app) => (t = app));
 
 const SPEC_GROUPS = ['Identities', 'Servers', 'Gateways', 'Hosts', 'People', 'Workspace settings', 'Logging', 'Alerting', 'Reporting', 'Integrations', 'Partner Portal'];
 const SPEC_KEYS = [
