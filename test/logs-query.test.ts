@@ -29,8 +29,13 @@ const camel: Record<string, keyof CallLogInput> = {
   span_id: 'spanId',
 };
 
-/** Expected order of the default page: created_at desc, then guid desc (UUIDv7 guids compare as text). */
-const newestFirst = (a: CallLogInput, b: CallLogInput) => Number(b.createdAt) - Number(a.createdAt) || (b.guid! < a.guid! ? -1 : b.guid! > a.guid! ? 1 : 0);
+/** ClickHouse orders UUIDs by their low 64 bits first, then the high 64 bits. */
+const uuidKey = (guid: string) => {
+  const hex = guid.replaceAll('-', '');
+  return hex.slice(16) + hex.slice(0, 16);
+};
+/** Expected order of the default page: created_at desc, then guid desc in ClickHouse's UUID order. */
+const newestFirst = (a: CallLogInput, b: CallLogInput) => Number(b.createdAt) - Number(a.createdAt) || (uuidKey(b.guid!) < uuidKey(a.guid!) ? -1 : uuidKey(b.guid!) > uuidKey(a.guid!) ? 1 : 0);
 
 beforeAll(async () => {
   t = await startTestApp();

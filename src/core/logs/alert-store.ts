@@ -130,7 +130,7 @@ export class ClickhouseAlertStore implements AlertSink {
     const rows = await queryScoped(this.clickhouse, organizationGuid, {
       tag: 'list_alerts',
       sql: `SELECT ${ROW_COLUMNS} FROM alerts PREWHERE ${prewhere.join(' AND ')} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-        ORDER BY created_at DESC, toString(guid) DESC LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
+        ORDER BY organization_guid DESC, created_at DESC, guid DESC LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
       params,
       row: RowSchema,
     });

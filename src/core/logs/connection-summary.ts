@@ -37,7 +37,7 @@ export async function connectionCallSummary(clickhouse: ClickhouseStore, organiz
       tag: 'connection_summary.errors',
       sql: `SELECT toUnixTimestamp64Milli(created_at) AS created_ms, inbound_server_guid, tool_name, error_message, trace_id FROM call_logs
         PREWHERE organization_guid = {org:String} WHERE gateway_connection_guid = {connection:String} AND status = 'error'
-        ORDER BY created_at DESC, toString(guid) DESC LIMIT 10`,
+        ORDER BY organization_guid DESC, created_at DESC, guid DESC LIMIT 10`,
       params,
       row: ErrorRow,
     }),
