@@ -124,8 +124,11 @@ describe('forwarding', () => {
     expect(okSpan.record.status.code).toBe(1);
 
     expect((await cursor(ws.organizationGuid, 'logs')).sent_total).toBe(65);
-    const metrics = await rest(t, null, 'GET', '/metrics');
-    expect(metrics.body).toMatch(new RegExp(`mcpgw_forwarder_records_sent_total\\{organization="${ws.organizationGuid}",signal="traces"\\} 65`));
+    // The receiver holds every span before the forwarder has read its answer: wait for the counter.
+    let metrics = { body: '' };
+    await expect
+      .poll(async () => (metrics = await rest(t, null, 'GET', '/metrics')).body, { timeout: 15_000 })
+      .toMatch(new RegExp(`mcpgw_forwarder_records_sent_total\\{organization="${ws.organizationGuid}",signal="traces"\\} 65`));
     assertNeverLeaked(t, [COLLECTOR_SECRET, OPERATOR_SECRET], [metrics.body, alerts]);
   });
 
