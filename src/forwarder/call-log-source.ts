@@ -1,5 +1,5 @@
 import type { ClickhouseStore } from '../stores/clickhouse.js';
-import { CALL_LOG_COLUMNS, type CallLogRow } from './call-log-row.js';
+import { CALL_LOG_COLUMNS, epochMs, type CallLogRow } from './call-log-row.js';
 
 /**
  * Reads the next batch of a workspace's call logs after a checkpoint, in
@@ -66,5 +66,27 @@ export class CallLogSource {
     });
     const { data } = (await result.json()) as unknown as { data: string[][] };
     return data.map((values) => toRow(organizationGuid, values));
+  }
+
+  /**
+   * When the oldest row after the checkpoint that is still inside the settle window
+   * was ingested, or null when there is none: the forwarder wakes up exactly when it
+   * settles instead of on the next poll. Reads one column of the workspace's newest
+   * rows (the checkpoint is caught up when this is asked).
+   */
+  async oldestPending(organizationGuid: string, after: Checkpoint): Promise<Date | null> {
+    const orgType = await this.organizationType();
+    const result = await this.store.client.query({
+      query: `SELECT toString(min(ingested_at)), count() FROM call_logs
+        WHERE organization_guid = {org:${orgType}}
+          AND ingested_at >= {at:DateTime64(3, 'UTC')}
+          AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})`,
+      query_params: { org: organizationGuid, at: clickhouseTime(after.at), guid: after.guid },
+      format: 'JSONCompact',
+      clickhouse_settings: { log_comment: 'forwarder.oldest_pending' },
+    });
+    const { data } = (await result.json()) as unknown as { data: [string, string | number][] };
+    const [oldest, count] = data[0] ?? ['', 0];
+    return Number(count) > 0 ? new Date(epochMs(oldest)) : null;
   }
 }

@@ -64,6 +64,8 @@ const DEFAULTS: Required<Omit<ForwarderOptions, 'owner'>> = {
 const MAX_RETRY_AFTER_MS = 15 * 60_000;
 const ALERT_BODY_CHARS = 1024;
 const PARTIAL_ALERT_EVERY_MS = 5 * 60_000;
+/** Shortest sleep between passes when waking for a settling row (clock skew with ClickHouse). */
+const MIN_WAKE_MS = 20;
 
 type Deps = Pick<Services, 'db' | 'clickhouse' | 'secrets' | 'egress' | 'alerts' | 'logger'>;
 
@@ -117,6 +119,8 @@ export class Forwarder {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private readonly lastPartialAlert = new Map<string, number>();
+  /** Earliest time a row seen pending in this pass leaves its settle window (epoch ms). */
+  private wakeAt: number | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -155,8 +159,11 @@ export class Forwarder {
       }
       if (!this.running) break;
       if (sent === 0) {
+        // Sleep until the next poll, or less when a pending row leaves its settle window sooner.
+        const wakeInMs = this.wakeAt === undefined ? this.opts.pollIntervalMs : Math.min(this.opts.pollIntervalMs, Math.max(MIN_WAKE_MS, this.wakeAt - Date.now()));
+        this.wakeAt = undefined;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.opts.pollIntervalMs);
+          const timer = setTimeout(resolve, wakeInMs);
           this.wake = () => {
             clearTimeout(timer);
             resolve();
@@ -219,6 +226,7 @@ export class Forwarder {
         const rows = prepared.rows;
         if (rows.length === 0) {
           this.metrics.lag.set(labels, 0);
+          await this.notePending(organizationGuid, checkpoint);
           return total;
         }
         this.metrics.lag.set(labels, Math.max(0, (Date.now() - epochMs(rows[0]!.ingested_at)) / 1000));
@@ -274,7 +282,10 @@ export class Forwarder {
         attempts = 0;
         checkpoint = batchEnd;
         total += rows.length;
-        if (!ahead) return total;
+        if (!ahead) {
+          if (rows.length < this.opts.batchSize) await this.notePending(organizationGuid, checkpoint);
+          return total;
+        }
         await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
       }
       return total;
@@ -282,6 +293,19 @@ export class Forwarder {
       // Never leave a ClickHouse read running behind us (closing the store under a running query aborts chDB).
       if (ahead) await ahead.catch(() => undefined);
     }
+  }
+
+  /**
+   * Caught up: when rows are waiting out the settle window, remember when the first
+   * of them is due, so the loop wakes then rather than a whole poll interval later
+   * (the lag from ingest to delivery stays close to the settle window).
+   */
+  private async notePending(organizationGuid: string, checkpoint: Checkpoint): Promise<void> {
+    if (this.opts.settleMs <= 0) return;
+    const oldest = await this.source.oldestPending(organizationGuid, checkpoint);
+    if (!oldest) return;
+    const dueAt = oldest.getTime() + this.opts.settleMs;
+    this.wakeAt = this.wakeAt === undefined ? dueAt : Math.min(this.wakeAt, dueAt);
   }
 
   private backoff(attempts: number): number {
