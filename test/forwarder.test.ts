@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NewAlert } from '../src/core/alerts.js';
+import { epochMs } from '../src/forwarder/call-log-row.js';
+import { CallLogSource } from '../src/forwarder/call-log-source.js';
 import { Forwarder, type ForwarderOptions } from '../src/forwarder/forwarder.js';
 import { assertNeverLeaked, closeClients, invoke, newWorkspace, rest, startTestApp, type TestApp } from './helpers/harness.js';
 import { callLog, writeCallLogs, type TestCallLog } from './helpers/forwarder-rows.js';
@@ -123,6 +125,8 @@ describe('forwarding', () => {
     const okSpan = r.spans.find((s) => s.attributes['log.record.uid'] === written[0]!.guid)!;
     expect(okSpan.record.status.code).toBe(1);
 
+    // The collector has the records a moment before the forwarder records its progress.
+    await until('both checkpoints', async () => (await cursor(ws.organizationGuid, 'logs')).sent_total >= 65 && (await cursor(ws.organizationGuid, 'traces')).sent_total >= 65);
     expect((await cursor(ws.organizationGuid, 'logs')).sent_total).toBe(65);
     // The receiver holds every span before the forwarder has read its answer: wait for the counter.
     let metrics = { body: '' };
@@ -259,5 +263,38 @@ describe('forwarding', () => {
     await until('the later rows', () => r.logs.length >= 5);
     await until('caught up', async () => (await cursor(ws.organizationGuid, 'logs')).checkpoint_guid === later.map((l) => l.guid).sort().at(-1) || r.logs.length > 5);
     expect(new Set(uids(r.logs))).toEqual(new Set(later.map((l) => l.guid)));
+  });
+
+  it('pipelined batches arrive in checkpoint order; a read-ahead behind a refused batch is dropped, not skipped', async () => {
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs') });
+    const written = rows(ws.organizationGuid, 400);
+    await writeCallLogs(t.runtime.services, written);
+    // Batch 1 accepted, batch 2 answered 503 while batch 3 is already read ahead, then everything accepted.
+    r.answerNext({ kind: 'partial', rejected: 0 }, { kind: 'status', status: 503, retryAfter: '0' });
+    forwarder();
+    await until('every row', () => r.logs.length >= 400);
+    // One insert, one ingested_at: the checkpoint order is the guid order. Nothing lost, nothing twice.
+    expect(uids(r.logs)).toEqual(written.map((w) => w.guid).sort());
+    expect(r.invalid).toEqual([]);
+    await until('the last checkpoint', async () => (await cursor(ws.organizationGuid, 'logs')).sent_total === 400);
+    const c = await cursor(ws.organizationGuid, 'logs');
+    expect(c.checkpoint_guid).toBe(written.map((w) => w.guid).sort().at(-1));
+    expect(c.sent_total).toBe(400);
+    expect(c.retried_total).toBe(50);
+  });
+
+  it('knows when the oldest row still inside the settle window was ingested, and nothing once past it', async () => {
+    const ws = await newWorkspace(t);
+    const source = new CallLogSource(t.runtime.services.clickhouse);
+    const start = { at: new Date(0), guid: '' };
+    expect(await source.oldestPending(ws.organizationGuid, start)).toBeNull();
+    await writeCallLogs(t.runtime.services, rows(ws.organizationGuid, 3));
+    const batch = await source.nextBatch(ws.organizationGuid, start, 10, 0);
+    expect(batch).toHaveLength(3);
+    expect((await source.oldestPending(ws.organizationGuid, start))?.getTime()).toBe(epochMs(batch[0]!.ingested_at));
+    const last = batch.at(-1)!;
+    expect(await source.oldestPending(ws.organizationGuid, { at: new Date(epochMs(last.ingested_at)), guid: last.guid })).toBeNull();
   });
 });

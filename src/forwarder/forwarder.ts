@@ -6,7 +6,7 @@ import { resolveLogsFormat } from '../core/collector/rules.js';
 import type { Services } from '../core/services.js';
 import type { CollectorConfiguration, ForwardedSignal, LogsFormat } from '../stores/schema.js';
 import { epochMs, type CallLogRow } from './call-log-row.js';
-import { CallLogSource } from './call-log-source.js';
+import { CallLogSource, type Checkpoint } from './call-log-source.js';
 import { sendToCollector, type SendOutcome } from './collector-client.js';
 import { advanceCursor, claimCursor, listDueCursors, postponeCursor, releaseLeases } from './cursors.js';
 import { encodeHecEvents } from './encode-hec.js';
@@ -64,6 +64,8 @@ const DEFAULTS: Required<Omit<ForwarderOptions, 'owner'>> = {
 const MAX_RETRY_AFTER_MS = 15 * 60_000;
 const ALERT_BODY_CHARS = 1024;
 const PARTIAL_ALERT_EVERY_MS = 5 * 60_000;
+/** Shortest sleep between passes when waking for a settling row (clock skew with ClickHouse). */
+const MIN_WAKE_MS = 20;
 
 type Deps = Pick<Services, 'db' | 'clickhouse' | 'secrets' | 'egress' | 'alerts' | 'logger'>;
 
@@ -79,10 +81,23 @@ function targetOf(config: CollectorConfiguration | undefined, signal: ForwardedS
   return config.logs_url ? { url: config.logs_url, format: resolveLogsFormat(config.logs_format) } : null;
 }
 
-function encode(signal: ForwardedSignal, format: LogsFormat, rows: CallLogRow[]) {
-  if (signal === 'traces') return { body: encodeOtlpTraces(rows), contentType: 'application/json', partialSuccessKey: 'rejectedSpans' as const };
+interface Encoded {
+  body: string;
+  contentType: string;
+  partialSuccessKey?: 'rejectedLogRecords' | 'rejectedSpans';
+}
+
+function encode(signal: ForwardedSignal, format: LogsFormat, rows: CallLogRow[]): Encoded {
+  if (signal === 'traces') return { body: encodeOtlpTraces(rows), contentType: 'application/json', partialSuccessKey: 'rejectedSpans' };
   if (format === 'collector_hec') return { body: encodeHecEvents(rows), contentType: 'application/json' };
-  return { body: encodeOtlpLogs(rows), contentType: 'application/json', partialSuccessKey: 'rejectedLogRecords' as const };
+  return { body: encodeOtlpLogs(rows), contentType: 'application/json', partialSuccessKey: 'rejectedLogRecords' };
+}
+
+/** A batch read and encoded ahead of its turn, in the format that was configured then. */
+interface PreparedBatch {
+  rows: CallLogRow[];
+  format: LogsFormat;
+  encoded: Encoded | null;
 }
 
 /** A collector's answer for an alert: cut short, with every configured header value masked. */
@@ -104,6 +119,8 @@ export class Forwarder {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private readonly lastPartialAlert = new Map<string, number>();
+  /** Earliest time a row seen pending in this pass leaves its settle window (epoch ms). */
+  private wakeAt: number | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -142,8 +159,11 @@ export class Forwarder {
       }
       if (!this.running) break;
       if (sent === 0) {
+        // Sleep until the next poll, or less when a pending row leaves its settle window sooner.
+        const wakeInMs = this.wakeAt === undefined ? this.opts.pollIntervalMs : Math.min(this.opts.pollIntervalMs, Math.max(MIN_WAKE_MS, this.wakeAt - Date.now()));
+        this.wakeAt = undefined;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.opts.pollIntervalMs);
+          const timer = setTimeout(resolve, wakeInMs);
           this.wake = () => {
             clearTimeout(timer);
             resolve();
@@ -169,6 +189,22 @@ export class Forwarder {
     return total;
   }
 
+  /** Reads the batch after `after` and encodes it; the encoding runs as soon as the rows arrive. */
+  private prepare(organizationGuid: string, signal: ForwardedSignal, format: LogsFormat, after: Checkpoint): Promise<PreparedBatch> {
+    return this.source.nextBatch(organizationGuid, after, this.opts.batchSize, this.opts.settleMs).then((rows) => ({ rows, format, encoded: rows.length ? encode(signal, format, rows) : null }));
+  }
+
+  /**
+   * Sends one workspace's signal batch after batch until it is caught up, its pass
+   * budget is spent, or a batch is not accepted.
+   *
+   * Pipelined: while batch N is on the wire, batch N+1 (the rows after N's last row)
+   * is already read from ClickHouse and encoded. Nothing about delivery changes: the
+   * checkpoint still moves only after the collector accepted N, N+1 is sent only
+   * after that, and when N is not accepted the read-ahead is dropped and read again
+   * on the next attempt. The configuration is still read before every batch is sent:
+   * a read-ahead encoded for a format that changed meanwhile is encoded again.
+   */
   private async forwardCursor(organizationGuid: string, signal: ForwardedSignal): Promise<number> {
     const { db, logger } = this.deps;
     const cursor = await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
@@ -177,69 +213,99 @@ export class Forwarder {
     const deadline = Date.now() + this.opts.passBudgetMs;
     let total = 0;
     let attempts = cursor.attempts;
-    let checkpoint = { at: cursor.checkpoint_at, guid: cursor.checkpoint_guid };
-    while (!this.stopping) {
-      // Read before every batch: a changed URL, format or header set applies from the next batch on.
-      const config = await findCollectorConfiguration(db, organizationGuid);
-      const target = targetOf(config, signal);
-      if (!config || !target) return total;
-      const rows = await this.source.nextBatch(organizationGuid, checkpoint, this.opts.batchSize, this.opts.settleMs);
-      if (rows.length === 0) {
-        this.metrics.lag.set(labels, 0);
-        return total;
-      }
-      this.metrics.lag.set(labels, Math.max(0, (Date.now() - epochMs(rows[0]!.ingested_at)) / 1000));
-      const headers = await openCollectorHeaders(db, this.deps.secrets, config);
-      const outcome = await sendToCollector(this.deps.egress, { url: target.url, headers, timeoutMs: this.opts.requestTimeoutMs, ...encode(signal, target.format, rows) });
-      const last = rows[rows.length - 1]!;
-      const batchEnd = { at: new Date(epochMs(last.ingested_at)), guid: last.guid };
+    let checkpoint: Checkpoint = { at: cursor.checkpoint_at, guid: cursor.checkpoint_guid };
+    let ahead: Promise<PreparedBatch> | undefined;
+    try {
+      while (!this.stopping) {
+        // Read before every batch: a changed URL, format or header set applies from the next batch on.
+        const config = await findCollectorConfiguration(db, organizationGuid);
+        const target = targetOf(config, signal);
+        if (!config || !target) return total;
+        const prepared = await (ahead ?? this.prepare(organizationGuid, signal, target.format, checkpoint));
+        ahead = undefined;
+        const rows = prepared.rows;
+        if (rows.length === 0) {
+          this.metrics.lag.set(labels, 0);
+          await this.notePending(organizationGuid, checkpoint);
+          return total;
+        }
+        this.metrics.lag.set(labels, Math.max(0, (Date.now() - epochMs(rows[0]!.ingested_at)) / 1000));
+        const last = rows[rows.length - 1]!;
+        const batchEnd = { at: new Date(epochMs(last.ingested_at)), guid: last.guid };
+        if (rows.length === this.opts.batchSize && Date.now() < deadline && !this.stopping) {
+          ahead = this.prepare(organizationGuid, signal, target.format, batchEnd);
+          ahead.catch(() => undefined); // awaited (and its error surfaced) on the next turn, or dropped
+        }
+        const encoded = prepared.format === target.format && prepared.encoded ? prepared.encoded : encode(signal, target.format, rows);
+        const headers = await openCollectorHeaders(db, this.deps.secrets, config);
+        const outcome = await sendToCollector(this.deps.egress, { url: target.url, headers, timeoutMs: this.opts.requestTimeoutMs, ...encoded });
 
-      if (outcome.kind === 'retry') {
-        attempts++;
-        const delayMs = Math.min(MAX_RETRY_AFTER_MS, Math.max(outcome.retryAfterMs ?? 0, this.backoff(attempts)));
-        this.metrics.retried.inc(labels, rows.length);
-        await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: rows.length, lastError: outcome.reason });
-        logger.warn({ organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs }, 'collector export postponed');
-        return total;
-      }
-      if (outcome.kind === 'refused') {
-        attempts++;
-        if (attempts < this.opts.maxRefusedAttempts) {
-          await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs: this.backoff(attempts), attempts, retried: 0, lastError: `HTTP ${outcome.status}` });
-          logger.warn({ organization: organizationGuid, signal, status: outcome.status, attempts }, 'collector refused a batch; trying again');
+        if (outcome.kind === 'retry') {
+          attempts++;
+          const delayMs = Math.min(MAX_RETRY_AFTER_MS, Math.max(outcome.retryAfterMs ?? 0, this.backoff(attempts)));
+          this.metrics.retried.inc(labels, rows.length);
+          await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: rows.length, lastError: outcome.reason });
+          logger.warn({ organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs }, 'collector export postponed');
           return total;
         }
-        await this.raiseRefused(organizationGuid, signal, target, outcome, headers, rows.length, attempts);
-        if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: rows.length, lastError: `HTTP ${outcome.status}` }))) return total;
-        this.metrics.failed.inc(labels, rows.length);
-        logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: rows.length }, 'collector kept refusing a batch; skipped it');
-      } else {
-        const rejected = Math.min(rows.length, outcome.rejected);
-        const advanced = await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, {
-          checkpointAt: batchEnd.at,
-          checkpointGuid: batchEnd.guid,
-          sent: rows.length - rejected,
-          rejected,
-          failed: 0,
-          lastError: rejected > 0 ? `partial success: ${rejected} rejected` : null,
-        });
-        if (!advanced) {
-          logger.warn({ organization: organizationGuid, signal }, 'forwarder lease lost; another process continues this workspace');
+        if (outcome.kind === 'refused') {
+          attempts++;
+          if (attempts < this.opts.maxRefusedAttempts) {
+            await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs: this.backoff(attempts), attempts, retried: 0, lastError: `HTTP ${outcome.status}` });
+            logger.warn({ organization: organizationGuid, signal, status: outcome.status, attempts }, 'collector refused a batch; trying again');
+            return total;
+          }
+          await this.raiseRefused(organizationGuid, signal, target, outcome, headers, rows.length, attempts);
+          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: rows.length, lastError: `HTTP ${outcome.status}` }))) return total;
+          this.metrics.failed.inc(labels, rows.length);
+          logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: rows.length }, 'collector kept refusing a batch; skipped it');
+        } else {
+          const rejected = Math.min(rows.length, outcome.rejected);
+          const advanced = await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, {
+            checkpointAt: batchEnd.at,
+            checkpointGuid: batchEnd.guid,
+            sent: rows.length - rejected,
+            rejected,
+            failed: 0,
+            lastError: rejected > 0 ? `partial success: ${rejected} rejected` : null,
+          });
+          if (!advanced) {
+            logger.warn({ organization: organizationGuid, signal }, 'forwarder lease lost; another process continues this workspace');
+            return total;
+          }
+          this.metrics.sent.inc(labels, rows.length - rejected);
+          if (rejected > 0) {
+            this.metrics.rejected.inc(labels, rejected);
+            await this.raisePartial(organizationGuid, signal, outcome, headers, rows.length, rejected);
+          }
+        }
+        attempts = 0;
+        checkpoint = batchEnd;
+        total += rows.length;
+        if (!ahead) {
+          if (rows.length < this.opts.batchSize) await this.notePending(organizationGuid, checkpoint);
           return total;
         }
-        this.metrics.sent.inc(labels, rows.length - rejected);
-        if (rejected > 0) {
-          this.metrics.rejected.inc(labels, rejected);
-          await this.raisePartial(organizationGuid, signal, outcome, headers, rows.length, rejected);
-        }
+        await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
       }
-      attempts = 0;
-      checkpoint = batchEnd;
-      total += rows.length;
-      if (rows.length < this.opts.batchSize || Date.now() > deadline) return total;
-      await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
+      return total;
+    } finally {
+      // Never leave a ClickHouse read running behind us (closing the store under a running query aborts chDB).
+      if (ahead) await ahead.catch(() => undefined);
     }
-    return total;
+  }
+
+  /**
+   * Caught up: when rows are waiting out the settle window, remember when the first
+   * of them is due, so the loop wakes then rather than a whole poll interval later
+   * (the lag from ingest to delivery stays close to the settle window).
+   */
+  private async notePending(organizationGuid: string, checkpoint: Checkpoint): Promise<void> {
+    if (this.opts.settleMs <= 0) return;
+    const oldest = await this.source.oldestPending(organizationGuid, checkpoint);
+    if (!oldest) return;
+    const dueAt = oldest.getTime() + this.opts.settleMs;
+    this.wakeAt = this.wakeAt === undefined ? dueAt : Math.min(this.wakeAt, dueAt);
   }
 
   private backoff(attempts: number): number {

@@ -19,32 +19,48 @@ export interface HecEvent {
   receivedAt: number;
 }
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN = 0x7b;
+const CLOSE = 0x7d;
+/** JSON's whitespace between events: space, tab, line feed, carriage return. */
+const isJsonSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+
 /** Splits concatenated JSON objects, returning each object's raw text. */
 export function splitConcatenatedJson(body: string): string[] {
   const out: string[] = [];
   let depth = 0;
   let start = -1;
-  let inString = false;
   for (let i = 0; i < body.length; i++) {
-    const c = body[i];
-    if (inString) {
-      if (c === '\\') i++;
-      else if (c === '"') inString = false;
-      continue;
-    }
-    if (c === '"') inString = true;
-    else if (c === '{') {
+    const c = body.charCodeAt(i);
+    if (c === QUOTE) {
+      // Skip the string in one go: find its closing quote, stepping over escapes.
+      if (depth === 0) throw new Error('unexpected " between events');
+      let j = i + 1;
+      for (;;) {
+        j = body.indexOf('"', j);
+        if (j < 0) throw new Error('truncated event');
+        let backslashes = 0;
+        while (body.charCodeAt(j - 1 - backslashes) === BACKSLASH) backslashes++;
+        if (backslashes % 2 === 0) break;
+        j++;
+      }
+      i = j;
+    } else if (c === OPEN) {
       if (depth === 0) start = i;
       depth++;
-    } else if (c === '}') {
+    } else if (c === CLOSE) {
       depth--;
       if (depth === 0) out.push(body.slice(start, i + 1));
       if (depth < 0) throw new Error('unbalanced braces');
-    } else if (depth === 0 && !/\s/.test(c!)) throw new Error(`unexpected ${c} between events`);
+    } else if (depth === 0 && !isJsonSpace(c)) throw new Error(`unexpected ${body[i]} between events`);
   }
-  if (depth !== 0 || inString) throw new Error('truncated event');
+  if (depth !== 0) throw new Error('truncated event');
   return out;
 }
+
+const RAW_TIME = /"time"\s*:\s*([^,}\s]+)/;
+const DECIMAL_TIME = /^"?\d+(\.\d{1,6})?"?$/;
 
 export class HecReceiver extends ScriptedReceiver {
   readonly events: HecEvent[] = [];
@@ -69,13 +85,19 @@ export class HecReceiver extends ScriptedReceiver {
     const receivedAt = Date.now();
     for (const [i, raw] of raws.entries()) {
       const bad = (code: number, text: string, reason: string) => ({ status: 400, reason: `event ${i}: ${reason}`, body: JSON.stringify({ text, code, 'invalid-event-number': i }) });
-      const e = JSON.parse(raw) as Record<string, any>;
+      let e: Record<string, any>;
+      try {
+        e = JSON.parse(raw) as Record<string, any>;
+      } catch {
+        return bad(6, 'Invalid data format', 'not JSON');
+      }
       if (e.event === undefined || e.event === '' || e.event === null) return bad(13, 'Event field cannot be blank', 'empty event');
-      const rawTime = /"time"\s*:\s*([^,}\s]+)/.exec(raw)?.[1];
-      if (rawTime !== undefined && !/^"?\d+(\.\d{1,6})?"?$/.test(rawTime)) return bad(6, 'Invalid data format', `time ${rawTime} is not epoch seconds in decimal form`);
+      const rawTime = RAW_TIME.exec(raw)?.[1];
+      if (rawTime !== undefined && !DECIMAL_TIME.test(rawTime)) return bad(6, 'Invalid data format', `time ${rawTime} is not epoch seconds in decimal form`);
       const fields = e.fields ?? {};
       if (typeof fields !== 'object' || Array.isArray(fields)) return bad(6, 'Invalid data format', 'fields must be an object');
-      for (const [k, v] of Object.entries(fields)) {
+      for (const k in fields) {
+        const v = fields[k];
         const flat = typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string'));
         if (!flat) return bad(15, 'Error in handling indexed fields', `field ${k} is not a string or string array`);
       }

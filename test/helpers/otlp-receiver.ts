@@ -17,154 +17,183 @@ export interface ReceivedItem {
 }
 
 const NANOS = /^\d{1,20}$/;
-const hex = (len: number) => new RegExp(`^[0-9a-f]{${len}}$`);
-const HEX32 = hex(32);
-const HEX16 = hex(16);
+const HEX32 = /^[0-9a-f]{32}$/;
+const HEX16 = /^[0-9a-f]{16}$/;
+const ALL_ZERO = /^0+$/;
+const INTEGER_TEXT = /^-?\d+$/;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Where a value sits in the request, built only when a rule fails: validating a
+ * large batch must not pay for a path string per field (the bench pushes tens of
+ * thousands of records a second through these checks).
+ */
+type Path = () => string;
 
 class Invalid extends Error {}
-const must = (ok: unknown, what: string): void => {
-  if (!ok) throw new Invalid(what);
+const fail = (at: Path, what: string): never => {
+  throw new Invalid(`${at()}${what}`);
 };
 const isInt = (v: unknown) => typeof v === 'number' && Number.isInteger(v);
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNanos = (v: unknown) => typeof v === 'string' && NANOS.test(v);
 
-function anyValue(v: unknown, at: string): unknown {
-  must(isObj(v), `${at}: AnyValue must be an object`);
+function anyValue(v: unknown, at: Path): unknown {
+  if (!isObj(v)) fail(at, ': AnyValue must be an object');
   const o = v as Record<string, any>;
-  const keys = Object.keys(o);
-  must(keys.length === 1, `${at}: AnyValue must have exactly one member, has ${keys.join(',') || 'none'}`);
-  const [k] = keys;
+  let k: string | undefined;
+  let count = 0;
+  for (const key in o) {
+    k = key;
+    count++;
+  }
+  if (count !== 1) fail(at, `: AnyValue must have exactly one member, has ${Object.keys(o).join(',') || 'none'}`);
   const x = o[k!];
   switch (k) {
     case 'stringValue':
-      must(typeof x === 'string', `${at}.stringValue`);
+      if (typeof x !== 'string') fail(at, '.stringValue');
       return x;
     case 'boolValue':
-      must(typeof x === 'boolean', `${at}.boolValue`);
+      if (typeof x !== 'boolean') fail(at, '.boolValue');
       return x;
     case 'intValue':
-      must(isInt(x) || (typeof x === 'string' && /^-?\d+$/.test(x)), `${at}.intValue must be an integer`);
+      if (!(isInt(x) || (typeof x === 'string' && INTEGER_TEXT.test(x)))) fail(at, '.intValue must be an integer');
       return Number(x);
     case 'doubleValue':
-      must(typeof x === 'number', `${at}.doubleValue`);
+      if (typeof x !== 'number') fail(at, '.doubleValue');
       return x;
     case 'bytesValue':
-      must(typeof x === 'string' && /^[A-Za-z0-9+/]*={0,2}$/.test(x), `${at}.bytesValue must be base64`);
+      if (!(typeof x === 'string' && BASE64.test(x))) fail(at, '.bytesValue must be base64');
       return x;
     case 'arrayValue':
-      must(isObj(x) && Array.isArray(x.values), `${at}.arrayValue.values`);
-      return (x.values as unknown[]).map((e, i) => anyValue(e, `${at}.arrayValue.values[${i}]`));
+      if (!(isObj(x) && Array.isArray(x.values))) fail(at, '.arrayValue.values');
+      return (x.values as unknown[]).map((e, i) => anyValue(e, () => `${at()}.arrayValue.values[${i}]`));
     case 'kvlistValue':
-      must(isObj(x) && Array.isArray(x.values), `${at}.kvlistValue.values`);
-      return keyValues(x.values, `${at}.kvlistValue`);
+      if (!(isObj(x) && Array.isArray(x.values))) fail(at, '.kvlistValue.values');
+      return keyValues(x.values, () => `${at()}.kvlistValue`);
     default:
-      throw new Invalid(`${at}: unknown AnyValue member ${k}`);
+      return fail(at, `: unknown AnyValue member ${k}`);
   }
 }
 
-function keyValues(list: unknown, at: string): Record<string, unknown> {
-  must(list === undefined || Array.isArray(list), `${at}: attributes must be an array`);
+function keyValues(list: unknown, at: Path): Record<string, unknown> {
+  if (!(list === undefined || Array.isArray(list))) fail(at, ': attributes must be an array');
   const out: Record<string, unknown> = {};
-  for (const [i, kv] of ((list as unknown[]) ?? []).entries()) {
-    must(isObj(kv) && typeof kv.key === 'string' && kv.key.length > 0, `${at}[${i}]: KeyValue needs a key`);
+  if (list === undefined) return out;
+  const kvs = list as unknown[];
+  for (let i = 0; i < kvs.length; i++) {
+    const kv = kvs[i];
+    if (!(isObj(kv) && typeof kv.key === 'string' && kv.key.length > 0)) fail(() => `${at()}[${i}]`, ': KeyValue needs a key');
     const k = (kv as any).key as string;
-    must(!(k in out), `${at}: duplicate attribute ${k}`);
-    out[k] = anyValue((kv as any).value, `${at}[${k}]`);
+    if (Object.hasOwn(out, k)) fail(at, `: duplicate attribute ${k}`);
+    out[k] = anyValue((kv as any).value, () => `${at()}[${k}]`);
   }
   return out;
 }
 
-const optUint = (v: unknown, at: string) => must(v === undefined || (isInt(v) && (v as number) >= 0), `${at} must be a non-negative integer`);
+const optUint = (v: unknown, at: Path, what: string) => {
+  if (!(v === undefined || (isInt(v) && (v as number) >= 0))) fail(at, `${what} must be a non-negative integer`);
+};
 
-function checkResource(r: unknown, at: string): Record<string, unknown> {
-  must(r === undefined || isObj(r), `${at}.resource`);
-  optUint((r as any)?.droppedAttributesCount, `${at}.resource.droppedAttributesCount`);
-  return keyValues((r as any)?.attributes, `${at}.resource.attributes`);
+function checkResource(r: unknown, at: Path): Record<string, unknown> {
+  if (!(r === undefined || isObj(r))) fail(at, '.resource');
+  optUint((r as any)?.droppedAttributesCount, at, '.resource.droppedAttributesCount');
+  return keyValues((r as any)?.attributes, () => `${at()}.resource.attributes`);
 }
 
-function checkScope(s: unknown, at: string): void {
-  must(s === undefined || (isObj(s) && (s.name === undefined || typeof s.name === 'string')), `${at}.scope`);
+function checkScope(s: unknown, at: Path): void {
+  if (!(s === undefined || (isObj(s) && (s.name === undefined || typeof s.name === 'string')))) fail(at, '.scope');
 }
 
-function checkLogRecord(r: unknown, at: string): Record<string, unknown> {
-  must(isObj(r), at);
+function checkLogRecord(r: unknown, at: Path): Record<string, unknown> {
+  if (!isObj(r)) fail(at, '');
   const o = r as Record<string, any>;
-  must(typeof o.timeUnixNano === 'string' && NANOS.test(o.timeUnixNano), `${at}.timeUnixNano must be a decimal string of nanoseconds`);
-  must(typeof o.observedTimeUnixNano === 'string' && NANOS.test(o.observedTimeUnixNano), `${at}.observedTimeUnixNano must be a decimal string`);
-  must(o.severityNumber === undefined || (isInt(o.severityNumber) && o.severityNumber >= 0 && o.severityNumber <= 24), `${at}.severityNumber must be an integer 0..24`);
-  must(o.severityText === undefined || typeof o.severityText === 'string', `${at}.severityText`);
-  if (o.body !== undefined) anyValue(o.body, `${at}.body`);
-  optUint(o.flags, `${at}.flags`);
-  optUint(o.droppedAttributesCount, `${at}.droppedAttributesCount`);
-  must(o.traceId === undefined || o.traceId === '' || HEX32.test(o.traceId), `${at}.traceId must be 32 lowercase hex digits`);
-  must(o.spanId === undefined || o.spanId === '' || HEX16.test(o.spanId), `${at}.spanId must be 16 lowercase hex digits`);
-  return keyValues(o.attributes, `${at}.attributes`);
+  if (!isNanos(o.timeUnixNano)) fail(at, '.timeUnixNano must be a decimal string of nanoseconds');
+  if (!isNanos(o.observedTimeUnixNano)) fail(at, '.observedTimeUnixNano must be a decimal string');
+  if (!(o.severityNumber === undefined || (isInt(o.severityNumber) && o.severityNumber >= 0 && o.severityNumber <= 24))) fail(at, '.severityNumber must be an integer 0..24');
+  if (!(o.severityText === undefined || typeof o.severityText === 'string')) fail(at, '.severityText');
+  if (o.body !== undefined) anyValue(o.body, () => `${at()}.body`);
+  optUint(o.flags, at, '.flags');
+  optUint(o.droppedAttributesCount, at, '.droppedAttributesCount');
+  if (!(o.traceId === undefined || o.traceId === '' || (typeof o.traceId === 'string' && HEX32.test(o.traceId)))) fail(at, '.traceId must be 32 lowercase hex digits');
+  if (!(o.spanId === undefined || o.spanId === '' || (typeof o.spanId === 'string' && HEX16.test(o.spanId)))) fail(at, '.spanId must be 16 lowercase hex digits');
+  return keyValues(o.attributes, () => `${at()}.attributes`);
 }
 
-function checkSpan(s: unknown, at: string): Record<string, unknown> {
-  must(isObj(s), at);
+function checkSpan(s: unknown, at: Path): Record<string, unknown> {
+  if (!isObj(s)) fail(at, '');
   const o = s as Record<string, any>;
-  must(typeof o.traceId === 'string' && HEX32.test(o.traceId) && !/^0+$/.test(o.traceId), `${at}.traceId must be 32 lowercase hex digits, not all zero`);
-  must(typeof o.spanId === 'string' && HEX16.test(o.spanId) && !/^0+$/.test(o.spanId), `${at}.spanId must be 16 lowercase hex digits, not all zero`);
-  must(o.parentSpanId === undefined || o.parentSpanId === '' || HEX16.test(o.parentSpanId), `${at}.parentSpanId`);
-  must(typeof o.name === 'string' && o.name.length > 0, `${at}.name`);
-  must(isInt(o.kind) && o.kind >= 0 && o.kind <= 5, `${at}.kind must be an integer enum 0..5`);
-  must(typeof o.startTimeUnixNano === 'string' && NANOS.test(o.startTimeUnixNano), `${at}.startTimeUnixNano must be a decimal string`);
-  must(typeof o.endTimeUnixNano === 'string' && NANOS.test(o.endTimeUnixNano), `${at}.endTimeUnixNano must be a decimal string`);
-  must(BigInt(o.endTimeUnixNano) >= BigInt(o.startTimeUnixNano), `${at}: end before start`);
-  must(o.status === undefined || (isObj(o.status) && isInt(o.status.code) && o.status.code >= 0 && o.status.code <= 2), `${at}.status.code must be an integer enum 0..2`);
-  must(o.status?.message === undefined || typeof o.status.message === 'string', `${at}.status.message`);
-  must(o.events === undefined || Array.isArray(o.events), `${at}.events`);
-  must(o.links === undefined || Array.isArray(o.links), `${at}.links`);
-  optUint(o.flags, `${at}.flags`);
-  return keyValues(o.attributes, `${at}.attributes`);
+  if (!(typeof o.traceId === 'string' && HEX32.test(o.traceId) && !ALL_ZERO.test(o.traceId))) fail(at, '.traceId must be 32 lowercase hex digits, not all zero');
+  if (!(typeof o.spanId === 'string' && HEX16.test(o.spanId) && !ALL_ZERO.test(o.spanId))) fail(at, '.spanId must be 16 lowercase hex digits, not all zero');
+  if (!(o.parentSpanId === undefined || o.parentSpanId === '' || (typeof o.parentSpanId === 'string' && HEX16.test(o.parentSpanId)))) fail(at, '.parentSpanId');
+  if (!(typeof o.name === 'string' && o.name.length > 0)) fail(at, '.name');
+  if (!(isInt(o.kind) && o.kind >= 0 && o.kind <= 5)) fail(at, '.kind must be an integer enum 0..5');
+  if (!isNanos(o.startTimeUnixNano)) fail(at, '.startTimeUnixNano must be a decimal string');
+  if (!isNanos(o.endTimeUnixNano)) fail(at, '.endTimeUnixNano must be a decimal string');
+  if (!endsAfterStart(o.startTimeUnixNano, o.endTimeUnixNano)) fail(at, ': end before start');
+  if (!(o.status === undefined || (isObj(o.status) && isInt(o.status.code) && o.status.code >= 0 && o.status.code <= 2))) fail(at, '.status.code must be an integer enum 0..2');
+  if (!(o.status?.message === undefined || typeof o.status.message === 'string')) fail(at, '.status.message');
+  if (!(o.events === undefined || Array.isArray(o.events))) fail(at, '.events');
+  if (!(o.links === undefined || Array.isArray(o.links))) fail(at, '.links');
+  optUint(o.flags, at, '.flags');
+  return keyValues(o.attributes, () => `${at()}.attributes`);
+}
+
+/** end >= start for two decimal nanosecond strings, without BigInt (same length: text order is numeric order). */
+function endsAfterStart(start: string, end: string): boolean {
+  const a = start.replace(/^0+(?=\d)/, '');
+  const b = end.replace(/^0+(?=\d)/, '');
+  return a.length !== b.length ? b.length > a.length : b >= a;
 }
 
 export class OtlpReceiver extends ScriptedReceiver {
   readonly items: ReceivedItem[] = [];
+  /** The accepted log records and spans, kept apart as they arrive (polled often by tests and the bench). */
+  readonly logs: ReceivedItem[] = [];
+  readonly spans: ReceivedItem[] = [];
   private lastParsed: ReceivedItem[] = [];
-
-  get logs(): ReceivedItem[] {
-    return this.items.filter((i) => i.signal === 'logs');
-  }
-  get spans(): ReceivedItem[] {
-    return this.items.filter((i) => i.signal === 'traces');
-  }
 
   protected validate(req: ReceivedRequest) {
     try {
-      must(String(req.headers['content-type'] ?? '').startsWith('application/json'), 'content-type must be application/json');
+      const root: Path = () => '';
+      if (!String(req.headers['content-type'] ?? '').startsWith('application/json')) fail(root, 'content-type must be application/json');
       let doc: unknown;
       try {
         doc = JSON.parse(req.body);
       } catch {
         throw new Invalid('body is not JSON');
       }
-      must(isObj(doc), 'body must be an object');
+      if (!isObj(doc)) fail(root, 'body must be an object');
       const d = doc as Record<string, any>;
       const keys = Object.keys(d);
-      must(keys.length === 1 && (keys[0] === 'resourceLogs' || keys[0] === 'resourceSpans'), `body must hold exactly resourceLogs or resourceSpans, has ${keys.join(',')}`);
+      if (!(keys.length === 1 && (keys[0] === 'resourceLogs' || keys[0] === 'resourceSpans'))) fail(root, `body must hold exactly resourceLogs or resourceSpans, has ${keys.join(',')}`);
       const items: ReceivedItem[] = [];
       const receivedAt = Date.now();
       // The two signals share one shape: resource{Logs,Spans} > scope{Logs,Spans} > {logRecords,spans}.
       const shape = d.resourceLogs
         ? { signal: 'logs' as const, top: 'resourceLogs', scope: 'scopeLogs', leaf: 'logRecords', check: checkLogRecord }
         : { signal: 'traces' as const, top: 'resourceSpans', scope: 'scopeSpans', leaf: 'spans', check: checkSpan };
-      must(Array.isArray(d[shape.top]), `${shape.top} must be an array`);
-      d[shape.top].forEach((rx: any, i: number) => {
-        const at = `${shape.top}[${i}]`;
-        must(isObj(rx) && Array.isArray(rx[shape.scope]), `${at}.${shape.scope} must be an array`);
+      if (!Array.isArray(d[shape.top])) fail(root, `${shape.top} must be an array`);
+      const resources = d[shape.top] as any[];
+      for (let i = 0; i < resources.length; i++) {
+        const rx = resources[i];
+        const at: Path = () => `${shape.top}[${i}]`;
+        if (!(isObj(rx) && Array.isArray(rx[shape.scope]))) fail(at, `.${shape.scope} must be an array`);
         const resource = checkResource(rx.resource, at);
-        rx[shape.scope].forEach((sx: any, j: number) => {
-          const scopeAt = `${at}.${shape.scope}[${j}]`;
-          must(isObj(sx) && Array.isArray(sx[shape.leaf]), `${scopeAt}.${shape.leaf} must be an array`);
+        const scopes = rx[shape.scope] as any[];
+        for (let j = 0; j < scopes.length; j++) {
+          const sx = scopes[j];
+          const scopeAt: Path = () => `${at()}.${shape.scope}[${j}]`;
+          if (!(isObj(sx) && Array.isArray(sx[shape.leaf]))) fail(scopeAt, `.${shape.leaf} must be an array`);
           checkScope(sx.scope, scopeAt);
-          sx[shape.leaf].forEach((record: any, k: number) => {
-            const attributes = shape.check(record, `${scopeAt}.${shape.leaf}[${k}]`);
+          const records = sx[shape.leaf] as any[];
+          for (let k = 0; k < records.length; k++) {
+            const record = records[k];
+            const attributes = shape.check(record, () => `${scopeAt()}.${shape.leaf}[${k}]`);
             items.push({ signal: shape.signal, path: req.path, attributes, resource, record, receivedAt });
-          });
-        });
-      });
+          }
+        }
+      }
       this.lastParsed = items;
       return null;
     } catch (err) {
@@ -176,7 +205,11 @@ export class OtlpReceiver extends ScriptedReceiver {
   protected accept(_req: ReceivedRequest, partial?: { rejected: number }): void {
     // A partial success keeps all but the last `rejected` items, as a collector would drop them.
     const kept = partial ? this.lastParsed.slice(0, Math.max(0, this.lastParsed.length - partial.rejected)) : this.lastParsed;
-    this.items.push(...kept);
+    const bySignal = this.lastParsed[0]?.signal === 'traces' ? this.spans : this.logs;
+    for (const item of kept) {
+      this.items.push(item);
+      bySignal.push(item);
+    }
   }
 
   protected successBody(partial?: { rejected: number; message?: string }): string {
