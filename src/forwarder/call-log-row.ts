@@ -1,32 +1,12 @@
+import { THIN_INSERT_COLUMNS } from '../core/logs/call-log-row.js';
+
 /**
  * A call-log row as the forwarder reads it from ClickHouse: every column selected
  * through toString(), so the physical types of the table do not matter here.
- * '' and the zero UUID mean "absent".
+ * '' and the zero UUID mean "absent". The columns are the writer's own list, so a
+ * column added to the call log reaches the forwarder without a second list.
  */
-export const CALL_LOG_COLUMNS = [
-  'organization_guid',
-  'guid',
-  'created_at',
-  'ingested_at',
-  'type',
-  'method',
-  'tool_name',
-  'status',
-  'error_message',
-  'duration_ms',
-  'request_bytes',
-  'response_bytes',
-  'gateway_connection_guid',
-  'user_guid',
-  'outbound_gateway_guid',
-  'inbound_server_guid',
-  'host_guid',
-  'server_container_guid',
-  'team_guid',
-  'trace_id',
-  'span_id',
-  'session_id',
-] as const;
+export const CALL_LOG_COLUMNS = THIN_INSERT_COLUMNS;
 
 export type CallLogColumn = (typeof CALL_LOG_COLUMNS)[number];
 export type CallLogRow = Record<CallLogColumn, string>;
