@@ -84,7 +84,16 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   };
 
   const path = '/gateways/:gatewayGuid/mcp';
-  app.post<{ Params: { gatewayGuid: string } }>(path, { bodyLimit: services.config.gateway.maxRequestBytes }, async (request, reply) => {
+  const maxRequestBytes = services.config.gateway.maxRequestBytes;
+  const postOptions = {
+    bodyLimit: maxRequestBytes,
+    // A host speaks JSON-RPC: body errors are answered in it, with the HTTP status that fits.
+    errorHandler: (err: { code?: string; statusCode?: number }, _request: FastifyRequest, reply: FastifyReply) =>
+      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+        ? reply.code(413).send(rpcError(ERRORS.invalidRequest, `The message exceeds the limit of ${maxRequestBytes} bytes.`))
+        : reply.code(err.statusCode && err.statusCode < 500 ? err.statusCode : 400).send(rpcError(-32700, 'The body is not a valid JSON-RPC message.')),
+  };
+  app.post<{ Params: { gatewayGuid: string } }>(path, postOptions, async (request, reply) => {
     const caller = await admit(request, reply);
     if (!caller) return reply;
     const body = request.body as unknown;
