@@ -52,6 +52,18 @@ const ConfigSchema = z
     SERVER_VALIDATION_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
     /** How often pending validations left by a stopped or crashed process are looked for. */
     SERVER_VALIDATION_POLL_MS: z.coerce.number().int().min(50).max(3_600_000).default(15_000),
+    /** Gateway: how long one upstream exchange (a whole tools/call, streamed or not) may take. */
+    GATEWAY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+    /** Gateway: the largest JSON-RPC message a host may send (bytes). */
+    GATEWAY_MAX_REQUEST_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    /** Gateway: the most an upstream may answer to one request (bytes, all streamed messages together). */
+    GATEWAY_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+    /** Gateway: MCP requests per minute per connection (0 = unlimited); enforced by each process. */
+    GATEWAY_RATE_LIMIT_PER_CONNECTION_PER_MINUTE: z.coerce.number().int().min(0).default(6_000),
+    /** Gateway: MCP requests per minute per workspace, all connections together (0 = unlimited); enforced by each process. */
+    GATEWAY_RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: z.coerce.number().int().min(0).default(60_000),
+    /** Gateway: how long an authenticated token and a gateway's routing table are reused before they are read again. */
+    GATEWAY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_500),
   })
   .transform((env) => {
     const publicBaseUrl = (env.PUBLIC_BASE_URL ?? `http://${env.HOST}:${env.PORT}`).replace(/\/+$/, '');
@@ -82,6 +94,14 @@ const ConfigSchema = z
         .filter(Boolean),
       serverValidationTimeoutMs: env.SERVER_VALIDATION_TIMEOUT_MS,
       serverValidationPollMs: env.SERVER_VALIDATION_POLL_MS,
+      gateway: {
+        upstreamTimeoutMs: env.GATEWAY_UPSTREAM_TIMEOUT_MS,
+        maxRequestBytes: env.GATEWAY_MAX_REQUEST_BYTES,
+        maxResponseBytes: env.GATEWAY_MAX_RESPONSE_BYTES,
+        rateLimitPerConnectionPerMinute: env.GATEWAY_RATE_LIMIT_PER_CONNECTION_PER_MINUTE,
+        rateLimitPerWorkspacePerMinute: env.GATEWAY_RATE_LIMIT_PER_WORKSPACE_PER_MINUTE,
+        cacheTtlMs: env.GATEWAY_CACHE_TTL_MS,
+      },
     };
   });
 

@@ -42,5 +42,8 @@ export async function executeOperation(op: AnyOperation, ctx: OperationContext, 
   }
   const parsed = op.input.safeParse(rawInput);
   if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
-  return op.handler(ctx, parsed.data);
+  const result = await op.handler(ctx, parsed.data);
+  // Hot-path caches (the gateway's) drop what they hold for this workspace at once.
+  if (!op.annotations.readOnlyHint) ctx.services.configChanges?.changed(principal.organizationGuid);
+  return result;
 }

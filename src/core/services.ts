@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { ClickhouseStore } from '../stores/clickhouse.js';
 import type { ConfigDb } from '../stores/postgres.js';
 import type { AlertSink } from './alerts.js';
+import type { ConfigChanges } from './config-changes.js';
 import type { TokenUsage } from './auth/token-usage.js';
 import type { EgressPolicy } from './egress.js';
 import type { CallLogSink } from './logs/call-log-writer.js';
@@ -35,4 +36,8 @@ export interface Services {
   callLogs: CallLogSink;
   /** The process's Prometheus registry: /metrics serves it; background workers (the forwarder) add to it. */
   metricsRegistry?: Registry;
+  /** In-process notice of configuration changes (posted by the executor and feature-learning; hot-path caches listen). */
+  configChanges: ConfigChanges;
+  /** The key that seals the gateway's session ids, derived from SECRET_KEY (so every replica can open them). */
+  gatewaySessionKey: Buffer;
 }

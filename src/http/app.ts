@@ -10,6 +10,7 @@ import { executeOperation } from '../core/executor.js';
 import type { AnyOperation, Principal } from '../core/operation.js';
 import { operations as allOperations } from '../core/operations/index.js';
 import type { Services } from '../core/services.js';
+import { registerGatewayRoutes } from '../gateway/routes.js';
 import { buildToolList, createAdminMcpServer } from '../mcp/admin-tools.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
@@ -167,6 +168,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return { status: 'ok' };
   });
   registerOAuthCallbackRoute(app, services);
+  registerGatewayRoutes(app, services);
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   return app;
 }

@@ -1,8 +1,10 @@
+import { hkdfSync } from 'node:crypto';
 import path from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { TokenUsage } from '../core/auth/token-usage.js';
+import { ConfigChanges } from '../core/config-changes.js';
 import { EgressPolicy } from '../core/egress.js';
 import { ClickhouseAlertStore } from '../core/logs/alert-store.js';
 import { CallLogWriter } from '../core/logs/call-log-writer.js';
@@ -61,6 +63,8 @@ export async function openRuntime(
     metricsRegistry,
     alerts: new ClickhouseAlertStore(clickhouse, logger),
     callLogs,
+    configChanges: new ConfigChanges(),
+    gatewaySessionKey: Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), 'gateway-session-id', 32)),
   };
   // The job runner needs the services it belongs to: attach it once they exist.
   const services = base as Services;

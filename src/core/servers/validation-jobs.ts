@@ -134,6 +134,7 @@ export class ServerValidationJobs {
         .where('guid', '=', server.guid)
         .where('validation_due_at', '=', lease)
         .execute();
+      this.services.configChanges.changed(server.organization_guid);
       this.services.logger.info({ inboundServerGuid: server.guid, tools: features.tools.length, transport: features.transport }, 'inbound server validated');
     } catch (err) {
       if (this.abort.signal.aborted) {

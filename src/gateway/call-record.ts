@@ -1,0 +1,94 @@
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { CallLogInput, LogType } from '../core/logs/call-log-row.js';
+import { redact } from '../core/servers/egress-fetch.js';
+import type { Services } from '../core/services.js';
+import type { GatewayCaller } from './access.js';
+import type { TraceContext } from './trace-context.js';
+
+const TYPE_OF: Record<string, LogType> = {
+  'tools/call': 'tool_call',
+  'tools/list': 'tool_list',
+  'resources/read': 'resource_read',
+  'prompts/get': 'prompt_get',
+  initialize: 'initialize',
+};
+
+/**
+ * One host request's call log row, filled in as the request goes through the
+ * gateway and written once it is answered. The gateway token never enters it
+ * (the Authorization header is replaced before anything is kept), and the
+ * credential's secrets are redacted from bodies and error text.
+ */
+export class CallRecord {
+  private readonly startedAt = Date.now();
+  private readonly started = performance.now();
+  inboundServerGuid: string | null = null;
+  toolName: string | null = null;
+  /** Secret strings of the credential used (redacted from what is stored). */
+  secrets: string[] = [];
+  /** Header names of the credential used (redacted from stored headers). */
+  headerNames: string[] = [];
+  private done = false;
+
+  constructor(
+    private readonly services: Services,
+    private readonly caller: GatewayCaller,
+    private readonly trace: TraceContext,
+    private readonly request: JSONRPCMessage,
+    private readonly requestBytes: number,
+    private readonly requestHeaders: Record<string, string>,
+    private readonly sessionId: string | null,
+  ) {}
+
+  get method(): string {
+    return (this.request as { method?: string }).method ?? 'response';
+  }
+
+  /** Writes the row for the final answer (a JSON-RPC response or error) and everything relayed before it. */
+  finish(final: JSONRPCMessage | null, relayedBytes: number, failure?: string): void {
+    if (this.done) return;
+    this.done = true;
+    const result = (final as { result?: { isError?: boolean; content?: { type: string; text?: string }[] } } | null)?.result;
+    const error = (final as { error?: { message?: string } } | null)?.error;
+    let errorMessage: string | null = failure ?? error?.message ?? null;
+    if (!errorMessage && result?.isError) errorMessage = result.content?.find((c) => c.type === 'text')?.text?.slice(0, 1000) ?? 'the tool reported an error';
+    const responseBody = final ? JSON.stringify(final) : '';
+    const row: CallLogInput = {
+      organizationGuid: this.caller.organizationGuid,
+      createdAt: this.startedAt,
+      type: TYPE_OF[this.method] ?? 'other',
+      method: this.method,
+      toolName: this.toolName,
+      status: errorMessage === null ? 'ok' : 'error',
+      errorMessage: errorMessage === null ? null : redact(errorMessage, this.secrets),
+      durationMs: performance.now() - this.started,
+      requestBytes: this.requestBytes,
+      responseBytes: relayedBytes + Buffer.byteLength(responseBody),
+      gatewayConnectionGuid: this.caller.connectionGuid,
+      userGuid: this.caller.userGuid,
+      outboundGatewayGuid: this.caller.gatewayGuid,
+      inboundServerGuid: this.inboundServerGuid,
+      hostGuid: this.caller.hostGuid,
+      teamGuid: this.caller.teamGuid,
+      traceId: this.trace.traceId,
+      spanId: this.trace.spanId,
+      sessionId: this.sessionId,
+      requestBody: redact(JSON.stringify(this.request), this.secrets),
+      responseBody: redact(responseBody, this.secrets),
+      requestHeaders: this.requestHeaders,
+      responseHeaders: { 'content-type': 'application/json' },
+      sensitiveHeaderNames: this.headerNames,
+    };
+    this.services.callLogs.write([row]).catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not write a gateway call log row'));
+  }
+}
+
+/** The host's headers as a call log keeps them: the gateway token is never among them. */
+export function keptRequestHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out[name] = name.toLowerCase() === 'authorization' || name.toLowerCase() === 'cookie' ? '[REDACTED]' : Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}

@@ -1,0 +1,67 @@
+import type { ServerResponse } from 'node:http';
+import type { Services } from '../core/services.js';
+import type { GatewayCaller } from './access.js';
+import type { Catalog, Catalogs } from './catalog.js';
+import { fromUpstream } from './relay.js';
+import type { GatewaySession } from './session-id.js';
+import { sseMessage } from './sse.js';
+import { traceContextFrom, upstreamTraceparent } from './trace-context.js';
+import { openUpstreamStream } from './upstream-http.js';
+
+const KEEPALIVE_MS = 25_000;
+const LIST_CHANGED = ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed'];
+
+/**
+ * The host's standalone event stream (GET): the upstreams' own streams merged into
+ * one (their server requests relayed with ids that name them), plus list_changed
+ * notifications when the workspace's configuration changes in this process.
+ * Resolves when the host goes away.
+ */
+export async function openHostEventStream(opts: {
+  services: Services;
+  catalogs: Catalogs;
+  caller: GatewayCaller;
+  catalog: Catalog;
+  session: GatewaySession;
+  out: ServerResponse;
+  fetch: typeof fetch;
+}): Promise<void> {
+  const { out, caller, session } = opts;
+  const abort = new AbortController();
+  const closed = new Promise<void>((resolve) => out.on('close', () => resolve()));
+  const write = (message: unknown) => {
+    if (!out.destroyed) out.write(sseMessage(message));
+  };
+  const keepalive = setInterval(() => !out.destroyed && out.write(': keepalive\n\n'), KEEPALIVE_MS);
+  const unsubscribe = opts.services.configChanges.subscribe((org) => {
+    if (org !== caller.organizationGuid) return;
+    for (const method of LIST_CHANGED) write({ jsonrpc: '2.0', method });
+  });
+  for (const route of opts.catalog.routes) {
+    const upstream = session.upstreams[route.assignmentGuid];
+    if (!upstream?.sessionId || route.transport !== 'streamable-http') continue;
+    void (async () => {
+      try {
+        const credential = await opts.catalogs.credential(route);
+        const messages = await openUpstreamStream({
+          url: route.url,
+          credentialHeaders: credential.headers,
+          sessionId: upstream.sessionId,
+          protocolVersion: upstream.protocolVersion,
+          traceparent: upstreamTraceparent(traceContextFrom(undefined, undefined)),
+          signal: abort.signal,
+          maxResponseBytes: Number.MAX_SAFE_INTEGER,
+          fetch: opts.fetch,
+        });
+        if (!messages) return;
+        for await (const message of messages) write(fromUpstream(route.assignmentGuid, message));
+      } catch (err) {
+        if (!abort.signal.aborted) opts.services.logger.debug({ inboundServerGuid: route.serverGuid, err: err instanceof Error ? err.message : String(err) }, 'an upstream event stream ended');
+      }
+    })();
+  }
+  await closed;
+  clearInterval(keepalive);
+  unsubscribe();
+  abort.abort();
+}

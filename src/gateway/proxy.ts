@@ -1,0 +1,435 @@
+import { randomBytes } from 'node:crypto';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { AppError } from '../core/errors.js';
+import { egressFetch } from '../core/servers/egress-fetch.js';
+import { OAuthRefreshError } from '../core/servers/oauth-refresh.js';
+import type { Services } from '../core/services.js';
+import type { GatewayCaller } from './access.js';
+import { LIST_CAPABILITY, LIST_KEY, namespaceItems, resolveName, routeForUri, type ListMethod } from './aggregate.js';
+import type { CallRecord } from './call-record.js';
+import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';
+import { cancelledTarget, fromUpstream, unrelayId } from './relay.js';
+import type { GatewaySession } from './session-id.js';
+import { ResponseTooLargeError } from './sse.js';
+import { upstreamTraceparent, type TraceContext } from './trace-context.js';
+import { deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamRequest } from './upstream-http.js';
+import type { UpstreamHealth } from './upstream-health.js';
+
+/** JSON-RPC error codes the gateway answers with. */
+export const ERRORS = { invalidRequest: -32600, methodNotFound: -32601, invalidParams: -32602, internal: -32603, upstream: -32000, rateLimited: -32029, sessionNotFound: -32001 } as const;
+
+/** Everything one host request is served with. */
+export interface HostContext {
+  caller: GatewayCaller;
+  catalog: Catalog;
+  /** The host's session (null for a request sent without one). */
+  session: GatewaySession | null;
+  trace: TraceContext;
+  /** Aborted when the host goes away. */
+  signal: AbortSignal;
+  record: CallRecord;
+}
+
+/** What the host gets back for one POSTed message. */
+export type HostReply =
+  | { kind: 'accepted' }
+  | { kind: 'json'; message: JSONRPCMessage; status?: number; newSession?: GatewaySession }
+  | { kind: 'stream'; messages: AsyncIterable<JSONRPCMessage> }
+  /** The session names an upstream session that no longer exists: the host must initialize again (HTTP 404). */
+  | { kind: 'session-expired' };
+
+/** A failure to be answered as a JSON-RPC error, with what the call log should say. */
+export class GatewayCallError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+class SessionExpired extends Error {}
+
+const errorResponse = (id: RequestId, code: number, message: string, data?: Record<string, unknown>): JSONRPCMessage =>
+  ({ jsonrpc: '2.0', id, error: { code, message, ...(data ? { data } : {}) } }) as JSONRPCMessage;
+
+const GATEWAY_VERSION = '1.0.0';
+/** Aggregated lists read at most this many pages from each upstream. */
+const MAX_PAGES = 20;
+
+/**
+ * The MCP proxy behind each gateway's connect URL. Transport-free: it takes one
+ * JSON-RPC message from the host and says what to answer; the HTTP routes render
+ * it. It keeps no state of its own between requests: what a session needs travels
+ * in the sealed session id.
+ */
+export class GatewayProxy {
+  private readonly fetch: typeof fetch;
+
+  constructor(
+    private readonly services: Services,
+    private readonly catalogs: Catalogs,
+    private readonly health: UpstreamHealth,
+  ) {
+    this.fetch = egressFetch(services.egress, 'url');
+  }
+
+  /** Serves one message the host POSTed. */
+  async handle(ctx: HostContext, message: JSONRPCMessage): Promise<HostReply> {
+    const m = message as { id?: RequestId; method?: string; params?: Record<string, unknown> };
+    if (m.method === undefined) return this.relayHostAnswer(ctx, message);
+    if (m.id === undefined) return this.relayNotification(ctx, message);
+    const id = m.id;
+    try {
+      switch (m.method) {
+        case 'initialize':
+          return await this.initialize(ctx, id, m.params ?? {});
+        case 'ping':
+          return this.answer(ctx, { jsonrpc: '2.0', id, result: {} });
+        case 'tools/list':
+        case 'prompts/list':
+        case 'resources/list':
+        case 'resources/templates/list':
+          return await this.list(ctx, id, m.method);
+        case 'tools/call':
+        case 'prompts/get':
+          return await this.callNamed(ctx, message, m.method, m.params ?? {});
+        case 'resources/read':
+        case 'resources/subscribe':
+        case 'resources/unsubscribe':
+          return await this.callByUri(ctx, message, String(m.params?.uri ?? ''));
+        case 'completion/complete':
+          return await this.complete(ctx, message, m.params ?? {});
+        case 'logging/setLevel':
+          await this.broadcast(ctx, message, true);
+          return this.answer(ctx, { jsonrpc: '2.0', id, result: {} });
+        default:
+          throw new GatewayCallError(ERRORS.methodNotFound, `Method not found: ${m.method}`);
+      }
+    } catch (err) {
+      if (err instanceof SessionExpired) {
+        ctx.record.finish(null, 0, 'the upstream session expired; the host must initialize again');
+        return { kind: 'session-expired' };
+      }
+      const e = err instanceof GatewayCallError ? err : new GatewayCallError(ERRORS.internal, 'The gateway could not serve this request.');
+      if (!(err instanceof GatewayCallError)) this.services.logger.error({ err: err instanceof Error ? err.message : String(err), method: m.method }, 'gateway request failed');
+      return this.answer(ctx, errorResponse(id, e.code, e.message, e.data));
+    }
+  }
+
+  private answer(ctx: HostContext, message: JSONRPCMessage, extra: { newSession?: GatewaySession } = {}): HostReply {
+    ctx.record.finish(message, 0);
+    return { kind: 'json', message, ...extra };
+  }
+
+  // --- initialize -----------------------------------------------------------------
+
+  private async initialize(ctx: HostContext, id: RequestId, params: Record<string, unknown>): Promise<HostReply> {
+    const requested = typeof params.protocolVersion === 'string' ? params.protocolVersion : LATEST_PROTOCOL_VERSION;
+    const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+    const clientCapabilities = (params.capabilities ?? {}) as Record<string, unknown>;
+    const clientInfo = (params.clientInfo ?? { name: 'unknown', version: '0' }) as GatewaySession['clientInfo'];
+    const session: GatewaySession = { id: randomBytes(8).toString('hex'), connectionGuid: ctx.caller.connectionGuid, protocolVersion, clientCapabilities, clientInfo, upstreams: {}, createdAt: Date.now() };
+    const opened = await Promise.all(
+      ctx.catalog.routes.map(async (route) => {
+        try {
+          return { route, init: await this.openUpstream(ctx, route, session) };
+        } catch (err) {
+          this.services.logger.warn({ inboundServerGuid: route.serverGuid, reason: this.describe(route, err) }, 'an upstream could not be initialized');
+          return { route, init: null };
+        }
+      }),
+    );
+    const instructions: string[] = [];
+    for (const { route, init } of opened) {
+      if (!init) continue;
+      session.upstreams[route.assignmentGuid] = { ...(init.sessionId ? { sessionId: init.sessionId } : {}), ...(init.protocolVersion ? { protocolVersion: init.protocolVersion } : {}) };
+      if (init.instructions) instructions.push(`## ${route.slug}\n${init.instructions}`);
+    }
+    const result = {
+      protocolVersion,
+      // Everything a later assignment could bring is offered; lists say what exists now.
+      capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {}, logging: {} },
+      serverInfo: { name: ctx.caller.gatewayName, version: GATEWAY_VERSION },
+      ...(instructions.length ? { instructions: `Tools, prompts and resources of several servers, each named <server>__<name>.\n\n${instructions.join('\n\n')}` } : {}),
+    };
+    return this.answer(ctx, { jsonrpc: '2.0', id, result } as JSONRPCMessage, { newSession: session });
+  }
+
+  /** Runs initialize (and notifications/initialized) against one upstream for the host's session. */
+  private async openUpstream(
+    ctx: HostContext,
+    route: Route,
+    session: Pick<GatewaySession, 'protocolVersion' | 'clientCapabilities' | 'clientInfo'>,
+  ): Promise<{ sessionId: string | null; protocolVersion: string | null; instructions: string | null }> {
+    const credential = await this.credential(route);
+    const init = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: session.protocolVersion, capabilities: session.clientCapabilities, clientInfo: session.clientInfo } } as JSONRPCMessage;
+    const req = this.request(ctx, route, credential, undefined, undefined);
+    const reply = await postToUpstream(req, init);
+    let response: Record<string, any> | null = null;
+    for await (const msg of reply.messages) if ((msg as { id?: unknown }).id === 0) response = msg as Record<string, any>;
+    if (!response?.result) throw new Error(response?.error?.message ?? 'the upstream gave no initialize result');
+    const protocolVersion = typeof response.result.protocolVersion === 'string' ? response.result.protocolVersion : null;
+    const after = this.request(ctx, route, credential, reply.sessionId ?? undefined, protocolVersion ?? undefined);
+    await postToUpstream(after, { jsonrpc: '2.0', method: 'notifications/initialized' } as JSONRPCMessage);
+    return { sessionId: reply.sessionId, protocolVersion, instructions: typeof response.result.instructions === 'string' ? response.result.instructions : null };
+  }
+
+  // --- lists ----------------------------------------------------------------------
+
+  private async list(ctx: HostContext, id: RequestId, method: ListMethod): Promise<HostReply> {
+    const key = LIST_KEY[method];
+    const capability = LIST_CAPABILITY[method];
+    const perRoute = await Promise.all(
+      ctx.catalog.routes
+        .filter((r) => !r.features || r.features.capabilities[capability] !== undefined)
+        .map(async (route) => {
+          try {
+            const items: Record<string, unknown>[] = [];
+            let cursor: string | undefined;
+            for (let page = 0; page < MAX_PAGES; page++) {
+              const request = { jsonrpc: '2.0', id: `list-${page}`, method, params: cursor ? { cursor } : {} } as JSONRPCMessage;
+              const response = await this.exchangeForResult(ctx, route, request);
+              items.push(...((response[key] as Record<string, unknown>[] | undefined) ?? []));
+              cursor = typeof response.nextCursor === 'string' ? response.nextCursor : undefined;
+              if (!cursor) break;
+            }
+            return namespaceItems(route, items);
+          } catch (err) {
+            if (err instanceof SessionExpired) throw err;
+            // One failing upstream must not hide the others: its items are left out.
+            this.services.logger.warn({ inboundServerGuid: route.serverGuid, method, reason: this.describe(route, err) }, 'an upstream could not be listed');
+            return [];
+          }
+        }),
+    );
+    return this.answer(ctx, { jsonrpc: '2.0', id, result: { [key]: perRoute.flat() } } as JSONRPCMessage);
+  }
+
+  /** Sends a request to one upstream and returns its result (throws GatewayCallError on an error answer). */
+  private async exchangeForResult(ctx: HostContext, route: Route, request: JSONRPCMessage): Promise<Record<string, unknown>> {
+    const reply = await this.send(ctx, route, request);
+    let final: Record<string, any> | null = null;
+    for await (const msg of reply.messages) if ('result' in msg || 'error' in msg) final = msg as Record<string, any>;
+    if (!final) throw new GatewayCallError(ERRORS.upstream, `Server ${route.slug} gave no answer.`);
+    if (final.error) throw new GatewayCallError(final.error.code ?? ERRORS.upstream, String(final.error.message ?? 'error'));
+    return final.result as Record<string, unknown>;
+  }
+
+  // --- routed calls ---------------------------------------------------------------
+
+  private async callNamed(ctx: HostContext, message: JSONRPCMessage, method: 'tools/call' | 'prompts/get', params: Record<string, unknown>): Promise<HostReply> {
+    const qualified = typeof params.name === 'string' ? params.name : '';
+    const kind = method === 'tools/call' ? 'Tool' : 'Prompt';
+    const listKey = method === 'tools/call' ? 'tools' : 'prompts';
+    const resolved = resolveName(ctx.catalog.bySlug, qualified, (route) => ((route.features?.[listKey] ?? []) as { name?: string }[]).map((t) => String(t.name)));
+    if (!('route' in resolved)) {
+      const why = resolved.slug ? ctx.catalog.unavailable.get(resolved.slug) : undefined;
+      throw new GatewayCallError(ERRORS.invalidParams, why ? `${kind} ${qualified} is not available: ${why}.` : `${kind} ${qualified} not found on this gateway.`);
+    }
+    ctx.record.toolName = resolved.name;
+    const upstreamMessage = { ...message, params: { ...params, name: resolved.name } } as JSONRPCMessage;
+    return this.relay(ctx, resolved.route, upstreamMessage);
+  }
+
+  private async callByUri(ctx: HostContext, message: JSONRPCMessage, uri: string): Promise<HostReply> {
+    const route = routeForUri(ctx.catalog.routes, uri);
+    if (!route) throw new GatewayCallError(ERRORS.invalidParams, `Resource ${uri} not found on this gateway.`);
+    ctx.record.toolName = uri.slice(0, 500);
+    return this.relay(ctx, route, message);
+  }
+
+  private async complete(ctx: HostContext, message: JSONRPCMessage, params: Record<string, unknown>): Promise<HostReply> {
+    const ref = (params.ref ?? {}) as { type?: string; name?: string; uri?: string };
+    if (ref.type === 'ref/resource') return this.callByUri(ctx, message, String(ref.uri ?? ''));
+    const resolved = resolveName(ctx.catalog.bySlug, String(ref.name ?? ''));
+    if (!('route' in resolved)) throw new GatewayCallError(ERRORS.invalidParams, `Prompt ${String(ref.name)} not found on this gateway.`);
+    return this.relay(ctx, resolved.route, { ...message, params: { ...params, ref: { ...ref, name: resolved.name } } } as JSONRPCMessage);
+  }
+
+  /** Sends the host's request to one upstream and relays what comes back: JSON as JSON, a stream as a stream. */
+  private async relay(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<HostReply> {
+    ctx.record.inboundServerGuid = route.serverGuid;
+    const reply = await this.send(ctx, route, message);
+    if (!reply.streamed) {
+      let final: JSONRPCMessage | null = null;
+      try {
+        for await (const msg of reply.messages) final = msg;
+      } catch (err) {
+        throw this.failed(ctx, route, message, err);
+      }
+      if (!final) throw this.failed(ctx, route, message, new Error('the upstream gave no answer'));
+      this.observe(ctx, route, message, final);
+      return this.answer(ctx, final);
+    }
+    return { kind: 'stream', messages: this.relayStream(ctx, route, message, reply.messages) };
+  }
+
+  /** Relays an upstream's event stream to the host; the call log row is written when its answer has passed. */
+  private async *relayStream(ctx: HostContext, route: Route, message: JSONRPCMessage, messages: AsyncIterable<JSONRPCMessage>): AsyncGenerator<JSONRPCMessage> {
+    const hostId = (message as { id: RequestId }).id;
+    let relayed = 0;
+    let final: JSONRPCMessage | null = null;
+    try {
+      for await (const msg of messages) {
+        const out = fromUpstream(route.assignmentGuid, msg);
+        if ((msg as { id?: unknown }).id === hostId && ('result' in msg || 'error' in msg)) final = msg;
+        else relayed += JSON.stringify(out).length;
+        yield out;
+      }
+      if (!final) throw new Error('the upstream closed the stream without an answer');
+      this.observe(ctx, route, message, final);
+      ctx.record.finish(final, relayed);
+    } catch (err) {
+      if (final) return ctx.record.finish(final, relayed);
+      const e = this.failed(ctx, route, message, err);
+      const answer = errorResponse(hostId, e.code, e.message, e.data);
+      ctx.record.finish(answer, relayed);
+      yield answer;
+    }
+  }
+
+  /** Notes an upstream's answer for alerting (a JSON-RPC internal error counts as a failure). */
+  private observe(ctx: HostContext, route: Route, request: JSONRPCMessage, final: JSONRPCMessage): void {
+    const error = (final as { error?: { code?: number; message?: string } }).error;
+    if (error && error.code === ERRORS.internal) {
+      this.health.failed(ctx.caller, route, { reason: String(error.message ?? ''), method: (request as { method: string }).method, secrets: ctx.record.secrets, headerNames: ctx.record.headerNames, traceId: ctx.trace.traceId });
+    } else this.health.succeeded(route);
+  }
+
+  // --- messages that are not requests ---------------------------------------------
+
+  /** The host answers a request an upstream sent (sampling, elicitation, roots): back to that upstream. */
+  private async relayHostAnswer(ctx: HostContext, message: JSONRPCMessage): Promise<HostReply> {
+    const target = unrelayId((message as { id?: unknown }).id);
+    const route = target ? ctx.catalog.byAssignment.get(target.assignmentGuid) : undefined;
+    if (!target || !route) return { kind: 'accepted' };
+    ctx.record.inboundServerGuid = route.serverGuid;
+    try {
+      const reply = await this.send(ctx, route, { ...message, id: target.id } as JSONRPCMessage);
+      for await (const _ of reply.messages) void _;
+      ctx.record.finish(null, 0);
+    } catch (err) {
+      if (err instanceof SessionExpired) return { kind: 'session-expired' };
+      ctx.record.finish(null, 0, this.describe(route, err));
+    }
+    return { kind: 'accepted' };
+  }
+
+  private async relayNotification(ctx: HostContext, message: JSONRPCMessage): Promise<HostReply> {
+    const method = (message as { method: string }).method;
+    // The gateway already told each upstream it was initialized, when it opened it.
+    if (method === 'notifications/initialized') return { kind: 'accepted' };
+    const cancelled = cancelledTarget(message);
+    if (cancelled) {
+      const route = ctx.catalog.byAssignment.get(cancelled.assignmentGuid);
+      if (route) await this.send(ctx, route, cancelled.message).catch(() => undefined);
+      return { kind: 'accepted' };
+    }
+    // Cancellations of the host's own requests, roots/list_changed, progress: every upstream
+    // of the session may care, and an upstream ignores what is not its own.
+    await this.broadcast(ctx, message, false);
+    return { kind: 'accepted' };
+  }
+
+  private async broadcast(ctx: HostContext, message: JSONRPCMessage, wait: boolean): Promise<void> {
+    const routes = ctx.session ? ctx.catalog.routes.filter((r) => ctx.session!.upstreams[r.assignmentGuid]) : [];
+    const all = Promise.allSettled(
+      routes.map(async (route) => {
+        const reply = await this.send(ctx, route, { ...message } as JSONRPCMessage);
+        for await (const _ of reply.messages) void _;
+      }),
+    );
+    if (wait) await all;
+  }
+
+  // --- one upstream exchange ------------------------------------------------------
+
+  private async credential(route: Route): Promise<RouteCredential> {
+    try {
+      return await this.catalogs.credential(route);
+    } catch (err) {
+      if (err instanceof OAuthRefreshError) throw new GatewayCallError(ERRORS.upstream, `Server ${route.slug}: ${err.message}`);
+      throw err;
+    }
+  }
+
+  private request(ctx: HostContext, route: Route, credential: RouteCredential, sessionId: string | undefined, protocolVersion: string | undefined): UpstreamRequest {
+    const { upstreamTimeoutMs, maxResponseBytes } = this.services.config.gateway;
+    return {
+      url: route.url,
+      credentialHeaders: credential.headers,
+      sessionId,
+      protocolVersion,
+      traceparent: upstreamTraceparent(ctx.trace),
+      tracestate: ctx.trace.tracestate,
+      // A hung upstream is cut off: nothing waits for it longer than the timeout.
+      signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(upstreamTimeoutMs)]),
+      maxResponseBytes,
+      fetch: this.fetch,
+    };
+  }
+
+  /**
+   * Sends one message to an upstream within the host's session: the upstream
+   * session opened at initialize, or, for an upstream the session does not know
+   * (assigned later, or a request sent without a session), one opened for this
+   * request and closed after it.
+   */
+  private async send(ctx: HostContext, route: Route, message: JSONRPCMessage) {
+    if (route.transport === 'sse') throw new GatewayCallError(ERRORS.upstream, `Server ${route.slug} speaks only the legacy HTTP+SSE transport, which the gateway does not relay yet.`);
+    const credential = await this.credential(route);
+    ctx.record.secrets.push(...credential.secrets);
+    ctx.record.headerNames.push(...credential.headerNames);
+    let upstream = ctx.session?.upstreams[route.assignmentGuid];
+    let transient = false;
+    try {
+      if (!upstream) {
+        const opened = await this.openUpstream(ctx, route, ctx.session ?? { protocolVersion: LATEST_PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'gateway-host', version: '0' } });
+        upstream = { ...(opened.sessionId ? { sessionId: opened.sessionId } : {}), ...(opened.protocolVersion ? { protocolVersion: opened.protocolVersion } : {}) };
+        transient = Boolean(opened.sessionId);
+      }
+      const req = this.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion);
+      const reply = await postToUpstream(req, message);
+      if (!transient) return reply;
+      const closeAfter = this.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion);
+      return {
+        ...reply,
+        messages: (async function* () {
+          try {
+            yield* reply.messages;
+          } finally {
+            void deleteUpstreamSession({ ...closeAfter, signal: AbortSignal.timeout(5_000) });
+          }
+        })(),
+      };
+    } catch (err) {
+      if (err instanceof UpstreamHttpError && err.status === 404 && upstream?.sessionId && !transient) throw new SessionExpired();
+      if (err instanceof GatewayCallError) throw err;
+      throw this.failed(ctx, route, message, err);
+    }
+  }
+
+  /** Turns an upstream failure into the host's error, forgetting a refused credential and feeding the alerts. */
+  private failed(ctx: HostContext, route: Route, message: JSONRPCMessage, err: unknown): GatewayCallError {
+    if (err instanceof GatewayCallError) return err;
+    const status = err instanceof UpstreamHttpError ? err.status : undefined;
+    if (status === 401 || status === 403) this.catalogs.forgetCredential(route);
+    const reason = this.describe(route, err);
+    this.health.failed(ctx.caller, route, { status, reason, method: (message as { method?: string }).method ?? 'response', secrets: ctx.record.secrets, headerNames: ctx.record.headerNames, traceId: ctx.trace.traceId });
+    return new GatewayCallError(ERRORS.upstream, `Server ${route.slug} failed: ${reason}`, { inboundServerGuid: route.serverGuid, ...(status ? { upstreamStatus: status } : {}) });
+  }
+
+  /** A short reason for an upstream failure, without secrets. */
+  private describe(route: Route, err: unknown): string {
+    if (err instanceof UpstreamHttpError) return err.status === 401 || err.status === 403 ? `the upstream refused the gateway's credentials (HTTP ${err.status})` : `the upstream answered HTTP ${err.status}`;
+    if (err instanceof ResponseTooLargeError) return `the answer exceeded the limit of ${err.limit} bytes`;
+    if (err instanceof AppError) return err.message;
+    const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+    if (e?.name === 'TimeoutError') return `no answer within ${this.services.config.gateway.upstreamTimeoutMs} ms`;
+    if (e?.name === 'AbortError') return 'the request was cancelled';
+    const cause = e?.cause?.code ?? e?.cause?.message;
+    return `could not reach ${new URL(route.url).host}${cause ? ` (${cause})` : ''}`;
+  }
+}

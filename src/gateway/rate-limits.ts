@@ -1,0 +1,57 @@
+/**
+ * Per-connection and per-workspace request budgets (token buckets refilled
+ * continuously, capacity one minute's worth). Each process keeps its own buckets:
+ * behind N replicas a caller gets at most N times the budget (docs/decisions.md).
+ */
+export interface RateDecision {
+  allowed: boolean;
+  /** Seconds until one more request is allowed, when refused. */
+  retryAfterSeconds: number;
+  /** Which budget refused: 'connection' or 'workspace'. */
+  scope?: 'connection' | 'workspace';
+  limitPerMinute?: number;
+}
+
+class Buckets {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(private readonly perMinute: number) {}
+
+  /** Takes one token; returns 0 when taken, else the ms until one is available. */
+  take(key: string, now: number): number {
+    if (this.perMinute <= 0) return 0;
+    const ratePerMs = this.perMinute / 60_000;
+    let bucket = this.buckets.get(key);
+    if (!bucket) {
+      if (this.buckets.size > 100_000) this.buckets.clear();
+      bucket = { tokens: this.perMinute, at: now };
+      this.buckets.set(key, bucket);
+    }
+    bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.at) * ratePerMs);
+    bucket.at = now;
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    return Math.ceil((1 - bucket.tokens) / ratePerMs);
+  }
+}
+
+export class GatewayRateLimits {
+  private readonly connections: Buckets;
+  private readonly workspaces: Buckets;
+
+  constructor(private readonly limits: { perConnectionPerMinute: number; perWorkspacePerMinute: number }) {
+    this.connections = new Buckets(limits.perConnectionPerMinute);
+    this.workspaces = new Buckets(limits.perWorkspacePerMinute);
+  }
+
+  /** Counts one request of the connection (and its workspace) and says whether it may go on. */
+  check(organizationGuid: string, connectionGuid: string, now = Date.now()): RateDecision {
+    const connWait = this.connections.take(connectionGuid, now);
+    if (connWait > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(connWait / 1000)), scope: 'connection', limitPerMinute: this.limits.perConnectionPerMinute };
+    const wsWait = this.workspaces.take(organizationGuid, now);
+    if (wsWait > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(wsWait / 1000)), scope: 'workspace', limitPerMinute: this.limits.perWorkspacePerMinute };
+    return { allowed: true, retryAfterSeconds: 0 };
+  }
+}

@@ -1,0 +1,175 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { bearerToken } from '../core/auth/tokens.js';
+import type { Services } from '../core/services.js';
+import { GatewayAccess, GatewayAccessError, type GatewayCaller } from './access.js';
+import { CallRecord, keptRequestHeaders } from './call-record.js';
+import { Catalogs } from './catalog.js';
+import { ERRORS, GatewayProxy, type HostReply } from './proxy.js';
+import { GatewayRateLimits } from './rate-limits.js';
+import { openSession, sealSession, type GatewaySession } from './session-id.js';
+import { sseMessage } from './sse.js';
+import { openHostEventStream } from './event-stream.js';
+import { traceContextFrom } from './trace-context.js';
+import { UpstreamHealth } from './upstream-health.js';
+import { deleteUpstreamSession } from './upstream-http.js';
+import { egressFetch } from '../core/servers/egress-fetch.js';
+
+const SESSION_HEADER = 'mcp-session-id';
+const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({ jsonrpc: '2.0', id: null, error: { code, message, ...(data ? { data } : {}) } });
+
+/**
+ * The gateway's connect URL, `/gateways/{guid}/mcp`: MCP Streamable HTTP for hosts
+ * holding a gateway token. POST carries messages, GET opens the session's event
+ * stream, DELETE ends the session. Every replica can serve every request: the
+ * session travels in its sealed id.
+ */
+export function registerGatewayRoutes(app: FastifyInstance, services: Services): void {
+  const access = new GatewayAccess(services);
+  const catalogs = new Catalogs(services);
+  const health = new UpstreamHealth(services);
+  const proxy = new GatewayProxy(services, catalogs, health);
+  const limits = new GatewayRateLimits({
+    perConnectionPerMinute: services.config.gateway.rateLimitPerConnectionPerMinute,
+    perWorkspacePerMinute: services.config.gateway.rateLimitPerWorkspacePerMinute,
+  });
+  app.addHook('onClose', async () => {
+    access.close();
+    catalogs.close();
+  });
+
+  /** Authenticates and applies the rate limits; answers the refusal itself and returns null. */
+  const admit = async (request: FastifyRequest<{ Params: { gatewayGuid: string } }>, reply: FastifyReply): Promise<GatewayCaller | null> => {
+    let caller: GatewayCaller;
+    try {
+      caller = await access.check(bearerToken(request.headers.authorization), request.params.gatewayGuid);
+    } catch (err) {
+      if (!(err instanceof GatewayAccessError)) throw err;
+      if (err.status === 401) reply.header('www-authenticate', 'Bearer error="invalid_token"');
+      await reply.code(err.status).send(rpcError(ERRORS.invalidRequest, err.message));
+      return null;
+    }
+    const decision = limits.check(caller.organizationGuid, caller.connectionGuid);
+    if (!decision.allowed) {
+      const message = `Rate limit exceeded: at most ${decision.limitPerMinute} requests a minute per ${decision.scope}. Retry after ${decision.retryAfterSeconds} s.`;
+      await reply.code(429).header('retry-after', String(decision.retryAfterSeconds)).send(rpcError(ERRORS.rateLimited, message, { code: 'rate_limited', retryAfterSeconds: decision.retryAfterSeconds }));
+      return null;
+    }
+    return caller;
+  };
+
+  /** The session the request names; answers 404 itself when the id is not one of ours for this connection. */
+  const sessionOf = async (request: FastifyRequest, reply: FastifyReply, caller: GatewayCaller): Promise<{ session: GatewaySession | null; id: string | null } | null> => {
+    const id = request.headers[SESSION_HEADER];
+    if (typeof id !== 'string' || id === '') return { session: null, id: null };
+    const session = openSession(services.gatewaySessionKey, id);
+    if (!session || session.connectionGuid !== caller.connectionGuid) {
+      await reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session not found: initialize a new session.'));
+      return null;
+    }
+    return { session, id };
+  };
+
+  /** GET and DELETE act on an existing session: admitted, with a session id that opens. */
+  const admitSession = async (request: FastifyRequest<{ Params: { gatewayGuid: string } }>, reply: FastifyReply) => {
+    const caller = await admit(request, reply);
+    if (!caller) return null;
+    const found = await sessionOf(request, reply, caller);
+    if (!found) return null;
+    if (!found.session) {
+      await reply.code(400).send(rpcError(ERRORS.invalidRequest, `${request.method} needs the session id from initialize (Mcp-Session-Id).`));
+      return null;
+    }
+    return { caller, session: found.session, id: found.id!, catalog: await catalogs.forCaller(caller) };
+  };
+
+  const path = '/gateways/:gatewayGuid/mcp';
+  const maxRequestBytes = services.config.gateway.maxRequestBytes;
+  const postOptions = {
+    bodyLimit: maxRequestBytes,
+    // A host speaks JSON-RPC: body errors are answered in it, with the HTTP status that fits.
+    errorHandler: (err: { code?: string; statusCode?: number }, _request: FastifyRequest, reply: FastifyReply) =>
+      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+        ? reply.code(413).send(rpcError(ERRORS.invalidRequest, `The message exceeds the limit of ${maxRequestBytes} bytes.`))
+        : reply.code(err.statusCode && err.statusCode < 500 ? err.statusCode : 400).send(rpcError(-32700, 'The body is not a valid JSON-RPC message.')),
+  };
+  app.post<{ Params: { gatewayGuid: string } }>(path, postOptions, async (request, reply) => {
+    const caller = await admit(request, reply);
+    if (!caller) return reply;
+    const body = request.body as unknown;
+    if (Array.isArray(body)) return reply.code(400).send(rpcError(ERRORS.invalidRequest, 'JSON-RPC batches are not supported: send one message per request.'));
+    if (!body || typeof body !== 'object' || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
+      return reply.code(400).send(rpcError(ERRORS.invalidRequest, 'The body must be one JSON-RPC 2.0 message.'));
+    }
+    const message = body as JSONRPCMessage;
+    const isInitialize = (message as { method?: string }).method === 'initialize';
+    const found = isInitialize ? { session: null, id: null } : await sessionOf(request, reply, caller);
+    if (!found) return reply;
+    const catalog = await catalogs.forCaller(caller);
+    const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
+    const abort = new AbortController();
+    reply.raw.on('close', () => abort.abort());
+    const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
+    const record = new CallRecord(services, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), found.session?.id ?? null);
+    const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
+    return render(reply, answer, found.id);
+  });
+
+  app.get<{ Params: { gatewayGuid: string } }>(path, async (request, reply) => {
+    const found = await admitSession(request, reply);
+    if (!found) return reply;
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', [SESSION_HEADER]: found.id });
+    reply.raw.flushHeaders();
+    await openHostEventStream({ services, catalogs, caller: found.caller, catalog: found.catalog, session: found.session, out: reply.raw, fetch: egressFetch(services.egress, 'url') });
+  });
+
+  app.delete<{ Params: { gatewayGuid: string } }>(path, async (request, reply) => {
+    const found = await admitSession(request, reply);
+    if (!found) return reply;
+    const { catalog } = found;
+    const trace = traceContextFrom(header(request, 'traceparent'), undefined);
+    await Promise.all(
+      catalog.routes.map(async (route) => {
+        const upstream = found.session!.upstreams[route.assignmentGuid];
+        if (!upstream?.sessionId) return;
+        const credential = await catalogs.credential(route).catch(() => null);
+        if (!credential) return;
+        await deleteUpstreamSession({
+          url: route.url,
+          credentialHeaders: credential.headers,
+          sessionId: upstream.sessionId,
+          protocolVersion: upstream.protocolVersion,
+          traceparent: `00-${trace.traceId}-${trace.spanId}-${trace.flags}`,
+          signal: AbortSignal.timeout(5_000),
+          maxResponseBytes: 4096,
+          fetch: egressFetch(services.egress, 'url'),
+        });
+      }),
+    );
+    return reply.code(200).send();
+  });
+
+  async function render(reply: FastifyReply, answer: HostReply, sessionId: string | null): Promise<FastifyReply> {
+    if (answer.kind === 'accepted') return reply.code(202).send();
+    if (answer.kind === 'session-expired') return reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
+    if (answer.kind === 'json') {
+      const id = answer.newSession ? sealSession(services.gatewaySessionKey, answer.newSession) : sessionId;
+      if (id) reply.header(SESSION_HEADER, id);
+      return reply.code(answer.status ?? 200).type('application/json').send(JSON.stringify(answer.message));
+    }
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(sessionId ? { [SESSION_HEADER]: sessionId } : {}) });
+    for await (const message of answer.messages) {
+      if (reply.raw.destroyed) break;
+      reply.raw.write(sseMessage(message));
+    }
+    reply.raw.end();
+    return reply;
+  }
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}

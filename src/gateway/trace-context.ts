@@ -1,0 +1,27 @@
+import { randomBytes } from 'node:crypto';
+
+/** W3C trace context for one call: continued from the host's `traceparent`, else a new trace. */
+export interface TraceContext {
+  traceId: string;
+  /** The gateway's own span for this call (the call log row's span_id). */
+  spanId: string;
+  /** The host's span, when it sent one. */
+  parentSpanId: string | null;
+  flags: string;
+  tracestate: string | null;
+}
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+export function traceContextFrom(traceparent: string | undefined, tracestate: string | undefined): TraceContext {
+  const spanId = randomBytes(8).toString('hex');
+  const m = traceparent ? TRACEPARENT.exec(traceparent.trim().toLowerCase()) : null;
+  // All-zero ids and version ff are invalid (W3C): start a new trace instead.
+  if (m && m[1] !== 'ff' && !/^0+$/.test(m[2]!) && !/^0+$/.test(m[3]!)) {
+    return { traceId: m[2]!, spanId, parentSpanId: m[3]!, flags: m[4]!, tracestate: tracestate?.slice(0, 512) ?? null };
+  }
+  return { traceId: randomBytes(16).toString('hex'), spanId, parentSpanId: null, flags: '01', tracestate: null };
+}
+
+/** The `traceparent` to send upstream: same trace, the gateway's span as parent. */
+export const upstreamTraceparent = (ctx: TraceContext): string => `00-${ctx.traceId}-${ctx.spanId}-${ctx.flags}`;

@@ -1,0 +1,97 @@
+import { redactDeep } from '../core/logs/redact.js';
+import { redact } from '../core/servers/egress-fetch.js';
+import type { Services } from '../core/services.js';
+import type { GatewayCaller } from './access.js';
+import type { Route } from './catalog.js';
+
+/** upstream_call_failed fires when, within WINDOW_MS, a server failed at least MIN_FAILURES times and at least half its calls failed. */
+const WINDOW_MS = 60_000;
+const MIN_FAILURES = 5;
+const FAILURE_RATIO = 0.5;
+/** One alert of a kind per server (auth: per identity) within this time. */
+const ALERT_COOLDOWN_MS = 10 * 60_000;
+
+export interface UpstreamFailure {
+  /** HTTP status from the upstream, when it answered one. */
+  status?: number;
+  reason: string;
+  method: string;
+  /** Secret strings that must not reach the alert (the credential). */
+  secrets: string[];
+  headerNames: string[];
+  traceId: string;
+}
+
+/**
+ * Watches upstream outcomes and raises alerts: upstream_auth_failed on a 401/403
+ * (once per identity per cooldown), upstream_call_failed when a server keeps
+ * failing (a rate over a sliding window, not one alert per failure). Counts are
+ * per process.
+ */
+export class UpstreamHealth {
+  private readonly windows = new Map<string, { at: number; ok: boolean }[]>();
+  private readonly lastAlert = new Map<string, number>();
+
+  constructor(private readonly services: Services) {}
+
+  succeeded(route: Route): void {
+    this.record(route.serverGuid, true);
+  }
+
+  failed(caller: GatewayCaller, route: Route, failure: UpstreamFailure): void {
+    const now = Date.now();
+    if (failure.status === 401 || failure.status === 403) {
+      const key = `auth:${route.identity?.guid ?? route.serverGuid}`;
+      if (this.cool(key, now)) this.raise(caller, route, failure, 'upstream_auth_failed');
+      return;
+    }
+    const window = this.record(route.serverGuid, false);
+    const failures = window.filter((e) => !e.ok).length;
+    if (failures >= MIN_FAILURES && failures / window.length >= FAILURE_RATIO && this.cool(`calls:${route.serverGuid}`, now)) {
+      this.raise(caller, route, failure, 'upstream_call_failed', { failures, calls: window.length, windowSeconds: WINDOW_MS / 1000 });
+    }
+  }
+
+  private record(serverGuid: string, ok: boolean): { at: number; ok: boolean }[] {
+    const now = Date.now();
+    let window = this.windows.get(serverGuid);
+    if (!window) this.windows.set(serverGuid, (window = []));
+    window.push({ at: now, ok });
+    while (window.length > 0 && (window[0]!.at < now - WINDOW_MS || window.length > 1000)) window.shift();
+    return window;
+  }
+
+  private cool(key: string, now: number): boolean {
+    const last = this.lastAlert.get(key);
+    if (last !== undefined && now - last < ALERT_COOLDOWN_MS) return false;
+    this.lastAlert.set(key, now);
+    return true;
+  }
+
+  private raise(caller: GatewayCaller, route: Route, failure: UpstreamFailure, code: 'upstream_auth_failed' | 'upstream_call_failed', rate?: Record<string, number>): void {
+    const reason = redact(failure.reason, failure.secrets).slice(0, 500);
+    const auth = code === 'upstream_auth_failed';
+    const subject = auth ? `Server ${route.serverName} refused the gateway's credentials` : `Calls to server ${route.serverName} keep failing`;
+    const message = auth
+      ? `The upstream ${route.url} answered HTTP ${failure.status} to ${failure.method} through gateway ${caller.gatewayName}: ${reason}`
+      : `${rate!.failures} of the last ${rate!.calls} calls to ${route.url} through gateway ${caller.gatewayName} failed within ${rate!.windowSeconds} s; last error: ${reason}`;
+    const related = [route.serverGuid, caller.gatewayGuid, route.assignmentGuid, ...(route.identity ? [route.identity.guid] : []), caller.connectionGuid];
+    void this.services.alerts
+      .raise({
+        organizationGuid: caller.organizationGuid,
+        code,
+        messageType: 'error',
+        subject,
+        message,
+        dynamicContent: {
+          subject: auth ? "Server {serverName} refused the gateway's credentials" : 'Calls to server {serverName} keep failing',
+          message: auth ? 'The upstream {serverUrl} answered HTTP {status} to {method} through gateway {gatewayName}: {reason}' : 'Calls to {serverUrl} through gateway {gatewayName} keep failing; last error: {reason}',
+          values: { serverName: route.serverName, serverUrl: route.url, status: String(failure.status ?? ''), method: failure.method, gatewayName: caller.gatewayName, reason },
+        },
+        debugContext: redactDeep({ responseStatus: failure.status ?? null, method: failure.method, reason, traceId: failure.traceId, ...(rate ?? {}) }, failure.headerNames) as Record<string, unknown>,
+        relatedResourceIds: related,
+        relatedContext: { inboundServerGuid: route.serverGuid, gatewayGuid: caller.gatewayGuid, assignmentGuid: route.assignmentGuid, identityGuid: route.identity?.guid ?? null, connectionGuid: caller.connectionGuid },
+      })
+      .catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not raise alert'));
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Runs the MCP conformance runner's server scenarios against server-everything
+ * directly and through the gateway, and prints both results as JSON
+ * ({direct: {scenario: "passed/failed"}, gateway: {...}}). Meant to run inside a
+ * network namespace of its own (`unshare -n`, loopback up): the runner's helpers
+ * listen on all interfaces. The runner cannot send headers, so a loopback
+ * forwarder adds the gateway token.
+ *
+ *   CONFORMANCE_JS=/path/to/conformance/dist/index.js tsx test/conformance/compare.ts
+ */
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+import { invoke, newWorkspace, startTestApp } from '../helpers/harness.js';
+import { listenLoopback, registerServer } from '../helpers/gateway.js';
+import { startEverything } from '../helpers/upstreams.js';
+
+const run = promisify(execFile);
+const conformanceJs = process.env.CONFORMANCE_JS;
+if (!conformanceJs) throw new Error('CONFORMANCE_JS must name the conformance runner (dist/index.js)');
+
+async function scenarios(url: string): Promise<Record<string, string>> {
+  const { stdout } = await run(process.execPath, [conformanceJs!, 'server', '--url', url], { timeout: 300_000, maxBuffer: 64 * 1024 * 1024 }).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }));
+  const out: Record<string, string> = {};
+  for (const m of stdout.matchAll(/^[✓✗] (\S+): (\d+) passed, (\d+) failed/gm)) out[m[1]!] = `${m[2]}/${m[3]}`;
+  return out;
+}
+
+/** A loopback forwarder to `target` that adds the gateway token to every request. */
+async function forwarder(target: string, token: string): Promise<{ url: string; close(): void }> {
+  const to = new URL(target);
+  const server = http.createServer((req, res) => {
+    const upstream = http.request({ host: to.hostname, port: to.port, path: to.pathname, method: req.method, headers: { ...req.headers, host: to.host, authorization: `Bearer ${token}` } }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, close: () => server.close() };
+}
+
+const t = await startTestApp();
+const everything = await startEverything('streamableHttp');
+try {
+  const base = await listenLoopback(t);
+  const ws = await newWorkspace(t);
+  const { serverGuid } = await registerServer(t, ws, { name: 'everything', url: everything.url, authType: 'none' });
+  const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'conformance' });
+  await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: serverGuid });
+  const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+  const fwd = await forwarder(`${base}/gateways/${gw.body.guid}/mcp`, issued.body.token);
+  const direct = await scenarios(everything.url);
+  const gateway = await scenarios(fwd.url);
+  fwd.close();
+  process.stdout.write(`${JSON.stringify({ direct, gateway })}\n`);
+} finally {
+  await everything.close();
+  await t.close();
+}

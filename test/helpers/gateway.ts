@@ -1,0 +1,37 @@
+import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CreatedWorkspace } from '../../src/core/workspaces.js';
+import { invoke, type TestApp } from './harness.js';
+import { validated } from './servers.js';
+
+/** Listens on 127.0.0.1 (a real port: the gateway streams, which inject cannot). Returns the base URL. */
+export async function listenLoopback(t: TestApp): Promise<string> {
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  return `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+}
+
+/** Registers an inbound server through the admin interface and waits for feature-learning. */
+export async function registerServer(
+  t: TestApp,
+  ws: CreatedWorkspace,
+  body: { name: string; url: string; authType: 'none' | 'headers'; headers?: Record<string, string>; accessControl?: 'private' | 'global' },
+): Promise<{ serverGuid: string; identityGuid: string | null }> {
+  const res = await invoke(t, 'rest', ws.token, 'create_inbound_server', body);
+  if (res.status !== 201) throw new Error(`create_inbound_server: ${JSON.stringify(res.body)}`);
+  const row = await validated(t, res.body.guid);
+  if (row.authentication_status !== 'open' && row.authentication_status !== 'authenticated') throw new Error(`server not validated: ${row.status_reason}`);
+  const identities = await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: res.body.guid });
+  return { serverGuid: res.body.guid, identityGuid: identities.body.items[0]?.guid ?? null };
+}
+
+/** An SDK client connected to a gateway with a gateway token; `fetch` lets a test steer requests (e.g. across replicas). */
+export async function gatewayClient(url: string, token: string, opts: { fetch?: typeof fetch; capabilities?: Record<string, unknown>; headers?: Record<string, string> } = {}): Promise<Client> {
+  const client = new Client({ name: 'gateway-test-host', version: '1.0.0' }, { capabilities: opts.capabilities ?? {} });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${token}`, ...(opts.headers ?? {}) } },
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+  });
+  await client.connect(transport);
+  return client;
+}
