@@ -10,9 +10,9 @@ import { describe, expect, it } from 'vitest';
  * Needs the runner (npm package @modelcontextprotocol/conformance, not a project
  * dependency): set CONFORMANCE_JS to its dist/index.js. Skipped otherwise.
  */
-const conformanceJs = process.env.CONFORMANCE_JS ?? '/tmp/conf/node_modules/@modelcontextprotocol/conformance/dist/index.js';
+const conformanceJs = process.env.CONFORMANCE_JS ?? path.resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const available = fs.existsSync(conformanceJs);
-if (!available) console.error(`gateway-conformance: skipped, the conformance runner is not installed (set CONFORMANCE_JS; npm install --prefix /tmp/conf @modelcontextprotocol/conformance)`);
+if (!available) console.error(`gateway-conformance: skipped, the conformance runner is not installed (npm install, or set CONFORMANCE_JS to its dist/index.js)`);
 
 /**
  * Scenarios whose outcome differs by design, recorded here: the runner calls the
