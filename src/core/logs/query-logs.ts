@@ -63,8 +63,6 @@ const DetailRow = z.object({
   response_headers_bytes: Count,
 });
 
-const KeyRow = z.object({ created_ms: Count, guid: z.string() });
-
 export type LogRow = Omit<z.output<typeof ThinRow>, 'created_ms'> & {
   created_at: string;
   request_body?: string | null;
@@ -105,50 +103,78 @@ const clause = (keyword: string, parts: string[]): string => (parts.length ? `${
 /** Workspace and time first, then the filters; ClickHouse moves the cheap part to PREWHERE itself (measured faster than an explicit PREWHERE). */
 const whereAll = (prewhere: string[], where: string[]): string => clause('WHERE', [...prewhere, ...where]);
 
+/** Whether a created_at-ordered query is worth trying in narrow windows first. */
+function windowable(q: LogQuery): boolean {
+  if (NEEDLE_FILTERS.some((c) => q.filters[c] !== undefined)) return false;
+  // Ascending without fromMs has no known starting point (the oldest row could be months back).
+  return q.orderByDirection === 'desc' || q.fromMs !== undefined;
+}
+
+/**
+ * The far edge of a window of `windowMs` starting where the order starts (toMs or
+ * now for desc, fromMs for asc), or null when the window reaches past the
+ * query's own bound (then the query's bounds alone apply).
+ */
+function edgeOf(q: LogQuery, windowMs: number): number | null {
+  if (windowMs > LAST_WINDOW_MS) return null;
+  if (q.orderByDirection === 'desc') {
+    const edge = (q.toMs ?? Date.now()) - windowMs;
+    return q.fromMs !== undefined && edge <= q.fromMs ? null : edge;
+  }
+  const edge = q.fromMs! + windowMs;
+  return q.toMs !== undefined && edge >= q.toMs ? null : edge;
+}
+
+/** The first time window a created_at-ordered page is looked for in; each miss widens it this many times. */
+const FIRST_WINDOW_MS = 3_600_000;
+const WINDOW_GROWTH = 8;
+/** Past this the whole range is read: at most four windows (1 h, 8 h, 64 h, 21 days) before it. */
+const LAST_WINDOW_MS = 30 * 86_400_000;
+/** Needle filters match a handful of rows: a window never fills, so the whole range is read at once (their bloom filters skip the rest). */
+const NEEDLE_FILTERS: readonly FilterColumn[] = ['trace_id', 'span_id'];
+
 /**
  * Runs query_logs for one workspace. The interface pages by skip/take; inside,
- * a page ordered by created_at (the default and the common case) is found in two
- * steps so a deep skip stays cheap: the row at `skip` is located reading only the
- * sort-key columns, then the page is read from that key onwards (keyset). Other
- * orders use plain LIMIT/OFFSET with created_at and guid as tie-breakers.
+ * a page ordered by created_at (the default and the common case) is read from a
+ * time window next to where the order starts (the newest rows for desc, fromMs
+ * for asc), widened by WINDOW_GROWTH until it holds skip + take + 1 matching rows
+ * or covers the whole range. A window reads the parts of its own days only (the
+ * cost of a read grows with the parts it touches, measured about 1 ms each), and
+ * since every row on the near side of the window's edge is inside it, the first
+ * skip + take + 1 rows of the window are those of the whole range: the page is
+ * exact. Other orders read the whole range with LIMIT/OFFSET.
  */
 export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, q: LogQuery): Promise<LogPage> {
   const { prewhere, where, params } = conditions(q);
   const dir = q.orderByDirection === 'asc' ? 'ASC' : 'DESC';
   const limit = q.take + 1;
+  const pageParams = { ...params, limit, skip: q.skip };
   let rows: z.output<typeof ThinRow>[];
   if (q.orderByColumn === 'created_at') {
     // The whole sort key, workspace first, so ClickHouse reads in order and stops after the page
     // (measured: an expression such as toString(guid) here disables that and costs 3-5x).
     // Ties on created_at break on the guid in ClickHouse's UUID order (low 64 bits first).
     const order = `ORDER BY organization_guid ${dir}, created_at ${dir}, guid ${dir}`;
-    if (q.skip > 0) {
-      const [boundary] = await queryScoped(store, organizationGuid, {
-        tag: 'query_logs.seek',
-        sql: `SELECT toUnixTimestamp64Milli(created_at) AS created_ms, guid FROM call_logs ${whereAll(prewhere, where)} ${order} LIMIT 1 OFFSET {skip:UInt64}`,
-        params: { ...params, skip: q.skip },
-        row: KeyRow,
+    const cmp = dir === 'DESC' ? '>=' : '<=';
+    const read = (edgeMs: number | null) =>
+      queryScoped(store, organizationGuid, {
+        tag: edgeMs === null ? 'query_logs.page' : 'query_logs.window',
+        sql: `SELECT ${SELECT_THIN} FROM call_logs ${whereAll(edgeMs === null ? prewhere : [...prewhere, `created_at ${cmp} fromUnixTimestamp64Milli({edgeMs:Int64}, 'UTC')`], where)} ${order} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
+        params: edgeMs === null ? pageParams : { ...pageParams, edgeMs },
+        row: ThinRow,
       });
-      if (!boundary) return { items: [], skip: q.skip, take: q.take, nextSkip: null };
-      const cmp = dir === 'DESC' ? '<' : '>';
-      prewhere.push(`created_at ${cmp}= fromUnixTimestamp64Milli({keyMs:Int64}, 'UTC')`);
-      where.push(`(created_at ${cmp} fromUnixTimestamp64Milli({keyMs:Int64}, 'UTC') OR guid ${cmp}= {keyGuid:UUID})`);
-      params.keyMs = boundary.created_ms;
-      params.keyGuid = boundary.guid;
+    for (let windowMs = windowable(q) ? FIRST_WINDOW_MS : Infinity; ; windowMs *= WINDOW_GROWTH) {
+      const edge = edgeOf(q, windowMs);
+      rows = await read(edge);
+      if (edge === null || rows.length === limit) break;
     }
-    rows = await queryScoped(store, organizationGuid, {
-      tag: 'query_logs.page',
-      sql: `SELECT ${SELECT_THIN} FROM call_logs ${whereAll(prewhere, where)} ${order} LIMIT {limit:UInt32}`,
-      params: { ...params, limit },
-      row: ThinRow,
-    });
   } else {
     // The column name comes from the validated enum, never from free text.
     const column = q.orderByColumn;
     rows = await queryScoped(store, organizationGuid, {
       tag: 'query_logs.page',
       sql: `SELECT ${SELECT_THIN} FROM call_logs ${whereAll(prewhere, where)} ORDER BY ${column} ${dir}, created_at ${dir}, guid ${dir} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
-      params: { ...params, limit, skip: q.skip },
+      params: pageParams,
       row: ThinRow,
     });
   }
