@@ -103,6 +103,17 @@ const clause = (keyword: string, parts: string[]): string => (parts.length ? `${
 /** Workspace and time first, then the filters; ClickHouse moves the cheap part to PREWHERE itself (measured faster than an explicit PREWHERE). */
 const whereAll = (prewhere: string[], where: string[]): string => clause('WHERE', [...prewhere, ...where]);
 
+/**
+ * How much wider the next window is: WINDOW_GROWTH after an empty window (its
+ * count is unknown when skip passed it), else by the density of matches just
+ * seen, with a 2x margin, so a sparse filter does not walk through every size.
+ */
+function growth(found: number, limit: number, skip: number): number {
+  if (found === 0) return WINDOW_GROWTH;
+  // The window held skip + found matches; the page needs skip + limit.
+  return Math.min(64, Math.max(2, (2 * (skip + limit)) / (skip + found)));
+}
+
 /** Whether a created_at-ordered query is worth trying in narrow windows first. */
 function windowable(q: LogQuery): boolean {
   if (NEEDLE_FILTERS.some((c) => q.filters[c] !== undefined)) return false;
@@ -149,7 +160,7 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
   const dir = q.orderByDirection === 'asc' ? 'ASC' : 'DESC';
   const limit = q.take + 1;
   const pageParams = { ...params, limit, skip: q.skip };
-  let rows: z.output<typeof ThinRow>[];
+  let rows: z.output<typeof ThinRow>[] = [];
   if (q.orderByColumn === 'created_at') {
     // The whole sort key, workspace first, so ClickHouse reads in order and stops after the page
     // (measured: an expression such as toString(guid) here disables that and costs 3-5x).
@@ -163,7 +174,7 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
         params: edgeMs === null ? pageParams : { ...pageParams, edgeMs },
         row: ThinRow,
       });
-    for (let windowMs = windowable(q) ? FIRST_WINDOW_MS : Infinity; ; windowMs *= WINDOW_GROWTH) {
+    for (let windowMs = windowable(q) ? FIRST_WINDOW_MS : Infinity; ; windowMs = Math.ceil(windowMs * growth(rows.length, limit, q.skip))) {
       const edge = edgeOf(q, windowMs);
       rows = await read(edge);
       if (edge === null || rows.length === limit) break;
@@ -181,12 +192,16 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
   const hasMore = rows.length > q.take;
   const page = rows.slice(0, q.take);
   const items: LogRow[] = page.map(({ created_ms, guid, ...rest }) => ({ guid, created_at: new Date(created_ms).toISOString(), ...rest }));
-  if (q.includeDetail && page.length > 0) await attachDetail(store, organizationGuid, page, items);
+  if (q.includeDetail && page.length > 0) await attachDetail(store, organizationGuid, page, items, Object.keys(q.filters).length > 0);
   return { items, skip: q.skip, take: q.take, nextSkip: hasMore ? q.skip + q.take : null };
 }
 
-/** Adds bodies and headers (at most 4 KiB each, cut on a character boundary) to a page's rows. */
-async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, page: { guid: string; created_ms: number }[], items: LogRow[]): Promise<void> {
+/**
+ * Adds bodies and headers (at most 4 KiB each, cut on a character boundary) to a page's rows.
+ * An unfiltered page is every row of its time range, so the range alone finds its details
+ * (rows tied at the range's edges are ignored below); a filtered page also names its guids.
+ */
+async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, page: { guid: string; created_ms: number }[], items: LogRow[], filtered: boolean): Promise<void> {
   const times = page.map((r) => r.created_ms);
   // Aliases differ from column names (ClickHouse would substitute them); at most 4096 characters leave the engine.
   const blob = (c: string) => `substringUTF8(${c}, 1, ${DETAIL_LIMIT_BYTES}) AS ${c}_head, length(${c}) AS ${c}_bytes`;
@@ -194,9 +209,9 @@ async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organization
     tag: 'query_logs.detail',
     sql: `SELECT guid, ${['request_body', 'response_body', 'request_headers', 'response_headers'].map(blob).join(', ')}
       FROM call_log_details
-      PREWHERE organization_guid = {org:String} AND created_at >= fromUnixTimestamp64Milli({minMs:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({maxMs:Int64}, 'UTC')
-      WHERE guid IN {guids:Array(UUID)}`,
-    params: { minMs: Math.min(...times), maxMs: Math.max(...times), guids: page.map((r) => r.guid) },
+      WHERE organization_guid = {org:String} AND created_at >= fromUnixTimestamp64Milli({minMs:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({maxMs:Int64}, 'UTC')
+      ${filtered ? 'AND guid IN {guids:Array(UUID)}' : ''}`,
+    params: { minMs: Math.min(...times), maxMs: Math.max(...times), ...(filtered ? { guids: page.map((r) => r.guid) } : {}) },
     row: DetailRow,
   });
   const byGuid = new Map(details.map((d) => [d.guid, d]));
