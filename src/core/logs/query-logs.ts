@@ -103,6 +103,24 @@ const clause = (keyword: string, parts: string[]): string => (parts.length ? `${
 /** Workspace and time first, then the filters; ClickHouse moves the cheap part to PREWHERE itself (measured faster than an explicit PREWHERE). */
 const whereAll = (prewhere: string[], where: string[]): string => clause('WHERE', [...prewhere, ...where]);
 
+/** The narrowest time window a created_at-ordered page is looked for in; an empty window widens this many times. */
+const FIRST_WINDOW_MS = 3_600_000;
+const WINDOW_GROWTH = 8;
+/** Past this the whole range is read: a page takes one or two queries as a rule, seven at most. */
+const LAST_WINDOW_MS = 30 * 86_400_000;
+/** Needle filters match a handful of rows: a window never fills, so the whole range is read at once (their bloom filters skip the rest). */
+const NEEDLE_FILTERS: readonly FilterColumn[] = ['trace_id', 'span_id'];
+
+/**
+ * The first window: an hour per thousand rows the page needs (skip + take + 1), at
+ * least an hour. A deep page then usually takes one query in a busy workspace; the
+ * window's width costs little by itself (the read stops after the page), only the
+ * parts it reaches.
+ */
+function firstWindowMs(needed: number): number {
+  return FIRST_WINDOW_MS * Math.max(1, Math.ceil(needed / 1000));
+}
+
 /**
  * How much wider the next window is: WINDOW_GROWTH after an empty window (its
  * count is unknown when skip passed it), else by the density of matches just
@@ -111,7 +129,7 @@ const whereAll = (prewhere: string[], where: string[]): string => clause('WHERE'
 function growth(found: number, limit: number, skip: number): number {
   if (found === 0) return WINDOW_GROWTH;
   // The window held skip + found matches; the page needs skip + limit.
-  return Math.min(64, Math.max(2, (2 * (skip + limit)) / (skip + found)));
+  return Math.min(64, Math.max(4, (2 * (skip + limit)) / (skip + found)));
 }
 
 /** Whether a created_at-ordered query is worth trying in narrow windows first. */
@@ -135,14 +153,6 @@ function edgeOf(q: LogQuery, windowMs: number): number | null {
   const edge = q.fromMs! + windowMs;
   return q.toMs !== undefined && edge >= q.toMs ? null : edge;
 }
-
-/** The first time window a created_at-ordered page is looked for in; each miss widens it this many times. */
-const FIRST_WINDOW_MS = 3_600_000;
-const WINDOW_GROWTH = 8;
-/** Past this the whole range is read: at most four windows (1 h, 8 h, 64 h, 21 days) before it. */
-const LAST_WINDOW_MS = 30 * 86_400_000;
-/** Needle filters match a handful of rows: a window never fills, so the whole range is read at once (their bloom filters skip the rest). */
-const NEEDLE_FILTERS: readonly FilterColumn[] = ['trace_id', 'span_id'];
 
 /**
  * Runs query_logs for one workspace. The interface pages by skip/take; inside,
@@ -174,7 +184,7 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
         params: edgeMs === null ? pageParams : { ...pageParams, edgeMs },
         row: ThinRow,
       });
-    for (let windowMs = windowable(q) ? FIRST_WINDOW_MS : Infinity; ; windowMs = Math.ceil(windowMs * growth(rows.length, limit, q.skip))) {
+    for (let windowMs = windowable(q) ? firstWindowMs(q.skip + limit) : Infinity; ; windowMs = Math.ceil(windowMs * growth(rows.length, limit, q.skip))) {
       const edge = edgeOf(q, windowMs);
       rows = await read(edge);
       if (edge === null || rows.length === limit) break;
