@@ -236,6 +236,19 @@ describe('query_logs includeDetail', () => {
     expect(JSON.stringify(await raw.json())).not.toContain(secret);
   });
 
+  it('gives each row its own detail in any order and under filters', async () => {
+    const ws = await newWorkspace(t);
+    const user = newGuid();
+    const spread = Array.from({ length: 6 }, (_, i) => logRow(ws.organizationGuid, { createdAt: BASE + i * 86_400_000, durationMs: 100 - i, requestBody: `req ${i}`, ...(i % 2 ? { userGuid: user } : {}) }));
+    await ingest(t, spread);
+    const bodyOf = new Map(spread.map((r) => [r.guid, r.requestBody]));
+    const byDuration = await invoke(t, 'rest', ws.token, 'query_logs', { includeDetail: true, orderByColumn: 'duration_ms', orderByDirection: 'asc', take: 3 });
+    expect(byDuration.body.items.map((r: any) => r.request_body)).toEqual(['req 5', 'req 4', 'req 3']);
+    const filtered = await invoke(t, 'rest', ws.token, 'query_logs', { includeDetail: true, filters: { user_guid: user } });
+    expect(filtered.body.items).toHaveLength(3);
+    expect(filtered.body.items.every((r: any) => r.request_body === bodyOf.get(r.guid))).toBe(true);
+  });
+
   it('returns detail for a full page of 1000 rows', async () => {
     const ws = await newWorkspace(t);
     await ingest(t, Array.from({ length: 1001 }, (_, i) => logRow(ws.organizationGuid, { createdAt: BASE + i, requestBody: `req ${i}`, responseBody: 'x'.repeat(5000) })));

@@ -202,16 +202,21 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
   const hasMore = rows.length > q.take;
   const page = rows.slice(0, q.take);
   const items: LogRow[] = page.map(({ created_ms, guid, ...rest }) => ({ guid, created_at: new Date(created_ms).toISOString(), ...rest }));
-  if (q.includeDetail && page.length > 0) await attachDetail(store, organizationGuid, page, items, Object.keys(q.filters).length > 0);
+  if (q.includeDetail && page.length > 0) {
+    // Only an unfiltered page in created_at order holds every row of its time range.
+    const wholeRange = q.orderByColumn === 'created_at' && Object.keys(q.filters).length === 0;
+    await attachDetail(store, organizationGuid, page, items, !wholeRange);
+  }
   return { items, skip: q.skip, take: q.take, nextSkip: hasMore ? q.skip + q.take : null };
 }
 
 /**
  * Adds bodies and headers (at most 4 KiB each, cut on a character boundary) to a page's rows.
- * An unfiltered page is every row of its time range, so the range alone finds its details
- * (rows tied at the range's edges are ignored below); a filtered page also names its guids.
+ * An unfiltered page in created_at order is every row of its time range, so the range alone
+ * finds its details (rows tied at the range's edges are ignored below); any other page
+ * (filtered, or ordered by another column and so spread in time) also names its guids.
  */
-async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, page: { guid: string; created_ms: number }[], items: LogRow[], filtered: boolean): Promise<void> {
+async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, page: { guid: string; created_ms: number }[], items: LogRow[], nameGuids: boolean): Promise<void> {
   const times = page.map((r) => r.created_ms);
   // Aliases differ from column names (ClickHouse would substitute them); at most 4096 characters leave the engine.
   const blob = (c: string) => `substringUTF8(${c}, 1, ${DETAIL_LIMIT_BYTES}) AS ${c}_head, length(${c}) AS ${c}_bytes`;
@@ -220,8 +225,8 @@ async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organization
     sql: `SELECT guid, ${['request_body', 'response_body', 'request_headers', 'response_headers'].map(blob).join(', ')}
       FROM call_log_details
       WHERE organization_guid = {org:String} AND created_at >= fromUnixTimestamp64Milli({minMs:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({maxMs:Int64}, 'UTC')
-      ${filtered ? 'AND guid IN {guids:Array(UUID)}' : ''}`,
-    params: { minMs: Math.min(...times), maxMs: Math.max(...times), ...(filtered ? { guids: page.map((r) => r.guid) } : {}) },
+      ${nameGuids ? 'AND guid IN {guids:Array(UUID)}' : ''}`,
+    params: { minMs: Math.min(...times), maxMs: Math.max(...times), ...(nameGuids ? { guids: page.map((r) => r.guid) } : {}) },
     row: DetailRow,
   });
   const byGuid = new Map(details.map((d) => [d.guid, d]));
