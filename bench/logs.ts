@@ -1,9 +1,14 @@
 /**
  * bench:logs — seeds call logs through the ingest path (default 10M rows in one
  * workspace plus other workspaces' noise), then measures p50/p99 of query_logs
- * through the REST route for the common shapes, runs the same queries against a
- * Postgres table with careful indexes, and prints the ratio per shape. Also
- * reports ingest rows/s and bytes on disk per thin row. Figures, never assertions.
+ * for the common shapes twice: through the REST route (auth, validation,
+ * serialisation included) and at the store level (queryLogs, what the handler
+ * calls). It runs the same queries against a Postgres table with careful indexes
+ * at the store level (pg, no HTTP) and prints the ratio per shape: Postgres store
+ * vs ClickHouse store (like for like), and Postgres store vs ClickHouse REST (the
+ * conservative one: ClickHouse pays the HTTP path, Postgres does not). Also
+ * reports ingest rows/s and bytes on disk per thin row, and the load average next
+ * to each phase (the machine is shared). Figures, never assertions.
  *
  *   npm run bench:logs -- [--rows 10000000] [--iterations 30] [--pg-url postgres://postgres@127.0.0.1:5432/postgres] [--no-pg]
  */
@@ -13,6 +18,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
+import { queryLogs, type LogQuery } from '../src/core/logs/query-logs.js';
 import { seedCallLogs } from '../src/core/logs/seed.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
@@ -33,6 +39,7 @@ const ITER = Number(values.iterations);
 const DAYS = Number(values.days);
 const quiet = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
 const out = (line: string) => process.stdout.write(line + '\n');
+const load = () => `load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`;
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-logs-'));
 const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', SECRET_KEY: Buffer.alloc(32, 3).toString('base64'), ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
@@ -52,7 +59,7 @@ for (let i = 0; i < 3; i++) {
   const other = await createWorkspace(services.db, { name: `noise-${i}`, adminEmail: `noise${i}@example.test` });
   await seedCallLogs(services, { organizationGuid: other.organizationGuid, rows: Math.floor(NOISE / 3), days: DAYS });
 }
-out(`ingest: ${ROWS} rows in ${ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / ingestSeconds)} rows/s (through CallLogWriter, generation included)`);
+out(`ingest: ${ROWS} rows in ${ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / ingestSeconds)} rows/s (through CallLogWriter, generation included; ${load()})`);
 
 const ch = services.clickhouse.client;
 const one = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T> => (await (await ch.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>())[0]!;
@@ -93,6 +100,8 @@ async function measure(fn: () => Promise<void>): Promise<{ p50: number; p99: num
 }
 
 const chResults: Record<string, { p50: number; p99: number; rows: number }> = {};
+const storeResults: Record<string, { p50: number; p99: number }> = {};
+out(`measuring query_logs (${load()})`);
 for (const [name, body] of Object.entries(shapes)) {
   let rows = 0;
   const r = await measure(async () => {
@@ -101,7 +110,20 @@ for (const [name, body] of Object.entries(shapes)) {
     rows = (JSON.parse(res.body) as { items: unknown[] }).items.length;
   });
   chResults[name] = { ...r, rows };
+  // The same query at the store level: what the handler runs, without HTTP, auth and JSON.
+  const q: LogQuery = {
+    filters: (body.filters as LogQuery['filters'] | undefined) ?? {},
+    fromMs: body.fromMs as number | undefined,
+    toMs: body.toMs as number | undefined,
+    orderByColumn: 'created_at',
+    orderByDirection: 'desc',
+    skip: (body.skip as number | undefined) ?? 0,
+    take: (body.take as number | undefined) ?? 100,
+    includeDetail: (body.includeDetail as boolean | undefined) ?? false,
+  };
+  storeResults[name] = await measure(async () => void (await queryLogs(services.clickhouse, org, q)));
 }
+out(`measured (${load()})`);
 
 // 3. The same rows and queries on Postgres.
 const pgResults: Record<string, { p50: number; p99: number }> = {};
@@ -125,7 +147,8 @@ if (!values['no-pg']) {
   const types = ['uuid', 'uuid', 'timestamptz', 'text', 'text', 'text', 'text', 'text', 'int', 'int', 'int', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'text', 'text'];
   const nil = (v: unknown) => (v === '' ? null : v);
   const start = await one<{ lo: string | number; hi: string | number }>(`SELECT toUnixTimestamp64Milli(min(created_at)) AS lo, toUnixTimestamp64Milli(max(created_at)) AS hi FROM call_logs`);
-  const step = 3_600_000;
+  // Six-hour slices: fewer round trips than hourly ones (the per-slice overhead dominated at 1M rows).
+  const step = 6 * 3_600_000;
   let copied = 0;
   for (let from = Number(start.lo); from <= Number(start.hi); from += step) {
     const res = await ch.query({
@@ -172,6 +195,7 @@ if (!values['no-pg']) {
     sql: `SELECT l.*, left(d.request_body, 4096), left(d.response_body, 4096), left(d.request_headers, 4096), left(d.response_headers, 4096) FROM (${base} ${order} LIMIT 1001) l LEFT JOIN call_log_details d ON d.guid = l.guid ORDER BY l.created_at DESC, l.guid DESC`,
     params: [org],
   };
+  out(`postgres: measuring (${load()})`);
   for (const [name, q] of Object.entries(pgShapes)) pgResults[name] = await measure(async () => void (await db.query(q.sql, q.params)));
   const size = await db.query(`SELECT pg_total_relation_size('call_logs') AS b`);
   out(`postgres: call_logs with indexes ${(Number(size.rows[0].b) / copied).toFixed(1)} bytes/row`);
@@ -179,13 +203,15 @@ if (!values['no-pg']) {
 }
 
 out('');
-out(`query_logs through REST at ${ROWS} rows (${ITER} runs each)     p50 ms   p99 ms   rows | postgres p50 ms   p99 ms | ratio (pg p50 / ch p50)`);
+out(`query_logs at ${ROWS} rows, ${ITER} runs each, p50 / p99 ms. ClickHouse through REST and at the store level (queryLogs); Postgres at the store level (pg).`);
+out(`ratio = Postgres store p50 / ClickHouse store p50 (like for like); conservative = Postgres store p50 / ClickHouse REST p50.`);
+out(`${'shape'.padEnd(18)} ${'CH REST'.padStart(15)} ${'CH store'.padStart(15)}   rows | ${'PG store'.padStart(15)} | ratio  conservative`);
+const pair = (r: { p50: number; p99: number }) => `${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}`;
 for (const name of Object.keys(shapes)) {
   const c = chResults[name]!;
+  const st = storeResults[name]!;
   const p = pgResults[name];
-  out(
-    `${name.padEnd(20)} ${c.p50.toFixed(1).padStart(8)} ${c.p99.toFixed(1).padStart(8)} ${String(c.rows).padStart(6)} | ${p ? `${p.p50.toFixed(1).padStart(8)} ${p.p99.toFixed(1).padStart(8)} | ${(p.p50 / c.p50).toFixed(1)}x` : 'skipped'}`,
-  );
+  out(`${name.padEnd(18)} ${pair(c)} ${pair(st)} ${String(c.rows).padStart(6)} | ${p ? `${pair(p)} | ${(p.p50 / st.p50).toFixed(1).padStart(5)}x ${(p.p50 / c.p50).toFixed(1).padStart(6)}x` : 'skipped'}`);
 }
 await app.close();
 await runtime.close();

@@ -3,7 +3,9 @@
 --
 -- Sort key: workspace first, then time, then the row guid as tie-breaker, so
 -- every query (always scoped to one workspace, nearly always newest first) reads
--- a contiguous range in order. Daily partitions let TTL drop whole days.
+-- a contiguous range in order. Weekly partitions: a read costs about 1 ms per part it
+-- touches, so daily ones made a 30-day page read 30+ parts; TTL drops whole weeks
+-- (rows live at most 6 days past LOG_RETENTION_DAYS).
 -- Guid columns other than `guid` are LowCardinality strings: a workspace has few
 -- gateways, servers, users and connections, so each costs about a byte per row;
 -- an absent guid is stored as '' (the API returns null).
@@ -44,7 +46,7 @@ CREATE TABLE IF NOT EXISTS ${TABLE:call_logs} ${ON_CLUSTER}
     INDEX idx_ingested_at ingested_at TYPE minmax GRANULARITY 1
 )
 ENGINE = ${ENGINE:MergeTree}
-PARTITION BY toDate(created_at)
+PARTITION BY toMonday(created_at)
 ORDER BY (organization_guid, created_at, guid)
 TTL toDateTime(created_at) + INTERVAL ${RETENTION_DAYS} DAY
 -- The deduplication window makes a spool replay of an already inserted batch a no-op

@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS ${TABLE:call_log_details} ${ON_CLUSTER}
     response_headers  String CODEC(ZSTD(3))
 )
 ENGINE = ${ENGINE:MergeTree}
-PARTITION BY toDate(created_at)
+PARTITION BY toMonday(created_at)
 ORDER BY (organization_guid, created_at, guid)
 TTL toDateTime(created_at) + INTERVAL ${RETENTION_DAYS} DAY
 SETTINGS ttl_only_drop_parts = 1, non_replicated_deduplication_window = 10000;

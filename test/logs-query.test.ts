@@ -174,6 +174,35 @@ describe.each(SURFACES)('query_logs on %s', (surface) => {
   });
 });
 
+describe('query_logs time windows', () => {
+  it('gives exactly the pages of the full ordering when rows span weeks (windows widen until they hold the page)', async () => {
+    const ws = await newWorkspace(t);
+    const now = Date.now();
+    const user = newGuid();
+    // 400 rows 2.5 h apart back from now (about 41 days, past the last window) and 3 in the future.
+    const spread = Array.from({ length: 403 }, (_, i) => logRow(ws.organizationGuid, { createdAt: now + 3 * 3_600_000 - i * 9_000_000, ...(i % 7 === 0 ? { userGuid: user } : {}) }));
+    await ingest(t, spread);
+    const sorted = [...spread].sort(newestFirst);
+    const guids = (list: CallLogInput[]) => list.map((r) => r.guid);
+    const page = async (input: Record<string, unknown>) => (await invoke(t, 'rest', ws.token, 'query_logs', input)).body;
+    for (const [skip, take] of [[0, 5], [100, 50], [380, 50], [403, 10]] as const) {
+      const res = await page({ skip, take });
+      expect(res.items.map((r: any) => r.guid)).toEqual(guids(sorted.slice(skip, skip + take)));
+      expect(res.nextSkip).toBe(skip + take < sorted.length ? skip + take : null);
+    }
+    const mine = sorted.filter((r) => r.userGuid === user);
+    expect((await page({ filters: { user_guid: user }, skip: 2, take: 10 })).items.map((r: any) => r.guid)).toEqual(guids(mine.slice(2, 12)));
+    expect((await page({ filters: { user_guid: user }, take: 1000 })).items).toHaveLength(mine.length);
+    const fromMs = now - 35 * 86_400_000;
+    const ascending = [...sorted].reverse().filter((r) => Number(r.createdAt) >= fromMs);
+    expect((await page({ orderByDirection: 'asc', fromMs, skip: 3, take: 20 })).items.map((r: any) => r.guid)).toEqual(guids(ascending.slice(3, 23)));
+    const toMs = now - 10 * 86_400_000;
+    const bounded = sorted.filter((r) => Number(r.createdAt) >= toMs - 10 * 86_400_000 && Number(r.createdAt) <= toMs);
+    const inRange = await page({ fromMs: toMs - 10 * 86_400_000, toMs, take: 1000 });
+    expect(inRange.items.map((r: any) => r.guid)).toEqual(guids(bounded));
+  });
+});
+
 describe('query_logs includeDetail', () => {
   it('adds bodies and redacted headers cut to 4 KiB on a character boundary, flagging detail_truncated', async () => {
     const ws = await newWorkspace(t);
@@ -205,6 +234,19 @@ describe('query_logs includeDetail', () => {
     // The secret never reached ClickHouse at all.
     const raw = await t.runtime.services.clickhouse.client.query({ query: 'SELECT request_headers FROM call_log_details WHERE organization_guid = {org:String}', query_params: { org: ws.organizationGuid }, format: 'JSONEachRow' });
     expect(JSON.stringify(await raw.json())).not.toContain(secret);
+  });
+
+  it('gives each row its own detail in any order and under filters', async () => {
+    const ws = await newWorkspace(t);
+    const user = newGuid();
+    const spread = Array.from({ length: 6 }, (_, i) => logRow(ws.organizationGuid, { createdAt: BASE + i * 86_400_000, durationMs: 100 - i, requestBody: `req ${i}`, ...(i % 2 ? { userGuid: user } : {}) }));
+    await ingest(t, spread);
+    const bodyOf = new Map(spread.map((r) => [r.guid, r.requestBody]));
+    const byDuration = await invoke(t, 'rest', ws.token, 'query_logs', { includeDetail: true, orderByColumn: 'duration_ms', orderByDirection: 'asc', take: 3 });
+    expect(byDuration.body.items.map((r: any) => r.request_body)).toEqual(['req 5', 'req 4', 'req 3']);
+    const filtered = await invoke(t, 'rest', ws.token, 'query_logs', { includeDetail: true, filters: { user_guid: user } });
+    expect(filtered.body.items).toHaveLength(3);
+    expect(filtered.body.items.every((r: any) => r.request_body === bodyOf.get(r.guid))).toBe(true);
   });
 
   it('returns detail for a full page of 1000 rows', async () => {

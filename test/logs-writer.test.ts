@@ -170,9 +170,28 @@ describe('the call-log writer', () => {
     await expect(writer.write([logRow(org), logRow(org, { userGuid: 'not-a-guid' })])).rejects.toThrow(/userGuid/);
     await expect(writer.write([logRow(org, { traceId: 'xyz' })])).rejects.toThrow(/traceId/);
     await expect(writer.write([logRow('nope')])).rejects.toThrow(/organizationGuid/);
+    // Outside DateTime64's range ClickHouse would refuse the whole batch: refused here instead.
+    await expect(writer.write([logRow(org, { createdAt: -1 })])).rejects.toThrow(/createdAt/);
+    await expect(writer.write([logRow(org, { createdAt: Date.UTC(2300, 0, 1) })])).rejects.toThrow(/createdAt/);
+    await expect(writer.write([logRow(org, { createdAt: Number.NaN })])).rejects.toThrow(/createdAt/);
     await writer.flush();
     await writer.close();
     expect(await countRows(t, org)).toBe(0);
+  });
+
+  it('stores created_at to the millisecond, in both of its encodings, and guids lowercase', async () => {
+    const org = newGuid();
+    const user = newGuid();
+    const writer = await CallLogWriter.open({ client: real, spoolDir: newSpoolDir(), logger: new CapturedLog() });
+    // Epoch-seconds text for real call times, the ISO text before 2001; the same guid upper then lower case.
+    const times = [Date.UTC(2026, 10, 20, 12, 0, 0, 7), Date.UTC(2026, 10, 20, 12, 0, 0, 90), Date.UTC(1999, 0, 1, 0, 0, 0, 123), Date.UTC(2026, 10, 20, 12, 0, 1, 0)];
+    await writer.write(times.map((createdAt, i) => logRow(org, { createdAt, userGuid: i % 2 ? user : user.toUpperCase() })));
+    await writer.flush();
+    await writer.close();
+    const res = await real.query({ query: 'SELECT toUnixTimestamp64Milli(created_at) AS ms, user_guid FROM call_logs WHERE organization_guid = {org:String} ORDER BY created_at', query_params: { org }, format: 'JSONEachRow' });
+    const rows = await res.json<{ ms: number | string; user_guid: string }>();
+    expect(rows.map((r) => Number(r.ms))).toEqual([...times].sort((a, b) => a - b));
+    expect(new Set(rows.map((r) => r.user_guid))).toEqual(new Set([user]));
   });
 
   it('is the writer the runtime uses (services.callLogs)', async () => {

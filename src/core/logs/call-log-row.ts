@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { isGuid, newGuid } from '../ids.js';
+import { randomHex } from './random-hex.js';
 import { redactHeaders } from './redact.js';
 
 /** The log types of contract section 4. */
@@ -80,6 +80,7 @@ export const DETAIL_INSERT_COLUMNS = ['organization_guid', 'guid', 'created_at',
 export const STORED_DETAIL_LIMIT = 64 * 1024;
 const MAX_ERROR_MESSAGE = 4 * 1024;
 const UINT32_MAX = 4_294_967_295;
+const MAX_CREATED_MS = Date.UTC(2299, 11, 31);
 const HEX32 = /^[0-9a-f]{32}$/;
 const HEX16 = /^[0-9a-f]{16}$/;
 
@@ -103,10 +104,33 @@ export function chDateTime(ms: number): string {
   return new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
 }
 
+/**
+ * created_at as ClickHouse parses it cheapest: quoted epoch seconds with three
+ * decimals ("1763640000.123"), about ten times cheaper to build than the ISO text.
+ * Times before 2001 (never real call times, but legal input) keep the text form,
+ * which has no ambiguity with ClickHouse's short-number date heuristics.
+ */
+export function chEpochMs(ms: number): string {
+  if (ms < 1e12) return chDateTime(ms);
+  const millis = ms % 1000;
+  return `${(ms - millis) / 1000}.${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}`;
+}
+
+// A workspace has few distinct guids per column: remember the ones already
+// checked (bounded) so a row costs a hash lookup instead of a regex per guid.
+const knownGuids = new Set<string>();
+const KNOWN_GUIDS_MAX = 50_000;
+
 const optionalGuid = (value: string | null | undefined, field: string): string => {
   if (value == null || value === '') return '';
+  if (knownGuids.has(value)) return value;
   if (!isGuid(value)) throw new TypeError(`call log ${field} must be a guid`);
-  return value.toLowerCase();
+  const lower = value.toLowerCase();
+  if (lower === value) {
+    if (knownGuids.size >= KNOWN_GUIDS_MAX) knownGuids.clear();
+    knownGuids.add(value);
+  }
+  return lower;
 };
 
 const count = (value: number | undefined, field: string): number => {
@@ -116,7 +140,7 @@ const count = (value: number | undefined, field: string): number => {
 };
 
 const hexId = (value: string | undefined, pattern: RegExp, bytes: number, field: string): string => {
-  if (value === undefined || value === '') return randomBytes(bytes).toString('hex');
+  if (value === undefined || value === '') return randomHex(bytes);
   const lower = value.toLowerCase();
   if (!pattern.test(lower)) throw new TypeError(`call log ${field} must be ${bytes * 2} hex characters`);
   return lower;
@@ -135,14 +159,15 @@ export interface EncodedCallLog {
  */
 export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly string[] = []): EncodedCallLog {
   if (!isGuid(row.organizationGuid)) throw new TypeError('call log organizationGuid must be a guid');
-  const createdMs = row.createdAt instanceof Date ? row.createdAt.getTime() : row.createdAt;
-  if (!Number.isFinite(createdMs)) throw new TypeError('call log createdAt must be a date');
+  const createdMs = Math.floor(row.createdAt instanceof Date ? row.createdAt.getTime() : row.createdAt);
+  // DateTime64(3) holds 1900-2299; outside that ClickHouse would refuse the whole batch.
+  if (!Number.isFinite(createdMs) || createdMs < 0 || createdMs >= MAX_CREATED_MS) throw new TypeError('call log createdAt must be a date between 1970 and 2299');
   if (!(LOG_TYPES as readonly string[]).includes(row.type)) throw new TypeError(`call log type must be one of ${LOG_TYPES.join(', ')}`);
   if (row.status !== 'ok' && row.status !== 'error') throw new TypeError("call log status must be 'ok' or 'error'");
   const org = row.organizationGuid.toLowerCase();
   const guid = row.guid === undefined ? newGuid() : optionalGuid(row.guid, 'guid');
   if (!guid) throw new TypeError('call log guid must be a guid');
-  const createdAt = chDateTime(createdMs);
+  const createdAt = chEpochMs(createdMs);
   const thin = [
     org,
     guid,

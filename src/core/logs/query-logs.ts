@@ -63,8 +63,6 @@ const DetailRow = z.object({
   response_headers_bytes: Count,
 });
 
-const KeyRow = z.object({ created_ms: Count, guid: z.string() });
-
 export type LogRow = Omit<z.output<typeof ThinRow>, 'created_ms'> & {
   created_at: string;
   request_body?: string | null;
@@ -105,62 +103,120 @@ const clause = (keyword: string, parts: string[]): string => (parts.length ? `${
 /** Workspace and time first, then the filters; ClickHouse moves the cheap part to PREWHERE itself (measured faster than an explicit PREWHERE). */
 const whereAll = (prewhere: string[], where: string[]): string => clause('WHERE', [...prewhere, ...where]);
 
+/** The narrowest time window a created_at-ordered page is looked for in; an empty window widens this many times. */
+const FIRST_WINDOW_MS = 3_600_000;
+const WINDOW_GROWTH = 8;
+/** Past this the whole range is read: a page takes one or two queries as a rule, seven at most. */
+const LAST_WINDOW_MS = 30 * 86_400_000;
+/** Needle filters match a handful of rows: a window never fills, so the whole range is read at once (their bloom filters skip the rest). */
+const NEEDLE_FILTERS: readonly FilterColumn[] = ['trace_id', 'span_id'];
+
+/**
+ * The first window: an hour per thousand rows the page needs (skip + take + 1), at
+ * least an hour. A deep page then usually takes one query in a busy workspace; the
+ * window's width costs little by itself (the read stops after the page), only the
+ * parts it reaches.
+ */
+function firstWindowMs(needed: number): number {
+  return FIRST_WINDOW_MS * Math.max(1, Math.ceil(needed / 1000));
+}
+
+/**
+ * How much wider the next window is: WINDOW_GROWTH after an empty window (its
+ * count is unknown when skip passed it), else by the density of matches just
+ * seen, with a 2x margin, so a sparse filter does not walk through every size.
+ */
+function growth(found: number, limit: number, skip: number): number {
+  if (found === 0) return WINDOW_GROWTH;
+  // The window held skip + found matches; the page needs skip + limit.
+  return Math.min(64, Math.max(4, (2 * (skip + limit)) / (skip + found)));
+}
+
+/** Whether a created_at-ordered query is worth trying in narrow windows first. */
+function windowable(q: LogQuery): boolean {
+  if (NEEDLE_FILTERS.some((c) => q.filters[c] !== undefined)) return false;
+  // Ascending without fromMs has no known starting point (the oldest row could be months back).
+  return q.orderByDirection === 'desc' || q.fromMs !== undefined;
+}
+
+/**
+ * The far edge of a window of `windowMs` starting where the order starts (toMs or
+ * now for desc, fromMs for asc), or null when the window reaches past the
+ * query's own bound (then the query's bounds alone apply).
+ */
+function edgeOf(q: LogQuery, windowMs: number): number | null {
+  if (windowMs > LAST_WINDOW_MS) return null;
+  if (q.orderByDirection === 'desc') {
+    const edge = (q.toMs ?? Date.now()) - windowMs;
+    return q.fromMs !== undefined && edge <= q.fromMs ? null : edge;
+  }
+  const edge = q.fromMs! + windowMs;
+  return q.toMs !== undefined && edge >= q.toMs ? null : edge;
+}
+
 /**
  * Runs query_logs for one workspace. The interface pages by skip/take; inside,
- * a page ordered by created_at (the default and the common case) is found in two
- * steps so a deep skip stays cheap: the row at `skip` is located reading only the
- * sort-key columns, then the page is read from that key onwards (keyset). Other
- * orders use plain LIMIT/OFFSET with created_at and guid as tie-breakers.
+ * a page ordered by created_at (the default and the common case) is read from a
+ * time window next to where the order starts (the newest rows for desc, fromMs
+ * for asc), widened by WINDOW_GROWTH until it holds skip + take + 1 matching rows
+ * or covers the whole range. A window reads the parts of its own days only (the
+ * cost of a read grows with the parts it touches, measured about 1 ms each), and
+ * since every row on the near side of the window's edge is inside it, the first
+ * skip + take + 1 rows of the window are those of the whole range: the page is
+ * exact. Other orders read the whole range with LIMIT/OFFSET.
  */
 export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, q: LogQuery): Promise<LogPage> {
   const { prewhere, where, params } = conditions(q);
   const dir = q.orderByDirection === 'asc' ? 'ASC' : 'DESC';
   const limit = q.take + 1;
-  let rows: z.output<typeof ThinRow>[];
+  const pageParams = { ...params, limit, skip: q.skip };
+  let rows: z.output<typeof ThinRow>[] = [];
   if (q.orderByColumn === 'created_at') {
     // The whole sort key, workspace first, so ClickHouse reads in order and stops after the page
     // (measured: an expression such as toString(guid) here disables that and costs 3-5x).
     // Ties on created_at break on the guid in ClickHouse's UUID order (low 64 bits first).
     const order = `ORDER BY organization_guid ${dir}, created_at ${dir}, guid ${dir}`;
-    if (q.skip > 0) {
-      const [boundary] = await queryScoped(store, organizationGuid, {
-        tag: 'query_logs.seek',
-        sql: `SELECT toUnixTimestamp64Milli(created_at) AS created_ms, guid FROM call_logs ${whereAll(prewhere, where)} ${order} LIMIT 1 OFFSET {skip:UInt64}`,
-        params: { ...params, skip: q.skip },
-        row: KeyRow,
+    const cmp = dir === 'DESC' ? '>=' : '<=';
+    const read = (edgeMs: number | null) =>
+      queryScoped(store, organizationGuid, {
+        tag: edgeMs === null ? 'query_logs.page' : 'query_logs.window',
+        sql: `SELECT ${SELECT_THIN} FROM call_logs ${whereAll(edgeMs === null ? prewhere : [...prewhere, `created_at ${cmp} fromUnixTimestamp64Milli({edgeMs:Int64}, 'UTC')`], where)} ${order} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
+        params: edgeMs === null ? pageParams : { ...pageParams, edgeMs },
+        row: ThinRow,
       });
-      if (!boundary) return { items: [], skip: q.skip, take: q.take, nextSkip: null };
-      const cmp = dir === 'DESC' ? '<' : '>';
-      prewhere.push(`created_at ${cmp}= fromUnixTimestamp64Milli({keyMs:Int64}, 'UTC')`);
-      where.push(`(created_at ${cmp} fromUnixTimestamp64Milli({keyMs:Int64}, 'UTC') OR guid ${cmp}= {keyGuid:UUID})`);
-      params.keyMs = boundary.created_ms;
-      params.keyGuid = boundary.guid;
+    for (let windowMs = windowable(q) ? firstWindowMs(q.skip + limit) : Infinity; ; windowMs = Math.ceil(windowMs * growth(rows.length, limit, q.skip))) {
+      const edge = edgeOf(q, windowMs);
+      rows = await read(edge);
+      if (edge === null || rows.length === limit) break;
     }
-    rows = await queryScoped(store, organizationGuid, {
-      tag: 'query_logs.page',
-      sql: `SELECT ${SELECT_THIN} FROM call_logs ${whereAll(prewhere, where)} ${order} LIMIT {limit:UInt32}`,
-      params: { ...params, limit },
-      row: ThinRow,
-    });
   } else {
     // The column name comes from the validated enum, never from free text.
     const column = q.orderByColumn;
     rows = await queryScoped(store, organizationGuid, {
       tag: 'query_logs.page',
       sql: `SELECT ${SELECT_THIN} FROM call_logs ${whereAll(prewhere, where)} ORDER BY ${column} ${dir}, created_at ${dir}, guid ${dir} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
-      params: { ...params, limit, skip: q.skip },
+      params: pageParams,
       row: ThinRow,
     });
   }
   const hasMore = rows.length > q.take;
   const page = rows.slice(0, q.take);
   const items: LogRow[] = page.map(({ created_ms, guid, ...rest }) => ({ guid, created_at: new Date(created_ms).toISOString(), ...rest }));
-  if (q.includeDetail && page.length > 0) await attachDetail(store, organizationGuid, page, items);
+  if (q.includeDetail && page.length > 0) {
+    // Only an unfiltered page in created_at order holds every row of its time range.
+    const wholeRange = q.orderByColumn === 'created_at' && Object.keys(q.filters).length === 0;
+    await attachDetail(store, organizationGuid, page, items, !wholeRange);
+  }
   return { items, skip: q.skip, take: q.take, nextSkip: hasMore ? q.skip + q.take : null };
 }
 
-/** Adds bodies and headers (at most 4 KiB each, cut on a character boundary) to a page's rows. */
-async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, page: { guid: string; created_ms: number }[], items: LogRow[]): Promise<void> {
+/**
+ * Adds bodies and headers (at most 4 KiB each, cut on a character boundary) to a page's rows.
+ * An unfiltered page in created_at order is every row of its time range, so the range alone
+ * finds its details (rows tied at the range's edges are ignored below); any other page
+ * (filtered, or ordered by another column and so spread in time) also names its guids.
+ */
+async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, page: { guid: string; created_ms: number }[], items: LogRow[], nameGuids: boolean): Promise<void> {
   const times = page.map((r) => r.created_ms);
   // Aliases differ from column names (ClickHouse would substitute them); at most 4096 characters leave the engine.
   const blob = (c: string) => `substringUTF8(${c}, 1, ${DETAIL_LIMIT_BYTES}) AS ${c}_head, length(${c}) AS ${c}_bytes`;
@@ -168,9 +224,9 @@ async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organization
     tag: 'query_logs.detail',
     sql: `SELECT guid, ${['request_body', 'response_body', 'request_headers', 'response_headers'].map(blob).join(', ')}
       FROM call_log_details
-      PREWHERE organization_guid = {org:String} AND created_at >= fromUnixTimestamp64Milli({minMs:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({maxMs:Int64}, 'UTC')
-      WHERE guid IN {guids:Array(UUID)}`,
-    params: { minMs: Math.min(...times), maxMs: Math.max(...times), guids: page.map((r) => r.guid) },
+      WHERE organization_guid = {org:String} AND created_at >= fromUnixTimestamp64Milli({minMs:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({maxMs:Int64}, 'UTC')
+      ${nameGuids ? 'AND guid IN {guids:Array(UUID)}' : ''}`,
+    params: { minMs: Math.min(...times), maxMs: Math.max(...times), ...(nameGuids ? { guids: page.map((r) => r.guid) } : {}) },
     row: DetailRow,
   });
   const byGuid = new Map(details.map((d) => [d.guid, d]));

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { newGuid } from '../ids.js';
 import type { Services } from '../services.js';
 import type { CallLogInput, LogType } from './call-log-row.js';
+import { randomHex } from './random-hex.js';
 
 export interface SeedOptions {
   organizationGuid: string;
@@ -72,7 +72,7 @@ export async function seedCallLogs(services: Services, opts: SeedOptions): Promi
   const end = Date.now();
   const span = opts.days * 86_400_000;
   const begin = end - span;
-  let traceId = randomBytes(16).toString('hex');
+  let traceId = randomHex(16);
   const sessions = res.links.map(() => newGuid());
   for (let done = 0; done < opts.rows; ) {
     const n = Math.min(CHUNK, opts.rows - done);
@@ -83,7 +83,7 @@ export async function seedCallLogs(services: Services, opts: SeedOptions): Promi
       const type = pickType(random());
       const failed = random() < 0.03;
       // About three calls share a trace, as an agent's turn usually makes several.
-      if (random() < 0.35) traceId = randomBytes(16).toString('hex');
+      if (random() < 0.35) traceId = randomHex(16);
       const withDetail = random() < 0.05;
       const tool = type === 'tool_call' ? TOOLS[Math.floor(random() * TOOLS.length)]! : null;
       chunk[i] = {
