@@ -26,6 +26,7 @@ const parse = (stdout: string): Record<string, string> => {
   return out;
 };
 
+// eslint-disable-next-line no-control-regex -- ANSI colour codes start with ESC
 const stripAnsi = (text: string): string => text.replace(/\x1b\[[0-9;]*m/g, '');
 
 const runner = (url: string, extra: string[] = [], timeout = 60_000) =>
