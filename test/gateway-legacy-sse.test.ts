@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { CreateMessageRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
@@ -89,5 +90,50 @@ describe('an SSE-only upstream', () => {
     const client = await connect(base + gw.path, gw.token, { fetch: alternating });
     for (let i = 0; i < 3; i++) expect(text(await client.callTool({ name: 'legacy__echo', arguments: { message: `r${i}` } }))).toBe(`Echo: r${i}`);
     expect(n).toBeGreaterThanOrEqual(4);
+  });
+});
+
+/** An older host: the SDK's SSEClientTransport at the gateway's `/sse` endpoint. */
+async function legacyHost(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: 'legacy-host', version: '1.0.0' }, { capabilities: {} });
+  const auth = { authorization: `Bearer ${token}` };
+  await client.connect(new SSEClientTransport(new URL(url), { requestInit: { headers: auth }, eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } }) } }));
+  clients.push(client);
+  return client;
+}
+
+describe('the host-facing legacy endpoint /gateways/{guid}/sse', () => {
+  it('serves an SDK SSEClientTransport host: list and call through the same proxy, logged', async () => {
+    const gw = await gateway();
+    const sseUrl = base + gw.path.replace(/\/mcp$/, '/sse');
+    const client = await legacyHost(sseUrl, gw.token);
+    const { tools } = await client.listTools();
+    expect(tools.map((x) => x.name)).toContain('legacy__echo');
+    expect(text(await client.callTool({ name: 'legacy__echo', arguments: { message: 'old host' } }))).toBe('Echo: old host');
+    await t.runtime.services.callLogs.flush();
+    const logs = await invoke(t, 'rest', ws.token, 'query_logs', { filters: { gateway_connection_guid: gw.connectionGuid }, includeDetail: true, take: 100 });
+    expect(logs.body.items.map((r: { type: string }) => r.type)).toEqual(expect.arrayContaining(['initialize', 'tool_call']));
+  });
+
+  it('refuses a missing or wrong token (401) and a stream of another connection (404)', async () => {
+    const gw = await gateway();
+    const other = await gateway();
+    const sseUrl = base + gw.path.replace(/\/mcp$/, '/sse');
+    expect((await fetch(sseUrl)).status).toBe(401);
+    expect((await fetch(sseUrl, { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
+    const abort = new AbortController();
+    const res = await fetch(sseUrl, { headers: { authorization: `Bearer ${gw.token}` }, signal: abort.signal });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let head = '';
+    while (!head.includes('\n\n')) head += new TextDecoder().decode((await reader.read()).value);
+    const endpoint = /data: (\S+)/.exec(head)![1]!;
+    const ping = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) };
+    expect((await fetch(base + endpoint, { ...ping, headers: { ...ping.headers, authorization: `Bearer ${gw.token}` } })).status).toBe(202);
+    // The other gateway's token reaches its own gateway's path only; with this path it is refused.
+    const crossPath = base + endpoint.replace(gw.path.split('/')[2]!, other.path.split('/')[2]!);
+    expect((await fetch(crossPath, { ...ping, headers: { ...ping.headers, authorization: `Bearer ${other.token}` } })).status).toBe(404);
+    expect((await fetch(base + endpoint, { ...ping })).status).toBe(401);
+    abort.abort();
   });
 });
