@@ -12,7 +12,8 @@ import { cancelledTarget, fromUpstream, unrelayId } from './relay.js';
 import type { GatewaySession } from './session-id.js';
 import { ResponseTooLargeError } from './sse.js';
 import { upstreamTraceparent, type TraceContext } from './trace-context.js';
-import { deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamRequest } from './upstream-http.js';
+import { deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
+import { initializeLegacyUpstream, sendToLegacyUpstream } from './upstream-legacy-sse.js';
 import type { UpstreamHealth } from './upstream-health.js';
 
 /** JSON-RPC error codes the gateway answers with. */
@@ -164,6 +165,11 @@ export class GatewayProxy {
     session: Pick<GatewaySession, 'protocolVersion' | 'clientCapabilities' | 'clientInfo'>,
   ): Promise<{ sessionId: string | null; protocolVersion: string | null; instructions: string | null }> {
     const credential = await this.credential(route);
+    if (route.transport === 'sse') {
+      // A legacy session ends with its stream: nothing to keep, each exchange opens its own.
+      const result = await initializeLegacyUpstream(this.request(ctx, route, credential, undefined, undefined), session);
+      return { sessionId: null, protocolVersion: null, instructions: typeof result.instructions === 'string' ? result.instructions : null };
+    }
     const init = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: session.protocolVersion, capabilities: session.clientCapabilities, clientInfo: session.clientInfo } } as JSONRPCMessage;
     const req = this.request(ctx, route, credential, undefined, undefined);
     const reply = await postToUpstream(req, init);
@@ -377,11 +383,11 @@ export class GatewayProxy {
    * (assigned later, or a request sent without a session), one opened for this
    * request and closed after it.
    */
-  private async send(ctx: HostContext, route: Route, message: JSONRPCMessage) {
-    if (route.transport === 'sse') throw new GatewayCallError(ERRORS.upstream, `Server ${route.slug} speaks only the legacy HTTP+SSE transport, which the gateway does not relay yet.`);
+  private async send(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<UpstreamReply> {
     const credential = await this.credential(route);
     ctx.record.secrets.push(...credential.secrets);
     ctx.record.headerNames.push(...credential.headerNames);
+    if (route.transport === 'sse') return this.sendLegacy(ctx, route, credential, message);
     let upstream = ctx.session?.upstreams[route.assignmentGuid];
     let transient = false;
     try {
@@ -407,6 +413,17 @@ export class GatewayProxy {
     } catch (err) {
       if (err instanceof UpstreamHttpError && err.status === 404 && upstream?.sessionId && !transient) throw new SessionExpired();
       if (err instanceof GatewayCallError) throw err;
+      throw this.failed(ctx, route, message, err);
+    }
+  }
+
+  /** One exchange with an upstream that speaks only the legacy HTTP+SSE transport (see upstream-legacy-sse.ts). */
+  private async sendLegacy(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamReply> {
+    const init = ctx.session ?? { protocolVersion: LATEST_PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'gateway-host', version: '0' } };
+    const liveKey = `${route.assignmentGuid}|${ctx.caller.connectionGuid}|${ctx.session?.id ?? ''}`;
+    try {
+      return await sendToLegacyUpstream(this.request(ctx, route, credential, undefined, undefined), init, liveKey, message);
+    } catch (err) {
       throw this.failed(ctx, route, message, err);
     }
   }

@@ -14,6 +14,7 @@ import { traceContextFrom } from './trace-context.js';
 import { UpstreamHealth } from './upstream-health.js';
 import { deleteUpstreamSession } from './upstream-http.js';
 import { egressFetch } from '../core/servers/egress-fetch.js';
+import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 
 const SESSION_HEADER = 'mcp-session-id';
 const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({ jsonrpc: '2.0', id: null, error: { code, message, ...(data ? { data } : {}) } });
@@ -115,6 +116,8 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return render(reply, answer, found.id);
   });
 
+  registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, postOptions });
+
   app.get<{ Params: { gatewayGuid: string } }>(path, async (request, reply) => {
     const found = await admitSession(request, reply);
     if (!found) return reply;
@@ -167,9 +170,4 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     reply.raw.end();
     return reply;
   }
-}
-
-function header(request: FastifyRequest, name: string): string | undefined {
-  const v = request.headers[name];
-  return Array.isArray(v) ? v[0] : v;
 }

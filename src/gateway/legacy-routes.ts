@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { Services } from '../core/services.js';
+import type { GatewayCaller } from './access.js';
+import { CallRecord, keptRequestHeaders } from './call-record.js';
+import type { Catalogs } from './catalog.js';
+import { ERRORS, type GatewayProxy } from './proxy.js';
+import type { GatewaySession } from './session-id.js';
+import { sseMessage } from './sse.js';
+import { traceContextFrom } from './trace-context.js';
+
+/** An open legacy stream: where the answers to its POSTed messages go. */
+interface LegacyStream {
+  caller: GatewayCaller;
+  out: ServerResponse;
+  /** Set by the host's initialize. */
+  session: GatewaySession | null;
+  abort: AbortController;
+}
+
+export interface LegacyRouteDeps {
+  admit(request: FastifyRequest<{ Params: { gatewayGuid: string } }>, reply: FastifyReply): Promise<GatewayCaller | null>;
+  rpcError(code: number, message: string, data?: Record<string, unknown>): unknown;
+  proxy: GatewayProxy;
+  catalogs: Catalogs;
+  postOptions: RouteShorthandOptions;
+}
+
+/** Comments keep idle proxies from closing a quiet stream. */
+const KEEPALIVE_MS = 15_000;
+
+/**
+ * The legacy HTTP+SSE transport (protocol 2024-11-05) for older hosts, on the
+ * same proxy core as `/mcp`: GET `/gateways/{guid}/sse` opens a stream whose first
+ * `endpoint` event names `/gateways/{guid}/message?sessionId=...`; messages POSTed
+ * there are accepted (202) and answered on the stream. The protocol ties a session
+ * to its open stream, so these sessions live in the process holding the stream:
+ * a POST that reaches another replica answers 404 (route `/sse` with sticky sessions).
+ */
+export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Services, deps: LegacyRouteDeps): void {
+  const streams = new Map<string, LegacyStream>();
+  app.addHook('onClose', async () => {
+    for (const stream of streams.values()) stream.abort.abort();
+  });
+
+  app.get<{ Params: { gatewayGuid: string } }>('/gateways/:gatewayGuid/sse', async (request, reply) => {
+    const caller = await deps.admit(request, reply);
+    if (!caller) return reply;
+    const id = randomBytes(16).toString('hex');
+    const stream: LegacyStream = { caller, out: reply.raw, session: null, abort: new AbortController() };
+    streams.set(id, stream);
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    reply.raw.write(`event: endpoint\ndata: /gateways/${encodeURIComponent(request.params.gatewayGuid)}/message?sessionId=${id}\n\n`);
+    const keepalive = setInterval(() => reply.raw.write(': keepalive\n\n'), KEEPALIVE_MS);
+    await new Promise<void>((resolve) => {
+      const done = () => resolve();
+      reply.raw.once('close', done);
+      stream.abort.signal.addEventListener('abort', done, { once: true });
+    });
+    clearInterval(keepalive);
+    streams.delete(id);
+    stream.abort.abort();
+    if (!reply.raw.writableEnded) reply.raw.end();
+  });
+
+  app.post<{ Params: { gatewayGuid: string }; Querystring: { sessionId?: string } }>('/gateways/:gatewayGuid/message', deps.postOptions, async (request, reply) => {
+    const caller = await deps.admit(request, reply);
+    if (!caller) return reply;
+    const stream = streams.get(String(request.query.sessionId ?? ''));
+    // Another connection's stream is as unknown as a missing one.
+    if (!stream || stream.caller.connectionGuid !== caller.connectionGuid) {
+      return reply.code(404).send(deps.rpcError(ERRORS.sessionNotFound, 'Session not found: open a new stream at /sse (the stream may be held by another replica).'));
+    }
+    const body = request.body as unknown;
+    if (!body || typeof body !== 'object' || Array.isArray(body) || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
+      return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, 'The body must be one JSON-RPC 2.0 message.'));
+    }
+    const message = body as JSONRPCMessage;
+    const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
+    const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
+    const record = new CallRecord(services, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), stream.session?.id ?? null);
+    const catalog = await deps.catalogs.forCaller(caller);
+    // Answered on the stream: the POST is accepted at once, the work goes on while the stream is open.
+    void (async () => {
+      const answer = await deps.proxy.handle({ caller, catalog, session: stream.session, trace, signal: stream.abort.signal, record }, message);
+      if (answer.kind === 'json') {
+        if (answer.newSession) stream.session = answer.newSession;
+        write(stream, answer.message);
+      } else if (answer.kind === 'stream') {
+        for await (const out of answer.messages) write(stream, out);
+      } else if (answer.kind === 'session-expired') {
+        const id = (message as { id?: RequestId }).id;
+        if (id !== undefined) write(stream, { jsonrpc: '2.0', id, error: { code: ERRORS.sessionNotFound, message: 'Session expired upstream: open a new stream.' } } as JSONRPCMessage);
+      }
+    })().catch((err: unknown) => services.logger.error({ err: err instanceof Error ? err.message : String(err) }, 'legacy gateway message failed'));
+    return reply.code(202).send();
+  });
+}
+
+function write(stream: LegacyStream, message: JSONRPCMessage): void {
+  if (!stream.out.destroyed && !stream.out.writableEnded) stream.out.write(sseMessage(message));
+}
+
+/** One request header's value (the first, when repeated). */
+export function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
