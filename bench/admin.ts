@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { loadConfig } from '../src/config.js';
@@ -59,6 +60,16 @@ async function mcpLoad(url: string, token: string, tool: string, concurrency: nu
   return { rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
 
+/** autocannon in its own process, so the load generator does not share the service's event loop. */
+async function loadRest(url: string, token: string) {
+  const { stdout } = await promisify(execFile)(
+    path.resolve('node_modules/.bin/autocannon'),
+    ['-j', '-c', String(connections), '-d', String(seconds), '-H', `authorization=Bearer ${token}`, url],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  return JSON.parse(stdout) as { non2xx: number; errors: number; requests: { average: number }; latency: { p50: number; p99: number } };
+}
+
 async function benchStore(store: 'pglite' | 'postgres'): Promise<Row[]> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-admin-'));
   const config = loadConfig({
@@ -78,7 +89,7 @@ async function benchStore(store: 'pglite' | 'postgres'): Promise<Row[]> {
   }
   const rows: Row[] = [];
   for (const [operation, urlPath] of [['whoami', '/whoami'], ['list_teams', '/teams']] as const) {
-    const r = await autocannon({ url: base + urlPath, connections, duration: seconds, headers: { authorization: `Bearer ${ws.token}` } });
+    const r = await loadRest(base + urlPath, ws.token);
     if (r.non2xx > 0 || r.errors > 0) throw new Error(`${operation}: ${r.non2xx} non-2xx, ${r.errors} errors`);
     rows.push({ store, surface: 'rest', operation, concurrency: connections, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 });
     for (const concurrency of [1, connections]) {

@@ -144,3 +144,28 @@ describe('tokens are workspace-scoped', () => {
     expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
   });
 });
+
+describe('callers are resolved fresh after every change', () => {
+  it('an operator command (entitlement revoke) takes effect on the next request, even for a caller just seen', async () => {
+    const { runAdminCommand } = await import('../src/core/admin-commands.js');
+    const ws = await newWorkspace(t);
+    expect((await invoke(t, 'rest', ws.token, 'whoami')).status).toBe(200);
+    await runAdminCommand(t.runtime.services, 'entitlement', { action: 'revoke', org: ws.organizationGuid, key: 'ff-svc-admin' });
+    const denied = await invoke(t, 'rest', ws.token, 'whoami');
+    expect(denied.status).toBe(403);
+    expect(denied.body.code).toBe('entitlement_required');
+    await runAdminCommand(t.runtime.services, 'entitlement', { action: 'grant', org: ws.organizationGuid, key: 'ff-svc-admin' });
+    expect((await invoke(t, 'mcp', ws.token, 'whoami')).status).toBe(200);
+  });
+
+  it('a token used once and then expired fails at its expiry without any change notice', async () => {
+    const ws = await newWorkspace(t);
+    const created = (await invoke(t, 'rest', ws.token, 'create_access_token', { label: 'short-lived', expiresInDays: 1 })).body;
+    expect((await invoke(t, 'rest', created.token, 'whoami')).status).toBe(200);
+    const cache = t.runtime.services.principalCache;
+    if (!cache) return; // only embedded stores cache callers
+    const { hashToken } = await import('../src/core/auth/tokens.js');
+    expect(cache.get(hashToken(created.token))).toBeDefined();
+    expect(cache.get(hashToken(created.token), Date.parse(created.expiresAt) + 1)).toBeUndefined();
+  });
+});

@@ -70,5 +70,9 @@ export async function runAdminCommand(services: Services, name: string, rawArgs:
   const command = name as AdminCommandName;
   const parsed = commandSchemas[command].safeParse(rawArgs);
   if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
-  return (handlers[command] as (s: Services, a: unknown, h: AdminCommandHooks) => Promise<Record<string, unknown>>)(services, parsed.data, hooks);
+  const result = await (handlers[command] as (s: Services, a: unknown, h: AdminCommandHooks) => Promise<Record<string, unknown>>)(services, parsed.data, hooks);
+  // Commands change workspaces behind the interface (e.g. an entitlement): caches must hear of it, like after an operation.
+  const org = (parsed.data as { org?: string }).org;
+  if (org) services.configChanges.changed(org);
+  return result;
 }

@@ -4,6 +4,7 @@ import type { ClickhouseStore } from '../stores/clickhouse.js';
 import type { ConfigDb } from '../stores/postgres.js';
 import type { AlertSink } from './alerts.js';
 import type { ConfigChanges } from './config-changes.js';
+import type { PrincipalCache } from './auth/principal-cache.js';
 import type { TokenUsage } from './auth/token-usage.js';
 import type { EgressPolicy } from './egress.js';
 import type { CallLogSink } from './logs/call-log-writer.js';
@@ -38,6 +39,8 @@ export interface Services {
   metricsRegistry?: Registry;
   /** In-process notice of configuration changes (posted by the executor and feature-learning; hot-path caches listen). */
   configChanges: ConfigChanges;
+  /** Resolved admin callers; present only with embedded stores (see PrincipalCache). */
+  principalCache?: PrincipalCache;
   /** The key that seals the gateway's session ids, derived from SECRET_KEY (so every replica can open them). */
   gatewaySessionKey: Buffer;
 }

@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { TokenUsage } from '../core/auth/token-usage.js';
 import { ConfigChanges } from '../core/config-changes.js';
+import { PrincipalCache } from '../core/auth/principal-cache.js';
 import { EgressPolicy } from '../core/egress.js';
 import { ClickhouseAlertStore } from '../core/logs/alert-store.js';
 import { CallLogWriter } from '../core/logs/call-log-writer.js';
@@ -49,6 +50,7 @@ export async function openRuntime(
   const tokenUsage = new TokenUsage(pg.db);
   tokenUsage.start();
   const metricsRegistry = new Registry();
+  const configChanges = new ConfigChanges();
   const base: Omit<Services, 'serverValidation'> = {
     config,
     db: pg.db,
@@ -63,7 +65,9 @@ export async function openRuntime(
     metricsRegistry,
     alerts: new ClickhouseAlertStore(clickhouse, logger),
     callLogs,
-    configChanges: new ConfigChanges(),
+    configChanges,
+    // Embedded stores belong to this process alone, so a cache of callers kept exact by change notices is safe.
+    principalCache: pg.kind === 'pglite' ? new PrincipalCache(configChanges) : undefined,
     gatewaySessionKey: Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), 'gateway-session-id', 32)),
   };
   // The job runner needs the services it belongs to: attach it once they exist.

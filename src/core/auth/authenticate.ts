@@ -13,8 +13,15 @@ const UNAUTHENTICATED = 'A valid access token is required: send it as `Authoriza
  * next request in every process; lastUsedAt is noted in memory, not written here.
  * Every failure gives the same answer, whatever the reason.
  */
-export async function authenticate(services: Pick<Services, 'db' | 'tokenUsage'>, token: string | null, kind: TokenKind): Promise<Principal> {
+export async function authenticate(services: Pick<Services, 'db' | 'tokenUsage' | 'principalCache'>, token: string | null, kind: TokenKind): Promise<Principal> {
   if (!token || tokenKindOf(token) !== kind) throw new AppError('unauthenticated', UNAUTHENTICATED);
+  const tokenHash = hashToken(token);
+  const cache = kind === 'access' ? services.principalCache : undefined;
+  const cached = cache?.get(tokenHash);
+  if (cached) {
+    services.tokenUsage.note(cached.tokenId);
+    return cached;
+  }
   const row = await services.db
     .selectFrom('access_tokens as t')
     .innerJoin('users as u', 'u.guid', 't.user_guid')
@@ -22,6 +29,7 @@ export async function authenticate(services: Pick<Services, 'db' | 'tokenUsage'>
     .innerJoin('roles as r', 'r.guid', 'u.role_guid')
     .select([
       't.id as token_id',
+      't.expires_at',
       'u.guid as user_guid',
       'u.email',
       'u.display_name',
@@ -33,7 +41,7 @@ export async function authenticate(services: Pick<Services, 'db' | 'tokenUsage'>
       'r.granted_capabilities',
       sql<boolean>`exists (select 1 from entitlements e where e.organization_guid = o.guid and e.key = ${ADMIN_ENTITLEMENT})`.as('entitled'),
     ])
-    .where('t.token_hash', '=', hashToken(token))
+    .where('t.token_hash', '=', tokenHash)
     .where('t.kind', '=', kind)
     .where('t.revoked_at', 'is', null)
     .where((eb) => eb.or([eb('t.expires_at', 'is', null), eb('t.expires_at', '>', sql<Date>`now()`)]))
@@ -41,7 +49,7 @@ export async function authenticate(services: Pick<Services, 'db' | 'tokenUsage'>
     .executeTakeFirst();
   if (!row) throw new AppError('unauthenticated', UNAUTHENTICATED);
   services.tokenUsage.note(row.token_id);
-  return {
+  const principal: Principal = {
     tokenId: row.token_id,
     userGuid: row.user_guid,
     emailAddress: row.email,
@@ -54,4 +62,6 @@ export async function authenticate(services: Pick<Services, 'db' | 'tokenUsage'>
     capabilities: new Set(row.granted_capabilities),
     entitled: Boolean(row.entitled),
   };
+  cache?.set(tokenHash, principal, row.expires_at);
+  return principal;
 }
