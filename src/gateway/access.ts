@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { hashToken, tokenKindOf } from '../core/auth/tokens.js';
 import { ADMIN_ENTITLEMENT } from '../core/executor.js';
+import { holdsAdminEntitlement } from '../core/repositories/organizations.js';
 import type { Services } from '../core/services.js';
 import { SingleFlight, TtlCache } from './ttl-cache.js';
 
@@ -115,7 +116,7 @@ export class GatewayAccess {
         'u.is_active as user_active',
         't.expires_at',
         sql<boolean>`t.revoked_at is not null`.as('revoked'),
-        sql<boolean>`exists (select 1 from entitlements e where e.organization_guid = t.organization_guid and e.key = ${ADMIN_ENTITLEMENT})`.as('entitled'),
+        holdsAdminEntitlement('t.organization_guid').as('entitled'),
         'g.guid as gateway_guid',
         'g.name as gateway_name',
         'g.enabled as gateway_enabled',

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { AppError } from '../errors.js';
-import { ADMIN_ENTITLEMENT } from '../executor.js';
 import type { Principal } from '../operation.js';
+import { holdsAdminEntitlement } from '../repositories/organizations.js';
 import type { Services } from '../services.js';
 import { hashToken, tokenKindOf, type TokenKind } from './tokens.js';
 
@@ -39,7 +39,7 @@ export async function authenticate(services: Pick<Services, 'db' | 'tokenUsage' 
       'r.guid as role_guid',
       'r.name as role_name',
       'r.granted_capabilities',
-      sql<boolean>`exists (select 1 from entitlements e where e.organization_guid = o.guid and e.key = ${ADMIN_ENTITLEMENT})`.as('entitled'),
+      holdsAdminEntitlement('o.guid').as('entitled'),
     ])
     .where('t.token_hash', '=', tokenHash)
     .where('t.kind', '=', kind)

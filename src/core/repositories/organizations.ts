@@ -1,3 +1,5 @@
+import { sql, type RawBuilder } from 'kysely';
+import { ADMIN_ENTITLEMENT } from '../executor.js';
 import type { ConfigDb } from '../../stores/postgres.js';
 import type { Organization } from '../../stores/schema.js';
 
@@ -21,3 +23,11 @@ export async function grantEntitlement(db: ConfigDb, organizationGuid: string, k
 export async function revokeEntitlement(db: ConfigDb, organizationGuid: string, key: string): Promise<void> {
   await db.deleteFrom('entitlements').where('organization_guid', '=', organizationGuid).where('key', '=', key).execute();
 }
+
+/**
+ * Whether the workspace in column `organizationColumn` (e.g. 't.organization_guid')
+ * holds the admin entitlement, as a select expression: the one place that rule is
+ * written for the queries that resolve callers.
+ */
+export const holdsAdminEntitlement = (organizationColumn: string): RawBuilder<boolean> =>
+  sql<boolean>`exists (select 1 from entitlements e where e.organization_guid = ${sql.ref(organizationColumn)} and e.key = ${ADMIN_ENTITLEMENT})`;
