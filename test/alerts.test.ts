@@ -11,7 +11,9 @@ let otherToken: string;
 const server = newGuid();
 const gateway = newGuid();
 const secret = 'ghp_' + newGuid().replaceAll('-', '');
+/** When each raise started and finished: an alert's created_at lies between the two. */
 const raisedAt: number[] = [];
+const doneAt: number[] = [];
 
 const alert = (i: number, over: Partial<NewAlert> = {}): NewAlert => ({
   organizationGuid: org,
@@ -33,8 +35,9 @@ beforeAll(async () => {
   for (let i = 0; i < 12; i++) {
     raisedAt.push(Date.now());
     await t.runtime.services.alerts.raise(alert(i));
-    // Distinct milliseconds make "newest first" observable.
-    while (Date.now() === raisedAt.at(-1)) await new Promise((r) => setImmediate(r));
+    doneAt.push(Date.now());
+    // The next alert starts in a later millisecond: "newest first" and time windows are observable.
+    while (Date.now() <= doneAt.at(-1)!) await new Promise((r) => setImmediate(r));
   }
   await t.runtime.services.alerts.raise({
     ...alert(99),
@@ -74,7 +77,7 @@ describe.each(SURFACES)('list_alerts and get_alert on %s', (surface) => {
     expect(byGateway.body.items).toHaveLength(7); // the six odd ones and the auth alert (99)
     const byServer = await invoke(t, surface, token, 'list_alerts', { filters: { relatedResourceGuid: server, code: 'upstream_call_failed', messageType: 'error' } });
     expect(byServer.body.items.map((a: any) => a.subject)).toEqual(['Subject 10', 'Subject 8', 'Subject 4', 'Subject 2']);
-    const window = await invoke(t, surface, token, 'list_alerts', { fromMs: raisedAt[3], toMs: raisedAt[5] });
+    const window = await invoke(t, surface, token, 'list_alerts', { fromMs: raisedAt[3], toMs: doneAt[5] });
     expect(window.body.items.map((a: any) => a.subject)).toEqual(['Subject 5', 'Subject 4', 'Subject 3']);
   });
 
