@@ -11,12 +11,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { loadConfig } from '../src/config.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
+import { mcpToolLoad } from './mcp-load.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '10' } } });
 const seconds = Number(values.seconds);
@@ -31,33 +30,6 @@ interface Row {
   rps: number;
   p50: number;
   p99: number;
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-
-async function mcpLoad(url: string, token: string, tool: string, concurrency: number): Promise<{ rps: number; p50: number; p99: number }> {
-  const clients = await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      const c = new Client({ name: 'bench', version: '1' });
-      await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
-      return c;
-    }),
-  );
-  const latencies: number[] = [];
-  const end = Date.now() + seconds * 1000;
-  await Promise.all(
-    clients.map(async (c) => {
-      while (Date.now() < end) {
-        const t0 = performance.now();
-        const r = await c.callTool({ name: tool, arguments: {} });
-        if (r.isError) throw new Error(JSON.stringify(r.structuredContent));
-        latencies.push(performance.now() - t0);
-      }
-    }),
-  );
-  await Promise.all(clients.map((c) => c.close()));
-  latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
 
 /** autocannon in its own process, so the load generator does not share the service's event loop. */
@@ -93,7 +65,7 @@ async function benchStore(store: 'pglite' | 'postgres'): Promise<Row[]> {
     if (r.non2xx > 0 || r.errors > 0) throw new Error(`${operation}: ${r.non2xx} non-2xx, ${r.errors} errors`);
     rows.push({ store, surface: 'rest', operation, concurrency: connections, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 });
     for (const concurrency of [1, connections]) {
-      const m = await mcpLoad(`${base}/mcp`, ws.token, operation, concurrency);
+      const m = await mcpToolLoad({ url: `${base}/mcp`, headers: { authorization: `Bearer ${ws.token}` }, tool: operation, args: {}, concurrency, seconds });
       rows.push({ store, surface: 'mcp', operation, concurrency, ...m });
     }
   }

@@ -11,53 +11,21 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { loadConfig } from '../src/config.js';
 import type { CallLogSink } from '../src/core/logs/call-log-writer.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { startEverything } from '../test/helpers/upstreams.js';
+import { mcpToolLoad, type LoadFigures } from './mcp-load.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '16' } } });
 const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
 const silent = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-
-interface Figures {
-  rps: number;
-  p50: number;
-  p99: number;
-}
-
-async function load(url: string, headers: Record<string, string>, tool: string, clientsCount: number): Promise<Figures> {
-  const clients = await Promise.all(
-    Array.from({ length: clientsCount }, async () => {
-      const c = new Client({ name: 'bench', version: '1' });
-      await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-      return c;
-    }),
-  );
-  // Warm-up: connections, JIT, caches.
-  for (const c of clients) for (let i = 0; i < 20; i++) await c.callTool({ name: tool, arguments: { message: 'warm' } });
-  const latencies: number[] = [];
-  const end = Date.now() + seconds * 1000;
-  await Promise.all(
-    clients.map(async (c) => {
-      while (Date.now() < end) {
-        const t0 = performance.now();
-        const r = await c.callTool({ name: tool, arguments: { message: 'hello' } });
-        if (r.isError) throw new Error(JSON.stringify(r.content));
-        latencies.push(performance.now() - t0);
-      }
-    }),
-  );
-  await Promise.all(clients.map((c) => c.close()));
-  latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
+/** tools/call echo against `url` from `concurrency` clients, after a warm-up of 20 calls each. */
+const load = (url: string, headers: Record<string, string>, tool: string, concurrency: number): Promise<LoadFigures> =>
+  mcpToolLoad({ url, headers, tool, args: { message: 'hello' }, concurrency, seconds, warmupCalls: 20 });
 
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-gateway-'));
@@ -93,7 +61,7 @@ async function main(): Promise<void> {
     const gatewayHeaders = { authorization: `Bearer ${issued.token}` };
     const path = `/gateways/${gateway.guid}/mcp`;
 
-    const rows: { target: string; concurrency: number; figures: Figures }[] = [];
+    const rows: { target: string; concurrency: number; figures: LoadFigures }[] = [];
     for (const c of [1, concurrency]) {
       rows.push({ target: 'direct', concurrency: c, figures: await load(upstream.url, {}, 'echo', c) });
       rows.push({ target: 'gateway (logging on)', concurrency: c, figures: await load(urlOf(withLogs) + path, gatewayHeaders, 'everything__echo', c) });
