@@ -2,12 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientInsert, type EncodedInsert, type InsertEncoded } from '../src/stores/clickhouse.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
 import { encodeCallLog, truncateUtf8 } from '../src/core/logs/call-log-row.js';
 import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/logs/redact.js';
-import { listSegments } from '../src/core/logs/spool.js';
+import { listSegments, newSegmentName } from '../src/core/logs/spool.js';
 import { CapturedLog, startTestApp, type TestApp } from './helpers/harness.js';
 import { countRows, logRow } from './helpers/call-logs.js';
 
@@ -18,11 +19,14 @@ import { countRows, logRow } from './helpers/call-logs.js';
  */
 let t: TestApp;
 let real: ClickHouseClient;
+/** The runtime's own insert path (chDB's raw insert, or a server's HTTP insert). */
+let realInsert: InsertEncoded;
 const spoolDirs: string[] = [];
 
 beforeAll(async () => {
   t = await startTestApp();
   real = t.runtime.services.clickhouse.client;
+  realInsert = t.runtime.services.clickhouse.insertEncoded;
 });
 afterAll(async () => {
   await t?.close();
@@ -35,17 +39,15 @@ const newSpoolDir = () => {
   return dir;
 };
 
-/** A client whose inserts fail while `down` is true, as if ClickHouse were unreachable. */
-function switchableClient() {
+/** An insert path that fails while `down` is true, as if ClickHouse were unreachable. */
+function switchableInsert() {
   const state = { down: true, attempts: 0 };
-  const client = {
-    exec: async (params: Parameters<ClickHouseClient['exec']>[0]) => {
-      state.attempts++;
-      if (state.down) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
-      return real.exec(params);
-    },
+  const insert = async (request: EncodedInsert) => {
+    state.attempts++;
+    if (state.down) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
+    return realInsert(request);
   };
-  return { client, state };
+  return { insert, state };
 }
 
 const guidsIn = async (org: string): Promise<string[]> => {
@@ -56,9 +58,9 @@ const guidsIn = async (org: string): Promise<string[]> => {
 describe('the call-log writer', () => {
   it('spools rows while ClickHouse is unreachable and inserts each exactly once when it returns', async () => {
     const org = newGuid();
-    const { client, state } = switchableClient();
+    const { insert, state } = switchableInsert();
     const dir = newSpoolDir();
-    const writer = await CallLogWriter.open({ client, spoolDir: dir, logger: new CapturedLog(), batchRows: 100, retryMinMs: 5, retryMaxMs: 20 });
+    const writer = await CallLogWriter.open({ insert, spoolDir: dir, logger: new CapturedLog(), batchRows: 100, retryMinMs: 5, retryMaxMs: 20 });
     const rows = Array.from({ length: 350 }, () => logRow(org, { requestBody: 'b' }));
     for (let i = 0; i < rows.length; i += 50) await writer.write(rows.slice(i, i + 50));
     await expect(writer.flush()).rejects.toThrow(/spool/);
@@ -80,8 +82,8 @@ describe('the call-log writer', () => {
   it('keeps accepted rows across a restart and replays them exactly once', async () => {
     const org = newGuid();
     const dir = newSpoolDir();
-    const down = switchableClient();
-    const first = await CallLogWriter.open({ client: down.client, spoolDir: dir, logger: new CapturedLog(), batchRows: 64, retryMinMs: 5 });
+    const down = switchableInsert();
+    const first = await CallLogWriter.open({ insert: down.insert, spoolDir: dir, logger: new CapturedLog(), batchRows: 64, retryMinMs: 5 });
     const rows = Array.from({ length: 200 }, () => logRow(org));
     await first.write(rows.slice(0, 150));
     await first.write(rows.slice(150));
@@ -89,11 +91,11 @@ describe('the call-log writer', () => {
     expect(listSegments(dir).length).toBeGreaterThan(0);
     await expect(first.write([logRow(org)])).rejects.toThrow(/closed/);
 
-    const second = await CallLogWriter.open({ client: real, spoolDir: dir, logger: new CapturedLog() });
+    const second = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
     await second.flush();
     await second.close();
     // A third start finds nothing left to replay.
-    const third = await CallLogWriter.open({ client: real, spoolDir: dir, logger: new CapturedLog() });
+    const third = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
     await third.flush();
     await third.close();
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
@@ -102,14 +104,11 @@ describe('the call-log writer', () => {
   it('replays a batch whose acknowledgement was lost without duplicating it (deduplication token)', async () => {
     const org = newGuid();
     let lostAcks = 1;
-    const client = {
-      exec: async (params: Parameters<ClickHouseClient['exec']>[0]) => {
-        const result = await real.exec(params);
-        if (lostAcks-- > 0) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-        return result;
-      },
+    const insert = async (request: EncodedInsert) => {
+      await realInsert(request);
+      if (lostAcks-- > 0) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
     };
-    const writer = await CallLogWriter.open({ client, spoolDir: newSpoolDir(), logger: new CapturedLog(), retryMinMs: 5 });
+    const writer = await CallLogWriter.open({ insert, spoolDir: newSpoolDir(), logger: new CapturedLog(), retryMinMs: 5 });
     const rows = Array.from({ length: 40 }, () => logRow(org));
     await writer.write(rows);
     await expect(writer.flush()).rejects.toThrow();
@@ -123,14 +122,14 @@ describe('the call-log writer', () => {
     const dir = newSpoolDir();
     const unreachable = createClient({ url: 'http://127.0.0.1:1', request_timeout: 2000, log: { level: ClickHouseLogLevel.OFF } });
     const log = new CapturedLog();
-    const writer = await CallLogWriter.open({ client: unreachable, spoolDir: dir, logger: log, retryMinMs: 5 });
+    const writer = await CallLogWriter.open({ insert: clientInsert(unreachable), spoolDir: dir, logger: log, retryMinMs: 5 });
     const rows = Array.from({ length: 25 }, () => logRow(org));
     await writer.write(rows);
     await expect(writer.flush()).rejects.toThrow();
     await writer.close();
     await unreachable.close();
     expect(log.text()).toMatch(/retried/);
-    const again = await CallLogWriter.open({ client: real, spoolDir: dir, logger: new CapturedLog() });
+    const again = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
     await again.flush();
     await again.close();
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
@@ -141,14 +140,12 @@ describe('the call-log writer', () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     let calls = 0;
-    const client = {
-      exec: async (params: Parameters<ClickHouseClient['exec']>[0]) => {
-        calls++;
-        await gate;
-        return real.exec(params);
-      },
+    const insert = async (request: EncodedInsert) => {
+      calls++;
+      await gate;
+      return realInsert(request);
     };
-    const writer = await CallLogWriter.open({ client, spoolDir: newSpoolDir(), logger: new CapturedLog(), batchRows: 10, maxBufferedRows: 20 });
+    const writer = await CallLogWriter.open({ insert, spoolDir: newSpoolDir(), logger: new CapturedLog(), batchRows: 10, maxBufferedRows: 20 });
     await writer.write(Array.from({ length: 10 }, () => logRow(org)));
     await writer.write(Array.from({ length: 10 }, () => logRow(org)));
     let accepted = false;
@@ -164,9 +161,25 @@ describe('the call-log writer', () => {
     expect(await countRows(t, org)).toBe(30);
   });
 
+  it('moves a segment ClickHouse refuses as data to spool/rejected and goes on with the next', async () => {
+    const org = newGuid();
+    const dir = newSpoolDir();
+    // A segment from an earlier run whose thin row ClickHouse cannot parse (a broken guid), then a good one.
+    const good = encodeCallLog(logRow(org));
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), `T"${org}","not-a-uuid",${good.thin.split(',').slice(2).join(',')}\n`);
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), `T${good.thin}\n`);
+    const log = new CapturedLog();
+    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: log, retryMinMs: 1, retryMaxMs: 2 });
+    await vi.waitFor(async () => expect(await countRows(t, org)).toBe(1), { timeout: 20_000, interval: 50 });
+    await writer.close();
+    expect(fs.readdirSync(path.join(dir, 'rejected'))).toHaveLength(1);
+    expect(listSegments(dir)).toEqual([]);
+    expect(log.text()).toMatch(/rejects a spool segment/);
+  });
+
   it('refuses a malformed row before accepting any of the batch', async () => {
     const org = newGuid();
-    const writer = await CallLogWriter.open({ client: real, spoolDir: newSpoolDir(), logger: new CapturedLog() });
+    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: newSpoolDir(), logger: new CapturedLog() });
     await expect(writer.write([logRow(org), logRow(org, { userGuid: 'not-a-guid' })])).rejects.toThrow(/userGuid/);
     await expect(writer.write([logRow(org, { traceId: 'xyz' })])).rejects.toThrow(/traceId/);
     await expect(writer.write([logRow('nope')])).rejects.toThrow(/organizationGuid/);
@@ -182,7 +195,7 @@ describe('the call-log writer', () => {
   it('stores created_at to the millisecond, in both of its encodings, and guids lowercase', async () => {
     const org = newGuid();
     const user = newGuid();
-    const writer = await CallLogWriter.open({ client: real, spoolDir: newSpoolDir(), logger: new CapturedLog() });
+    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: newSpoolDir(), logger: new CapturedLog() });
     // Epoch-seconds text for real call times, the ISO text before 2001; the same guid upper then lower case.
     const times = [Date.UTC(2026, 10, 20, 12, 0, 0, 7), Date.UTC(2026, 10, 20, 12, 0, 0, 90), Date.UTC(1999, 0, 1, 0, 0, 0, 123), Date.UTC(2026, 10, 20, 12, 0, 1, 0)];
     await writer.write(times.map((createdAt, i) => logRow(org, { createdAt, userGuid: i % 2 ? user : user.toUpperCase() })));

@@ -46,7 +46,7 @@ export async function openRuntime(
     await pg.close().catch(() => undefined);
     throw err;
   }
-  const callLogs = await CallLogWriter.open({ client: clickhouse.client, spoolDir: path.join(config.dataDir, 'spool', 'call-logs'), logger });
+  const callLogs = await CallLogWriter.open({ insert: clickhouse.insertEncoded, spoolDir: path.join(config.dataDir, 'spool', 'call-logs'), logger });
   const tokenUsage = new TokenUsage(pg.db);
   tokenUsage.start();
   const metricsRegistry = new Registry();

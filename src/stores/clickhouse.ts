@@ -1,10 +1,24 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { Readable } from 'node:stream';
+import { createClient, parseError, type ClickHouseClient } from '@clickhouse/client';
+
+/** An INSERT whose rows are already encoded as JSONCompactEachRow lines (one per row, '\n'-terminated). */
+export interface EncodedInsert {
+  table: string;
+  columns: readonly string[];
+  body: Buffer;
+  settings: Record<string, string | number>;
+}
+
+/** Runs an EncodedInsert; failures are @clickhouse/client errors (ClickHouseError when ClickHouse refused it). */
+export type InsertEncoded = (insert: EncodedInsert) => Promise<void>;
 
 export interface ClickhouseStore {
   client: ClickHouseClient;
+  /** The bulk insert path: zero-copy into chDB's parallel parser when embedded, the HTTP body for a server. */
+  insertEncoded: InsertEncoded;
   kind: 'chdb' | 'server';
   /** Set when the DDL should be generated for a cluster (Replicated engines, Distributed tables). */
   cluster?: string | undefined;
@@ -40,7 +54,7 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
       database: opts.server.database,
       clickhouse_settings: { date_time_output_format: 'iso' },
     });
-    return { client, kind: 'server', cluster: opts.server.cluster, close: () => client.close() };
+    return { client, insertEncoded: clientInsert(client), kind: 'server', cluster: opts.server.cluster, close: () => client.close() };
   }
   let createChdbConnection: (o: { path: string }) => unknown;
   try {
@@ -50,9 +64,44 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
   }
   const dir = path.join(opts.dataDir, 'clickhouse');
   fs.mkdirSync(dir, { recursive: true });
-  const connection = createChdbConnection({ path: dir });
+  const connection = createChdbConnection({ path: dir }) as ChdbConnection;
   const client = createClient({ connection } as unknown as Parameters<typeof createClient>[0]);
-  return { client, kind: 'chdb', close: () => client.close() };
+  return { client, insertEncoded: chdbRawInsert(connection), kind: 'chdb', close: () => client.close() };
+}
+
+/** The part of chdb/connection's escape hatch the store uses (its types are not exported by path). */
+interface ChdbConnection {
+  chdb: {
+    rawInsert(params: { table: string; columns: readonly string[]; format: 'JSONCompactEachRow'; values: Buffer; settings: Record<string, string | number> }): Promise<unknown>;
+  };
+}
+
+/**
+ * chDB's raw insert hands the Buffer to the engine without a copy and parses it on
+ * chDB's threads; going through client.exec instead builds one string of the
+ * statement plus the whole body on the event loop (measured: 20-30 % more rows/s,
+ * less event-loop time per row). Errors are reshaped like the client's own.
+ */
+function chdbRawInsert(connection: ChdbConnection): InsertEncoded {
+  return async ({ table, columns, body, settings }) => {
+    try {
+      await connection.chdb.rawInsert({ table, columns, format: 'JSONCompactEachRow', values: body, settings });
+    } catch (err) {
+      throw Object.assign(parseError(err instanceof Error ? err.message : String(err)), { cause: err });
+    }
+  };
+}
+
+/** The same insert through any @clickhouse/client (a server over HTTP). */
+export function clientInsert(client: Pick<ClickHouseClient, 'exec'>): InsertEncoded {
+  return async ({ table, columns, body, settings }) => {
+    const result = await client.exec({
+      query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`,
+      values: Readable.from([body], { objectMode: false }),
+      clickhouse_settings: settings,
+    });
+    result.stream.resume();
+  };
 }
 
 const DDL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../clickhouse');

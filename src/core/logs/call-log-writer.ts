@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { ClickHouseError, type ClickHouseClient } from '@clickhouse/client';
+import { ClickHouseError } from '@clickhouse/client';
+import type { InsertEncoded } from '../../stores/clickhouse.js';
 import type { Logger } from '../services.js';
 import { chDateTime, DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
 import { listSegments, newSegmentName, quarantineSegment, readSegment, type SegmentContent } from './spool.js';
@@ -21,8 +21,8 @@ export interface CallLogSink {
 }
 
 export interface CallLogWriterOptions {
-  /** Only `exec` is used: an INSERT with a JSONCompactEachRow body. */
-  client: Pick<ClickHouseClient, 'exec'>;
+  /** The store's bulk insert (JSONCompactEachRow lines). */
+  insert: InsertEncoded;
   /** Directory of the write-ahead spool (DATA_DIR/spool/call-logs). */
   spoolDir: string;
   logger: Logger;
@@ -53,8 +53,6 @@ interface Segment {
 
 type Outcome = { ok: true } | { ok: false; error: unknown };
 
-const THIN_INSERT = `INSERT INTO call_logs (${THIN_INSERT_COLUMNS.join(', ')}) FORMAT JSONCompactEachRow`;
-const DETAIL_INSERT = `INSERT INTO call_log_details (${DETAIL_INSERT_COLUMNS.join(', ')}) FORMAT JSONCompactEachRow`;
 
 /** ClickHouse refused the data itself (not the connection): retrying the same segment forever would block the spool. */
 const isRejectedContent = (err: unknown): boolean => err instanceof ClickHouseError && /PARSE|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE|CANNOT_READ|SYNTAX/.test(err.type ?? '');
@@ -255,17 +253,18 @@ export class CallLogWriter implements CallLogSink {
     const content = segment.content ?? (await readSegment(this.opts.spoolDir, segment.name));
     // Stamped now, at the INSERT: a replayed segment gets a fresh ingested_at (the forwarder's checkpoint relies on it).
     const ingestedAt = `"${chDateTime(Date.now())}"`;
-    if (content.thin.length) await this.insert(THIN_INSERT, content.thin.map((l) => `[${ingestedAt},${l}]`).join('\n'), segment.name);
-    if (content.detail.length) await this.insert(DETAIL_INSERT, content.detail.map((l) => `[${l}]`).join('\n'), `${segment.name}:detail`);
+    if (content.thin.length) await this.insert('call_logs', THIN_INSERT_COLUMNS, content.thin, `[${ingestedAt},`, segment.name);
+    if (content.detail.length) await this.insert('call_log_details', DETAIL_INSERT_COLUMNS, content.detail, '[', `${segment.name}:detail`);
   }
 
-  private async insert(query: string, body: string, token: string): Promise<void> {
-    const result = await this.opts.client.exec({
-      query,
-      values: Readable.from([body + '\n'], { objectMode: false }),
-      clickhouse_settings: { insert_deduplicate: 1, insert_deduplication_token: token, log_comment: 'call-log-writer' },
+  /** Inserts `lines` as JSONCompactEachRow rows `${prefix}${line}]`, deduplicated by `token`. */
+  private async insert(table: string, columns: readonly string[], lines: string[], prefix: string, token: string): Promise<void> {
+    await this.opts.insert({
+      table,
+      columns,
+      body: Buffer.from(`${prefix}${lines.join(`]\n${prefix}`)}]\n`),
+      settings: { insert_deduplicate: 1, insert_deduplication_token: token, log_comment: 'call-log-writer' },
     });
-    result.stream.resume();
   }
 
   private forget(segment: Segment): void {
