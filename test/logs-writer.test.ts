@@ -6,7 +6,7 @@ import { clientInsert, type EncodedInsert, type InsertEncoded } from '../src/sto
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
-import { encodeCallLog, truncateUtf8 } from '../src/core/logs/call-log-row.js';
+import { chEpochMs, encodeCallLog, truncateUtf8 } from '../src/core/logs/call-log-row.js';
 import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/logs/redact.js';
 import { listSegments, newSegmentName } from '../src/core/logs/spool.js';
 import { CapturedLog, startTestApp, type TestApp } from './helpers/harness.js';
@@ -192,19 +192,28 @@ describe('the call-log writer', () => {
     expect(await countRows(t, org)).toBe(0);
   });
 
-  it('stores created_at to the millisecond, in both of its encodings, and guids lowercase', async () => {
+  it('stores created_at to the millisecond and guids lowercase', async () => {
     const org = newGuid();
     const user = newGuid();
     const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: newSpoolDir(), logger: new CapturedLog() });
-    // Epoch-seconds text for real call times, the ISO text before 2001; the same guid upper then lower case.
-    const times = [Date.UTC(2026, 10, 20, 12, 0, 0, 7), Date.UTC(2026, 10, 20, 12, 0, 0, 90), Date.UTC(1999, 0, 1, 0, 0, 0, 123), Date.UTC(2026, 10, 20, 12, 0, 1, 0)];
+    // The same guid upper then lower case.
+    const times = [Date.UTC(2026, 10, 20, 12, 0, 0, 7), Date.UTC(2026, 10, 20, 12, 0, 0, 90), Date.UTC(2026, 10, 20, 12, 0, 1, 0)];
     await writer.write(times.map((createdAt, i) => logRow(org, { createdAt, userGuid: i % 2 ? user : user.toUpperCase() })));
     await writer.flush();
     await writer.close();
     const res = await real.query({ query: 'SELECT toUnixTimestamp64Milli(created_at) AS ms, user_guid FROM call_logs WHERE organization_guid = {org:String} ORDER BY created_at', query_params: { org }, format: 'JSONEachRow' });
     const rows = await res.json<{ ms: number | string; user_guid: string }>();
-    expect(rows.map((r) => Number(r.ms))).toEqual([...times].sort((a, b) => a - b));
+    expect(rows.map((r) => Number(r.ms))).toEqual(times);
     expect(new Set(rows.map((r) => r.user_guid))).toEqual(new Set([user]));
+  });
+
+  it('encodes created_at so that ClickHouse parses it to the millisecond, in both of its forms', async () => {
+    // Epoch-seconds text for real call times, the ISO text before 2001. Parsed by ClickHouse's own
+    // JSONCompactEachRow reader (a row in call_logs from 1999 would be dropped by the retention TTL).
+    const times = [Date.UTC(2026, 10, 20, 12, 0, 0, 7), Date.UTC(2026, 10, 20, 12, 0, 0, 90), Date.UTC(1999, 0, 1, 0, 0, 0, 123), Date.UTC(2001, 8, 9, 1, 46, 40, 0)];
+    const data = times.map((ms) => JSON.stringify([chEpochMs(ms)])).join('\n');
+    const res = await real.query({ query: "SELECT toUnixTimestamp64Milli(c) AS ms FROM format(JSONCompactEachRow, 'c DateTime64(3, \\'UTC\\')', {data:String})", query_params: { data }, format: 'JSONEachRow' });
+    expect((await res.json<{ ms: number | string }>()).map((r) => Number(r.ms))).toEqual(times);
   });
 
   it('is the writer the runtime uses (services.callLogs)', async () => {
@@ -234,6 +243,22 @@ describe('redaction', () => {
     expect(truncateUtf8('aé', 2)).toEqual({ text: 'a', truncated: true });
     expect(truncateUtf8('😀😀', 7)).toEqual({ text: '😀', truncated: true });
     expect(truncateUtf8('abc', 3)).toEqual({ text: 'abc', truncated: false });
+  });
+
+  it('encodes a thin row as the JSON array of its columns, free text escaped', () => {
+    const org = newGuid();
+    const text = { method: 'tools/"call"\\', toolName: 'line\nbreak\u2028 😀', errorMessage: '</script>\t"quoted"\u0000', sessionId: '\\s"1' };
+    const row = logRow(org.toUpperCase(), { ...text, status: 'error', createdAt: Date.UTC(2026, 10, 20, 12, 0, 0, 5), durationMs: 7.6 });
+    const columns = JSON.parse(`[${encodeCallLog(row).thin}]`) as unknown[];
+    expect(columns).toEqual([
+      org, row.guid, `${Date.UTC(2026, 10, 20, 12) / 1000}.005`, 'tool_call', text.method, text.toolName, 'error', text.errorMessage, 8, 100, 200,
+      row.gatewayConnectionGuid, row.userGuid, row.outboundGatewayGuid, row.inboundServerGuid, row.hostGuid, row.serverContainerGuid, row.teamGuid,
+      row.traceId, row.spanId, text.sessionId,
+    ]);
+    // Absent optional values are empty strings, as ClickHouse stores them.
+    const bare = JSON.parse(`[${encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin}]`) as unknown[];
+    expect(bare.slice(4, 8)).toEqual(['ping', '', 'ok', '']);
+    expect(bare.slice(11, 18)).toEqual(['', '', '', '', '', '', '']);
   });
 
   it('never encodes a sensitive header value into a row', () => {

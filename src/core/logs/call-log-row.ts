@@ -168,29 +168,17 @@ export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly
   const guid = row.guid === undefined ? newGuid() : optionalGuid(row.guid, 'guid');
   if (!guid) throw new TypeError('call log guid must be a guid');
   const createdAt = chEpochMs(createdMs);
-  const thin = [
-    org,
-    guid,
-    createdAt,
-    row.type,
-    String(row.method ?? '').slice(0, 200),
-    String(row.toolName ?? '').slice(0, 500),
-    row.status,
-    truncateUtf8(String(row.errorMessage ?? ''), MAX_ERROR_MESSAGE).text,
-    count(row.durationMs, 'durationMs'),
-    count(row.requestBytes, 'requestBytes'),
-    count(row.responseBytes, 'responseBytes'),
-    optionalGuid(row.gatewayConnectionGuid, 'gatewayConnectionGuid'),
-    optionalGuid(row.userGuid, 'userGuid'),
-    optionalGuid(row.outboundGatewayGuid, 'outboundGatewayGuid'),
-    optionalGuid(row.inboundServerGuid, 'inboundServerGuid'),
-    optionalGuid(row.hostGuid, 'hostGuid'),
-    optionalGuid(row.serverContainerGuid, 'serverContainerGuid'),
-    optionalGuid(row.teamGuid, 'teamGuid'),
-    hexId(row.traceId, HEX32, 16, 'traceId'),
-    hexId(row.spanId, HEX16, 8, 'spanId'),
-    String(row.sessionId ?? '').slice(0, 200),
-  ];
+  // Guids, hex ids, enums, numbers and the time were validated above and hold no
+  // character JSON escapes: they are quoted as they are. Only free text goes through
+  // JSON.stringify (a whole-array stringify was the writer's largest cost per row).
+  const thin =
+    `"${org}","${guid}","${createdAt}","${row.type}",${JSON.stringify(String(row.method ?? '').slice(0, 200))},` +
+    `${JSON.stringify(String(row.toolName ?? '').slice(0, 500))},"${row.status}",${JSON.stringify(truncateUtf8(String(row.errorMessage ?? ''), MAX_ERROR_MESSAGE).text)},` +
+    `${count(row.durationMs, 'durationMs')},${count(row.requestBytes, 'requestBytes')},${count(row.responseBytes, 'responseBytes')},` +
+    `"${optionalGuid(row.gatewayConnectionGuid, 'gatewayConnectionGuid')}","${optionalGuid(row.userGuid, 'userGuid')}",` +
+    `"${optionalGuid(row.outboundGatewayGuid, 'outboundGatewayGuid')}","${optionalGuid(row.inboundServerGuid, 'inboundServerGuid')}",` +
+    `"${optionalGuid(row.hostGuid, 'hostGuid')}","${optionalGuid(row.serverContainerGuid, 'serverContainerGuid')}","${optionalGuid(row.teamGuid, 'teamGuid')}",` +
+    `"${hexId(row.traceId, HEX32, 16, 'traceId')}","${hexId(row.spanId, HEX16, 8, 'spanId')}",${JSON.stringify(String(row.sessionId ?? '').slice(0, 200))}`;
   const hasDetail = row.requestBody != null || row.responseBody != null || row.requestHeaders != null || row.responseHeaders != null;
   let detail: string | null = null;
   if (hasDetail) {
@@ -205,5 +193,5 @@ export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly
       row.responseHeaders ? JSON.stringify(redactHeaders(row.responseHeaders, sensitive)) : '',
     ]).slice(1, -1);
   }
-  return { thin: JSON.stringify(thin).slice(1, -1), detail };
+  return { thin, detail };
 }
