@@ -77,11 +77,27 @@ const probe = await one<{ user_guid: string; inbound_server_guid: string; trace_
   { org, o: Math.floor(ROWS / 2) },
 );
 const windowTo = Number(probe.created_ms);
-const shapes: Record<string, Record<string, unknown>> = {
+// A different trace on every run: a repeated lookup would be answered from ClickHouse's
+// query condition cache, which a user looking up one trace after another never hits.
+const traceIds = (
+  await (
+    await ch.query({
+      query: `SELECT DISTINCT trace_id FROM call_logs WHERE organization_guid = {org:String} AND cityHash64(trace_id) % 1000 = 7 LIMIT {n:UInt32}`,
+      query_params: { org, n: 3 * (ITER + 3) },
+      format: 'JSONEachRow',
+    })
+  ).json<{ trace_id: string }>()
+).map((r) => r.trace_id);
+const nextTrace = (() => {
+  let i = 0;
+  return () => traceIds[i++ % traceIds.length]!;
+})();
+/** Each shape's request body; a function is called once per run. */
+const shapes: Record<string, Record<string, unknown> | (() => Record<string, unknown>)> = {
   newest_page: {},
   one_filter: { filters: { user_guid: probe.user_guid } },
   three_filters: { filters: { user_guid: probe.user_guid, inbound_server_guid: probe.inbound_server_guid, type: 'tool_call' } },
-  trace_id: { filters: { trace_id: probe.trace_id } },
+  trace_id: () => ({ filters: { trace_id: nextTrace() } }),
   time_window: { fromMs: windowTo - 3_600_000, toMs: windowTo },
   deep_page_50k: { skip: 50_000 },
   detail_take_1000: { includeDetail: true, take: 1000 },
@@ -102,16 +118,18 @@ async function measure(fn: () => Promise<void>): Promise<{ p50: number; p99: num
 const chResults: Record<string, { p50: number; p99: number; rows: number }> = {};
 const storeResults: Record<string, { p50: number; p99: number }> = {};
 out(`measuring query_logs (${load()})`);
-for (const [name, body] of Object.entries(shapes)) {
+for (const [name, shape] of Object.entries(shapes)) {
+  const bodyOf = () => (typeof shape === 'function' ? shape() : shape);
   let rows = 0;
   const r = await measure(async () => {
+    const body = bodyOf();
     const res = await app.inject({ method: 'POST', url: '/api/v1/svc-admin/logs/query', headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
     if (res.statusCode !== 200) throw new Error(`${name}: ${res.statusCode} ${res.body}`);
     rows = (JSON.parse(res.body) as { items: unknown[] }).items.length;
   });
   chResults[name] = { ...r, rows };
   // The same query at the store level: what the handler runs, without HTTP, auth and JSON.
-  const q: LogQuery = {
+  const queryOf = (body: Record<string, unknown>): LogQuery => ({
     filters: (body.filters as LogQuery['filters'] | undefined) ?? {},
     fromMs: body.fromMs as number | undefined,
     toMs: body.toMs as number | undefined,
@@ -120,8 +138,8 @@ for (const [name, body] of Object.entries(shapes)) {
     skip: (body.skip as number | undefined) ?? 0,
     take: (body.take as number | undefined) ?? 100,
     includeDetail: (body.includeDetail as boolean | undefined) ?? false,
-  };
-  storeResults[name] = await measure(async () => void (await queryLogs(services.clickhouse, org, q)));
+  });
+  storeResults[name] = await measure(async () => void (await queryLogs(services.clickhouse, org, queryOf(bodyOf()))));
 }
 out(`measured (${load()})`);
 
@@ -182,13 +200,13 @@ if (!values['no-pg']) {
     'ANALYZE call_log_details',
   ])
     await db.query(ddl);
-  const pgShapes: Record<string, { sql: string; params: unknown[] }> = {};
+  const pgShapes: Record<string, { sql: string; params: unknown[] | (() => unknown[]) }> = {};
   const base = `SELECT * FROM call_logs WHERE organization_guid = $1`;
   const order = `ORDER BY created_at DESC, guid DESC`;
   pgShapes.newest_page = { sql: `${base} ${order} LIMIT 101`, params: [org] };
   pgShapes.one_filter = { sql: `${base} AND user_guid = $2 ${order} LIMIT 101`, params: [org, probe.user_guid] };
   pgShapes.three_filters = { sql: `${base} AND user_guid = $2 AND inbound_server_guid = $3 AND type = 'tool_call' ${order} LIMIT 101`, params: [org, probe.user_guid, probe.inbound_server_guid] };
-  pgShapes.trace_id = { sql: `${base} AND trace_id = $2 ${order} LIMIT 101`, params: [org, probe.trace_id] };
+  pgShapes.trace_id = { sql: `${base} AND trace_id = $2 ${order} LIMIT 101`, params: () => [org, nextTrace()] };
   pgShapes.time_window = { sql: `${base} AND created_at BETWEEN $2 AND $3 ${order} LIMIT 101`, params: [org, new Date(windowTo - 3_600_000), new Date(windowTo)] };
   pgShapes.deep_page_50k = { sql: `${base} ${order} LIMIT 101 OFFSET 50000`, params: [org] };
   pgShapes.detail_take_1000 = {
@@ -196,7 +214,7 @@ if (!values['no-pg']) {
     params: [org],
   };
   out(`postgres: measuring (${load()})`);
-  for (const [name, q] of Object.entries(pgShapes)) pgResults[name] = await measure(async () => void (await db.query(q.sql, q.params)));
+  for (const [name, q] of Object.entries(pgShapes)) pgResults[name] = await measure(async () => void (await db.query(q.sql, typeof q.params === 'function' ? q.params() : q.params)));
   const size = await db.query(`SELECT pg_total_relation_size('call_logs') AS b`);
   out(`postgres: call_logs with indexes ${(Number(size.rows[0].b) / copied).toFixed(1)} bytes/row`);
   await db.end();
