@@ -13,6 +13,7 @@ import { SecretStore } from '../core/secrets/secret-store.js';
 import { ServerValidationJobs } from '../core/servers/validation-jobs.js';
 import type { Services } from '../core/services.js';
 import { migrateClickhouse, openClickhouse } from '../stores/clickhouse.js';
+import { PgChangeRelay } from '../stores/pg-change-relay.js';
 import { migratePostgres, openPostgres } from '../stores/postgres.js';
 import { Forwarder, type ForwarderOptions } from '../forwarder/forwarder.js';
 import { resolveSecretKey } from './secret-key.js';
@@ -36,12 +37,21 @@ export async function openRuntime(
   const logger = opts.logger ?? pino({ level: config.logLevel });
   const secretKey = resolveSecretKey(config);
   const pg = await openPostgres({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const configChanges = new ConfigChanges();
   let clickhouse;
+  let relay: PgChangeRelay | null = null;
   try {
     await migratePostgres(pg.db);
     clickhouse = await openClickhouse({ dataDir: config.dataDir, server: config.clickhouse });
     await migrateClickhouse(clickhouse, { retentionDays: config.logRetentionDays, cluster: clickhouse.cluster });
+    // Other service processes on the same Postgres server hear of this one's changes, and it of theirs.
+    if (config.databaseUrl) {
+      relay = await PgChangeRelay.open({ connectionString: config.databaseUrl, onNotice: (org) => configChanges.deliver(org), logger });
+      const publish = relay.publish.bind(relay);
+      configChanges.relayTo(publish);
+    }
   } catch (err) {
+    await relay?.close().catch(() => undefined);
     await clickhouse?.close().catch(() => undefined);
     await pg.close().catch(() => undefined);
     throw err;
@@ -50,7 +60,6 @@ export async function openRuntime(
   const tokenUsage = new TokenUsage(pg.db);
   tokenUsage.start();
   const metricsRegistry = new Registry();
-  const configChanges = new ConfigChanges();
   const base: Omit<Services, 'serverValidation'> = {
     config,
     db: pg.db,
@@ -91,6 +100,7 @@ export async function openRuntime(
       // Before ClickHouse closes: the writer waits for its insert in flight and leaves the rest spooled.
       await callLogs.close().catch((err: unknown) => logger.warn({ err }, 'could not flush call logs'));
       await clickhouse.close();
+      await relay?.close();
       await pg.close();
     },
   };
