@@ -49,7 +49,8 @@ async function main() {
     await writeCallLogs(services, Array.from({ length: ROWS }, () => callLog(org)));
     const source = new CallLogSource(services.clickhouse);
     const start = { at: new Date(0), guid: '' };
-    const rows = await source.nextBatch(org, start, ROWS, 0);
+    const horizon = await source.deliveryHorizon(0);
+    const rows = await source.nextBatch(org, start, ROWS, horizon);
     const otlpLogs = encodeOtlpLogs(rows);
     const otlpSpans = encodeOtlpTraces(rows);
     const hec = encodeHecEvents(rows);
@@ -58,7 +59,7 @@ async function main() {
     const req = (body: string, headers: Record<string, string>) => ({ path: '/', headers: { 'content-type': 'application/json', ...headers }, body });
     const figures = {
       rows: rows.length,
-      readMs: await median(() => source.nextBatch(org, start, ROWS, 0)),
+      readMs: await median(() => source.nextBatch(org, start, ROWS, horizon)),
       encodeOtlpLogsMs: await median(() => encodeOtlpLogs(rows)),
       encodeHecMs: await median(() => encodeHecEvents(rows)),
       encodeOtlpTracesMs: await median(() => encodeOtlpTraces(rows)),

@@ -35,7 +35,12 @@ export interface ForwarderOptions {
   /** Pause between passes when there was nothing to send. */
   pollIntervalMs?: number;
   batchSize?: number;
-  /** Rows younger than this are left for the next pass (inserts in flight elsewhere). */
+  /**
+   * Rows younger than this are left for a later pass, on top of the delivery horizon
+   * (rows of running INSERTs). Default 0 on a single ClickHouse (chDB or one server),
+   * where the horizon alone is exact; 1000 on a cluster, where it cannot see
+   * asynchronous Distributed sends and replication.
+   */
   settleMs?: number;
   leaseMs?: number;
   requestTimeoutMs?: number;
@@ -49,10 +54,9 @@ export interface ForwarderOptions {
   passBudgetMs?: number;
 }
 
-const DEFAULTS: Required<Omit<ForwarderOptions, 'owner'>> = {
+const DEFAULTS: Required<Omit<ForwarderOptions, 'owner' | 'settleMs'>> = {
   pollIntervalMs: 250,
   batchSize: 2000,
-  settleMs: 1000,
   leaseMs: 30_000,
   requestTimeoutMs: 10_000,
   maxRefusedAttempts: 3,
@@ -61,6 +65,8 @@ const DEFAULTS: Required<Omit<ForwarderOptions, 'owner'>> = {
   concurrency: 4,
   passBudgetMs: 2000,
 };
+/** Settle window on a cluster: Distributed tables send to shards asynchronously and replicas fetch parts later. */
+const CLUSTER_SETTLE_MS = 1000;
 const MAX_RETRY_AFTER_MS = 15 * 60_000;
 const ALERT_BODY_CHARS = 1024;
 const PARTIAL_ALERT_EVERY_MS = 5 * 60_000;
@@ -128,7 +134,8 @@ export class Forwarder {
     options: ForwarderOptions = {},
   ) {
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    this.opts = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([k, v]) => k !== 'owner' && v !== undefined)) };
+    const given = Object.fromEntries(Object.entries(options).filter(([k, v]) => k !== 'owner' && v !== undefined));
+    this.opts = { ...DEFAULTS, settleMs: deps.clickhouse.cluster ? CLUSTER_SETTLE_MS : 0, ...given };
     this.metrics = createForwarderMetrics(registry);
     this.source = new CallLogSource(deps.clickhouse);
   }
@@ -177,12 +184,15 @@ export class Forwarder {
   /** One pass over every due cursor; returns how many records were handed to collectors. */
   async runOnce(): Promise<number> {
     const due = await listDueCursors(this.deps.db, this.owner, 64);
+    if (due.length === 0) return 0;
+    // One horizon for the pass: a cut-off that is safe once stays safe (later INSERTs stamp later rows).
+    const horizon = await this.source.deliveryHorizon(this.opts.settleMs);
     let total = 0;
     let next = 0;
     const worker = async () => {
       while (next < due.length) {
         const { organization_guid, signal } = due[next++]!;
-        total += await this.forwardCursor(organization_guid, signal);
+        total += await this.forwardCursor(organization_guid, signal, horizon);
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.opts.concurrency, due.length) }, worker));
@@ -190,8 +200,8 @@ export class Forwarder {
   }
 
   /** Reads the batch after `after` and encodes it; the encoding runs as soon as the rows arrive. */
-  private prepare(organizationGuid: string, signal: ForwardedSignal, format: LogsFormat, after: Checkpoint): Promise<PreparedBatch> {
-    return this.source.nextBatch(organizationGuid, after, this.opts.batchSize, this.opts.settleMs).then((rows) => ({ rows, format, encoded: rows.length ? encode(signal, format, rows) : null }));
+  private prepare(organizationGuid: string, signal: ForwardedSignal, format: LogsFormat, after: Checkpoint, horizon: Date): Promise<PreparedBatch> {
+    return this.source.nextBatch(organizationGuid, after, this.opts.batchSize, horizon).then((rows) => ({ rows, format, encoded: rows.length ? encode(signal, format, rows) : null }));
   }
 
   /**
@@ -205,7 +215,7 @@ export class Forwarder {
    * on the next attempt. The configuration is still read before every batch is sent:
    * a read-ahead encoded for a format that changed meanwhile is encoded again.
    */
-  private async forwardCursor(organizationGuid: string, signal: ForwardedSignal): Promise<number> {
+  private async forwardCursor(organizationGuid: string, signal: ForwardedSignal, horizon: Date): Promise<number> {
     const { db, logger } = this.deps;
     const cursor = await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
     if (!cursor) return 0;
@@ -221,7 +231,7 @@ export class Forwarder {
         const config = await findCollectorConfiguration(db, organizationGuid);
         const target = targetOf(config, signal);
         if (!config || !target) return total;
-        const prepared = await (ahead ?? this.prepare(organizationGuid, signal, target.format, checkpoint));
+        const prepared = await (ahead ?? this.prepare(organizationGuid, signal, target.format, checkpoint, horizon));
         ahead = undefined;
         const rows = prepared.rows;
         if (rows.length === 0) {
@@ -233,7 +243,7 @@ export class Forwarder {
         const last = rows[rows.length - 1]!;
         const batchEnd = { at: new Date(epochMs(last.ingested_at)), guid: last.guid };
         if (rows.length === this.opts.batchSize && Date.now() < deadline && !this.stopping) {
-          ahead = this.prepare(organizationGuid, signal, target.format, batchEnd);
+          ahead = this.prepare(organizationGuid, signal, target.format, batchEnd, horizon);
           ahead.catch(() => undefined); // awaited (and its error surfaced) on the next turn, or dropped
         }
         const encoded = prepared.format === target.format && prepared.encoded ? prepared.encoded : encode(signal, target.format, rows);
