@@ -155,6 +155,9 @@ describe('forwarder encoding', () => {
     expect(otlp.validate({ path: '/', headers: json, body: good.replace(/"timeUnixNano":"(\d+)"/, '"timeUnixNano":$1') })?.reason).toMatch(/resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords\[0\]\.timeUnixNano/);
     expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":"4x2"') })?.reason).toMatch(/attributes\[mcp_gateway\.call\.duration_ms\]\.intValue/);
     expect(otlp.validate({ path: '/', headers: json, body: good.replace(base.trace_id, base.trace_id.toUpperCase()) })?.reason).toMatch(/traceId/);
+    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"attributes":[{"key":"log.record.uid"', '"attributes":[{"key":"log.record.uid","value":{"stringValue":"x"}},{"key":"log.record.uid"') })?.reason).toMatch(/logRecords\[0\]\.attributes: duplicate attribute log\.record\.uid/);
+    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":42,"stringValue":"42"') })?.reason).toMatch(/attributes\[mcp_gateway\.call\.duration_ms\]: AnyValue must have exactly one member/);
+    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"attributes":[', '"attributes":[{"key":"","value":{"stringValue":"x"}},') })?.reason).toMatch(/resource\.attributes\[0\]: KeyValue needs a key/);
     const span = encodeOtlpTraces([base]);
     expect(otlp.validate({ path: '/', headers: json, body: span.replace('"kind":2', '"kind":"SPAN_KIND_SERVER"') })?.reason).toMatch(/spans\[0\]\.kind/);
     expect(otlp.validate({ path: '/', headers: json, body: span.replace(/"endTimeUnixNano":"\d+"/, '"endTimeUnixNano":"1"') })?.reason).toMatch(/end before start/);
