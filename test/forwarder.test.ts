@@ -298,6 +298,21 @@ describe('forwarding', () => {
     expect(await source.oldestPending(ws.organizationGuid, { at: new Date(epochMs(last.ingested_at)), guid: last.guid })).toBeNull();
   });
 
+  it('tells caught-up checkpoints from ones with rows after them, one answer per checkpoint', async () => {
+    const ws = await newWorkspace(t);
+    const other = await newWorkspace(t);
+    const source = new CallLogSource(t.runtime.services.clickhouse);
+    await writeCallLogs(t.runtime.services, [...rows(ws.organizationGuid, 3), ...rows(other.organizationGuid, 2)]);
+    const horizon = await source.deliveryHorizon(0);
+    const batch = await source.nextBatch(ws.organizationGuid, { at: new Date(0), guid: '' }, 10, horizon);
+    const [first, last] = [batch[0]!, batch.at(-1)!];
+    const checkpointAt = (row: typeof first) => ({ organizationGuid: ws.organizationGuid, at: new Date(epochMs(row.ingested_at)), guid: row.guid });
+    expect(await source.haveRowsAfter([checkpointAt(last), checkpointAt(first), { organizationGuid: other.organizationGuid, at: new Date(0), guid: '' }], horizon)).toEqual([false, true, true]);
+    // Nothing counts at or past the horizon.
+    expect(await source.haveRowsAfter([checkpointAt(first)], new Date(epochMs(first.ingested_at)))).toEqual([false]);
+    expect(await source.haveRowsAfter([], horizon)).toEqual([]);
+  });
+
   describe('the delivery horizon (settle window 0)', () => {
     /**
      * A slow INSERT into call_logs, as an overloaded writer in another process would
