@@ -61,6 +61,19 @@ async function writeRows(services: Services, org: string, n: number) {
   }
 }
 
+/**
+ * Waits until ClickHouse has no merge or mutation running: the CPU figure is the
+ * process's (chDB runs in it), and a merge of the rows just written is not part of
+ * forwarding them.
+ */
+async function mergesSettled(services: Services) {
+  for (let i = 0; i < 200; i++) {
+    const res = await services.clickhouse.client.query({ query: 'SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS busy', format: 'JSONEachRow' });
+    if (Number((await res.json<{ busy: string | number }>())[0]!.busy) === 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 const until = async (check: () => boolean, timeoutMs: number) => {
   const end = Date.now() + timeoutMs;
   while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
@@ -118,6 +131,7 @@ async function main() {
         const ws = await createWorkspace(services.db, { name: `bench-${c.signal}-${run}`, adminEmail: `${c.signal.replace(' ', '-')}-${run}@bench.test` });
         await c.setup(ws.organizationGuid);
         await writeRows(services, ws.organizationGuid, ROWS);
+        await mergesSettled(services);
         const before = rx.count(c.slot);
         const forwarder = new Forwarder(services, services.metricsRegistry!, { batchSize: BATCH, settleMs: 0, passBudgetMs: 60_000 });
         const cpu0 = process.cpuUsage();
