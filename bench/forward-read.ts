@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { CALL_LOG_COLUMNS } from '../src/forwarder/call-log-row.js';
 import { CallLogSource, clickhouseTime } from '../src/forwarder/call-log-source.js';
 import { migrateClickhouse, openClickhouse } from '../src/stores/clickhouse.js';
+import { waitForMergesToSettle } from './clickhouse-idle.js';
 
 const { values } = parseArgs({ options: { backlog: { type: 'string', default: '1000000' }, batch: { type: 'string', default: '5000' }, reps: { type: 'string', default: '9' } } });
 const BACKLOG = Number(values.backlog);
@@ -52,12 +53,7 @@ async function main() {
         clickhouse_settings: { insert_deduplicate: 0 },
       });
     }
-    // Merges and the projection's build are not part of a read: wait them out (CPU is counted for the whole process).
-    for (let i = 0; i < 600; i++) {
-      const res = await client.query({ query: 'SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS busy', format: 'JSONEachRow' });
-      if (Number((await res.json<{ busy: string | number }>())[0]!.busy) === 0) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitForMergesToSettle(client);
     const source = new CallLogSource(store);
     const start = { at: new Date(0), guid: '' };
     const horizon = await source.deliveryHorizon(0);

@@ -19,6 +19,7 @@ import { openRuntime } from '../src/runtime/open.js';
 import { callLog, writeCallLogs } from '../test/helpers/forwarder-rows.js';
 import { HecReceiver } from '../test/helpers/hec-receiver.js';
 import { OtlpReceiver } from '../test/helpers/otlp-receiver.js';
+import { waitForMergesToSettle } from './clickhouse-idle.js';
 
 const { values } = parseArgs({ options: { rows: { type: 'string', default: '5000' }, reps: { type: 'string', default: '7' } } });
 const ROWS = Number(values.rows);
@@ -47,6 +48,7 @@ async function main() {
     const ws = await createWorkspace(services.db, { name: 'stages', adminEmail: 'stages@bench.test' });
     const org = ws.organizationGuid;
     await writeCallLogs(services, Array.from({ length: ROWS }, () => callLog(org)));
+    await waitForMergesToSettle(services.clickhouse.client);
     const source = new CallLogSource(services.clickhouse);
     const start = { at: new Date(0), guid: '' };
     const horizon = await source.deliveryHorizon(0);

@@ -25,6 +25,7 @@ import { Forwarder } from '../src/forwarder/forwarder.js';
 import { openRuntime } from '../src/runtime/open.js';
 import type { LogsFormat } from '../src/stores/schema.js';
 import { callLog, writeCallLogs } from '../test/helpers/forwarder-rows.js';
+import { waitForMergesToSettle } from './clickhouse-idle.js';
 
 const { values } = parseArgs({
   options: {
@@ -58,19 +59,6 @@ async function configure(services: Services, org: string, c: { logs?: string; fo
 async function writeRows(services: Services, org: string, n: number) {
   for (let done = 0; done < n; done += 10_000) {
     await writeCallLogs(services, Array.from({ length: Math.min(10_000, n - done) }, () => callLog(org)));
-  }
-}
-
-/**
- * Waits until ClickHouse has no merge or mutation running: the CPU figure is the
- * process's (chDB runs in it), and a merge of the rows just written is not part of
- * forwarding them.
- */
-async function mergesSettled(services: Services) {
-  for (let i = 0; i < 200; i++) {
-    const res = await services.clickhouse.client.query({ query: 'SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS busy', format: 'JSONEachRow' });
-    if (Number((await res.json<{ busy: string | number }>())[0]!.busy) === 0) return;
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -131,7 +119,7 @@ async function main() {
         const ws = await createWorkspace(services.db, { name: `bench-${c.signal}-${run}`, adminEmail: `${c.signal.replace(' ', '-')}-${run}@bench.test` });
         await c.setup(ws.organizationGuid);
         await writeRows(services, ws.organizationGuid, ROWS);
-        await mergesSettled(services);
+        await waitForMergesToSettle(services.clickhouse.client);
         const before = rx.count(c.slot);
         const forwarder = new Forwarder(services, services.metricsRegistry!, { batchSize: BATCH, settleMs: 0, passBudgetMs: 60_000 });
         const cpu0 = process.cpuUsage();
