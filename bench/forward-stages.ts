@@ -53,9 +53,10 @@ async function main() {
     const start = { at: new Date(0), guid: '' };
     const horizon = await source.deliveryHorizon(0);
     const rows = await source.nextBatch(org, start, ROWS, horizon);
-    const otlpLogs = encodeOtlpLogs(rows);
-    const otlpSpans = encodeOtlpTraces(rows);
-    const hec = encodeHecEvents(rows);
+    // The receivers validate the text they decode from the request's bytes.
+    const otlpLogs = encodeOtlpLogs(rows).toString();
+    const otlpSpans = encodeOtlpTraces(rows).toString();
+    const hec = encodeHecEvents(rows).toString();
     const otlp = new OtlpReceiver() as unknown as { validate(r: unknown): unknown };
     const hecRx = new HecReceiver('t') as unknown as { validate(r: unknown): unknown };
     const req = (body: string, headers: Record<string, string>) => ({ path: '/', headers: { 'content-type': 'application/json', ...headers }, body });

@@ -88,7 +88,7 @@ function targetOf(config: CollectorConfiguration | undefined, signal: ForwardedS
 }
 
 interface Encoded {
-  body: string;
+  body: Buffer;
   contentType: string;
   partialSuccessKey?: 'rejectedLogRecords' | 'rejectedSpans';
 }
