@@ -298,6 +298,21 @@ describe('forwarding', () => {
     expect(await source.oldestPending(ws.organizationGuid, { at: new Date(epochMs(last.ingested_at)), guid: last.guid })).toBeNull();
   });
 
+  it('reads every character back as stored: control characters, backslashes, quotes, tabs, newlines, unicode', async () => {
+    const ws = await newWorkspace(t);
+    const source = new CallLogSource(t.runtime.services.clickhouse);
+    const controls = Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('');
+    const text = `${controls}\x7f \\ \\N \\t \\x41 \\\\ "q" 'a' \t\n\r é 🚀 \u2028 end\\`;
+    await t.runtime.services.clickhouse.client.insert({
+      table: 'call_logs',
+      values: [{ organization_guid: ws.organizationGuid, guid: crypto.randomUUID(), created_at: Date.now(), type: 'tool_call', method: 'tools/call', tool_name: text, status: 'error', error_message: text, session_id: '\\' }],
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplicate: 0, date_time_input_format: 'best_effort' },
+    });
+    const [row] = await source.nextBatch(ws.organizationGuid, { at: new Date(0), guid: '' }, 10, await source.deliveryHorizon(0));
+    expect(row).toMatchObject({ tool_name: text, error_message: text, session_id: '\\', status: 'error' });
+  });
+
   it('tells caught-up checkpoints from ones with rows after them, one answer per checkpoint', async () => {
     const ws = await newWorkspace(t);
     const other = await newWorkspace(t);

@@ -15,7 +15,8 @@ export interface Checkpoint {
 /** '2026-11-21 10:00:00.123', the form ClickHouse parses as DateTime64(3). */
 export const clickhouseTime = (d: Date): string => d.toISOString().replace('T', ' ').replace('Z', '');
 
-// Every column but the workspace (the query fixes it). No aliases: in ClickHouse an
+// Every column but the workspace (the query fixes it), each through toString() so the
+// physical types do not matter and no value is NULL. No aliases: in ClickHouse an
 // alias named like a column would shadow it in WHERE.
 const READ_COLUMNS = CALL_LOG_COLUMNS.filter((c) => c !== 'organization_guid');
 const SELECT_LIST = READ_COLUMNS.map((c) => `toString(${c})`).join(', ');
@@ -28,11 +29,30 @@ const SELECT_LIST = READ_COLUMNS.map((c) => `toString(${c})`).join(', ');
  */
 const INSERT_START_MARGIN_MS = 10;
 
-/** One result row (JSONCompact: an array of strings in READ_COLUMNS order) as a CallLogRow of one shape. */
-function toRow(organizationGuid: string, v: string[]): CallLogRow {
-  const row = { organization_guid: organizationGuid } as CallLogRow;
-  for (let i = 0; i < READ_COLUMNS.length; i++) row[READ_COLUMNS[i]!] = v[i] ?? '';
-  return row;
+/** What a backslash sequence of ClickHouse's TabSeparated output stands for; any other `\x` is x. */
+const TSV_ESCAPES: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', '0': '\0', a: '\x07', v: '\v' };
+const TSV_ESCAPE = /\\(.)/gs;
+
+/** A TabSeparated field as the string it stands for (most fields hold no backslash at all). */
+const tsvField = (field: string): string => (field.indexOf('\\') < 0 ? field : field.replace(TSV_ESCAPE, (_m, ch: string) => TSV_ESCAPES[ch] ?? ch));
+
+/**
+ * A TabSeparated result (one line per row, fields in READ_COLUMNS order, every one a
+ * toString() so never NULL) as CallLogRows of one shape.
+ */
+function toRows(organizationGuid: string, text: string): CallLogRow[] {
+  const rows: CallLogRow[] = [];
+  let start = 0;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    const fields = text.slice(start, end).split('\t');
+    const row = { organization_guid: organizationGuid } as CallLogRow;
+    for (let i = 0; i < READ_COLUMNS.length; i++) row[READ_COLUMNS[i]!] = tsvField(fields[i] ?? '');
+    rows.push(row);
+    start = end + 1;
+  }
+  return rows;
 }
 
 export class CallLogSource {
@@ -119,13 +139,13 @@ export class CallLogSource {
         -- Never more rows than the batch; the LIMIT lets ClickHouse read the other columns for them only.
         LIMIT {limit:UInt32}`,
       query_params: { org: organizationGuid, at: clickhouseTime(after.at), guid: after.guid, before: clickhouseTime(before), limit },
-      // One JSON document parsed in one native JSON.parse: measured cheaper than the
-      // client's line-by-line parsing of JSONCompactEachRow (docs/forwarding.md).
-      format: 'JSONCompact',
+      // TabSeparated: ClickHouse writes it cheaper than JSON (no quoting, fewer escapes)
+      // and splitting it costs about what JSON.parse did (measured 38 vs 45 CPU ms per
+      // 5,000-row batch, docs/forwarding.md).
+      format: 'TabSeparated',
       clickhouse_settings: { log_comment: 'forwarder.next_batch' },
     });
-    const { data } = (await result.json()) as unknown as { data: string[][] };
-    return data.map((values) => toRow(organizationGuid, values));
+    return toRows(organizationGuid, await result.text());
   }
 
   /**
