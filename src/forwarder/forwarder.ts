@@ -320,7 +320,7 @@ export class Forwarder {
           if (rows.length < this.opts.batchSize) await this.notePending(organizationGuid, checkpoint);
           return { records: total, caughtUp: rows.length < this.opts.batchSize };
         }
-        await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
+        // No separate lease renewal: advanceCursor just extended the lease it is fenced on.
       }
       return { records: total, caughtUp: false };
     } finally {
