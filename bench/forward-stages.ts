@@ -19,6 +19,7 @@ import { openRuntime } from '../src/runtime/open.js';
 import { callLog, writeCallLogs } from '../test/helpers/forwarder-rows.js';
 import { HecReceiver } from '../test/helpers/hec-receiver.js';
 import { OtlpReceiver } from '../test/helpers/otlp-receiver.js';
+import { waitForMergesToSettle } from './clickhouse-idle.js';
 
 const { values } = parseArgs({ options: { rows: { type: 'string', default: '5000' }, reps: { type: 'string', default: '7' } } });
 const ROWS = Number(values.rows);
@@ -47,18 +48,21 @@ async function main() {
     const ws = await createWorkspace(services.db, { name: 'stages', adminEmail: 'stages@bench.test' });
     const org = ws.organizationGuid;
     await writeCallLogs(services, Array.from({ length: ROWS }, () => callLog(org)));
+    await waitForMergesToSettle(services.clickhouse.client);
     const source = new CallLogSource(services.clickhouse);
     const start = { at: new Date(0), guid: '' };
-    const rows = await source.nextBatch(org, start, ROWS, 0);
-    const otlpLogs = encodeOtlpLogs(rows);
-    const otlpSpans = encodeOtlpTraces(rows);
-    const hec = encodeHecEvents(rows);
+    const horizon = await source.deliveryHorizon(0);
+    const rows = await source.nextBatch(org, start, ROWS, horizon);
+    // The receivers validate the text they decode from the request's bytes.
+    const otlpLogs = encodeOtlpLogs(rows).toString();
+    const otlpSpans = encodeOtlpTraces(rows).toString();
+    const hec = encodeHecEvents(rows).toString();
     const otlp = new OtlpReceiver() as unknown as { validate(r: unknown): unknown };
     const hecRx = new HecReceiver('t') as unknown as { validate(r: unknown): unknown };
     const req = (body: string, headers: Record<string, string>) => ({ path: '/', headers: { 'content-type': 'application/json', ...headers }, body });
     const figures = {
       rows: rows.length,
-      readMs: await median(() => source.nextBatch(org, start, ROWS, 0)),
+      readMs: await median(() => source.nextBatch(org, start, ROWS, horizon)),
       encodeOtlpLogsMs: await median(() => encodeOtlpLogs(rows)),
       encodeHecMs: await median(() => encodeHecEvents(rows)),
       encodeOtlpTracesMs: await median(() => encodeOtlpTraces(rows)),

@@ -118,22 +118,26 @@ const rows: CallLogRow[] = [
 
 describe('forwarder encoding', () => {
   it('writes OTLP logs byte for byte as the exporters\' JsonLogsSerializer', () => {
-    expect(encodeOtlpLogs(rows)).toBe(referenceLogs(rows));
-    expect(encodeOtlpLogs([rows[1]!])).toBe(referenceLogs([rows[1]!]));
+    expect(encodeOtlpLogs(rows)).toEqual(Buffer.from(referenceLogs(rows)));
+    expect(encodeOtlpLogs([rows[1]!])).toEqual(Buffer.from(referenceLogs([rows[1]!])));
+    // A record far larger than the body's first buffer (which then grows), multi-byte text included.
+    const large = { ...rows[1]!, error_message: `${'é'.repeat(3000)} "${'🚀'.repeat(500)}"` };
+    expect(encodeOtlpLogs([large])).toEqual(Buffer.from(referenceLogs([large])));
+    expect(encodeHecEvents([large])).toEqual(Buffer.from(referenceHec([large])));
   });
 
   it('writes OTLP traces byte for byte as the exporters\' JsonTraceSerializer', () => {
-    expect(encodeOtlpTraces(rows)).toBe(referenceTraces(rows));
-    expect(encodeOtlpTraces([rows[2]!])).toBe(referenceTraces([rows[2]!]));
+    expect(encodeOtlpTraces(rows)).toEqual(Buffer.from(referenceTraces(rows)));
+    expect(encodeOtlpTraces([rows[2]!])).toEqual(Buffer.from(referenceTraces([rows[2]!])));
   });
 
   it('writes HEC events exactly as JSON.stringify of the event object, time as a plain decimal', () => {
-    expect(encodeHecEvents(rows)).toBe(referenceHec(rows));
-    expect(encodeHecEvents([rows[6]!])).toMatch(/^\{"time":0\.000,/);
+    expect(encodeHecEvents(rows)).toEqual(Buffer.from(referenceHec(rows)));
+    expect(encodeHecEvents([rows[6]!]).toString()).toMatch(/^\{"time":0\.000,/);
   });
 
   it('groups records per workspace, in first-seen order, with the workspace on the resource', () => {
-    const doc = JSON.parse(encodeOtlpLogs([rows[0]!, rows[5]!, rows[1]!])) as { resourceLogs: { resource: { attributes: { key: string; value: { stringValue: string } }[] }; scopeLogs: { logRecords: unknown[] }[] }[] };
+    const doc = JSON.parse(encodeOtlpLogs([rows[0]!, rows[5]!, rows[1]!]).toString()) as { resourceLogs: { resource: { attributes: { key: string; value: { stringValue: string } }[] }; scopeLogs: { logRecords: unknown[] }[] }[] };
     expect(doc.resourceLogs.map((r) => r.resource.attributes[1]!.value.stringValue)).toEqual([base.organization_guid, rows[5]!.organization_guid]);
     expect(doc.resourceLogs.map((r) => r.scopeLogs[0]!.logRecords.length)).toEqual([2, 1]);
   });
@@ -143,24 +147,27 @@ describe('forwarder encoding', () => {
     const hec = new HecReceiver('tok') as unknown as { validate(r: unknown): unknown };
     const json = { 'content-type': 'application/json' };
     // The receivers refuse all-zero and malformed span ids: spans are derived from the guid then.
-    expect(otlp.validate({ path: '/', headers: json, body: encodeOtlpLogs(rows) })).toBeNull();
-    expect(otlp.validate({ path: '/', headers: json, body: encodeOtlpTraces(rows) })).toBeNull();
-    expect(hec.validate({ path: '/', headers: { ...json, authorization: 'Splunk tok' }, body: encodeHecEvents(rows) })).toBeNull();
+    expect(otlp.validate({ path: '/', headers: json, body: encodeOtlpLogs(rows).toString() })).toBeNull();
+    expect(otlp.validate({ path: '/', headers: json, body: encodeOtlpTraces(rows).toString() })).toBeNull();
+    expect(hec.validate({ path: '/', headers: { ...json, authorization: 'Splunk tok' }, body: encodeHecEvents(rows).toString() })).toBeNull();
   });
 
   it('the strict receivers still refuse what breaks the encoding', () => {
     const otlp = new OtlpReceiver() as unknown as { validate(r: unknown): { reason: string } | null };
     const json = { 'content-type': 'application/json' };
-    const good = encodeOtlpLogs([base]);
+    const good = encodeOtlpLogs([base]).toString();
     expect(otlp.validate({ path: '/', headers: json, body: good.replace(/"timeUnixNano":"(\d+)"/, '"timeUnixNano":$1') })?.reason).toMatch(/resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords\[0\]\.timeUnixNano/);
     expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":"4x2"') })?.reason).toMatch(/attributes\[mcp_gateway\.call\.duration_ms\]\.intValue/);
     expect(otlp.validate({ path: '/', headers: json, body: good.replace(base.trace_id, base.trace_id.toUpperCase()) })?.reason).toMatch(/traceId/);
-    const span = encodeOtlpTraces([base]);
+    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"attributes":[{"key":"log.record.uid"', '"attributes":[{"key":"log.record.uid","value":{"stringValue":"x"}},{"key":"log.record.uid"') })?.reason).toMatch(/logRecords\[0\]\.attributes: duplicate attribute log\.record\.uid/);
+    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":42,"stringValue":"42"') })?.reason).toMatch(/attributes\[mcp_gateway\.call\.duration_ms\]: AnyValue must have exactly one member/);
+    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"attributes":[', '"attributes":[{"key":"","value":{"stringValue":"x"}},') })?.reason).toMatch(/resource\.attributes\[0\]: KeyValue needs a key/);
+    const span = encodeOtlpTraces([base]).toString();
     expect(otlp.validate({ path: '/', headers: json, body: span.replace('"kind":2', '"kind":"SPAN_KIND_SERVER"') })?.reason).toMatch(/spans\[0\]\.kind/);
     expect(otlp.validate({ path: '/', headers: json, body: span.replace(/"endTimeUnixNano":"\d+"/, '"endTimeUnixNano":"1"') })?.reason).toMatch(/end before start/);
     const hec = new HecReceiver('tok') as unknown as { validate(r: unknown): { reason: string } | null };
     const auth = { ...json, authorization: 'Splunk tok' };
-    const event = encodeHecEvents([base]);
+    const event = encodeHecEvents([base]).toString();
     expect(hec.validate({ path: '/', headers: auth, body: event.replace(/"time":[\d.]+/, '"time":1.7e9') })?.reason).toMatch(/time/);
     expect(hec.validate({ path: '/', headers: auth, body: event.replace('"fields":{', '"fields":{"nested":{"a":"b"},') })?.reason).toMatch(/nested/);
     expect(hec.validate({ path: '/', headers: auth, body: `[${event}]` })?.reason).toMatch(/between events/);

@@ -291,10 +291,114 @@ describe('forwarding', () => {
     const start = { at: new Date(0), guid: '' };
     expect(await source.oldestPending(ws.organizationGuid, start)).toBeNull();
     await writeCallLogs(t.runtime.services, rows(ws.organizationGuid, 3));
-    const batch = await source.nextBatch(ws.organizationGuid, start, 10, 0);
+    const batch = await source.nextBatch(ws.organizationGuid, start, 10, await source.deliveryHorizon(0));
     expect(batch).toHaveLength(3);
     expect((await source.oldestPending(ws.organizationGuid, start))?.getTime()).toBe(epochMs(batch[0]!.ingested_at));
     const last = batch.at(-1)!;
     expect(await source.oldestPending(ws.organizationGuid, { at: new Date(epochMs(last.ingested_at)), guid: last.guid })).toBeNull();
+  });
+
+  it('reads every character back as stored: control characters, backslashes, quotes, tabs, newlines, unicode', async () => {
+    const ws = await newWorkspace(t);
+    const source = new CallLogSource(t.runtime.services.clickhouse);
+    const controls = Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('');
+    const text = `${controls}\x7f \\ \\N \\t \\x41 \\\\ "q" 'a' \t\n\r é 🚀 \u2028 end\\`;
+    await t.runtime.services.clickhouse.client.insert({
+      table: 'call_logs',
+      values: [{ organization_guid: ws.organizationGuid, guid: crypto.randomUUID(), created_at: Date.now(), type: 'tool_call', method: 'tools/call', tool_name: text, status: 'error', error_message: text, session_id: '\\' }],
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplicate: 0, date_time_input_format: 'best_effort' },
+    });
+    const [row] = await source.nextBatch(ws.organizationGuid, { at: new Date(0), guid: '' }, 10, await source.deliveryHorizon(0));
+    expect(row).toMatchObject({ tool_name: text, error_message: text, session_id: '\\', status: 'error' });
+  });
+
+  it('tells caught-up checkpoints from ones with rows after them, one answer per checkpoint', async () => {
+    const ws = await newWorkspace(t);
+    const other = await newWorkspace(t);
+    const source = new CallLogSource(t.runtime.services.clickhouse);
+    await writeCallLogs(t.runtime.services, [...rows(ws.organizationGuid, 3), ...rows(other.organizationGuid, 2)]);
+    const horizon = await source.deliveryHorizon(0);
+    const batch = await source.nextBatch(ws.organizationGuid, { at: new Date(0), guid: '' }, 10, horizon);
+    const [first, last] = [batch[0]!, batch.at(-1)!];
+    const checkpointAt = (row: typeof first) => ({ organizationGuid: ws.organizationGuid, at: new Date(epochMs(row.ingested_at)), guid: row.guid });
+    expect(await source.haveRowsAfter([checkpointAt(last), checkpointAt(first), { organizationGuid: other.organizationGuid, at: new Date(0), guid: '' }], horizon)).toEqual([false, true, true]);
+    // Nothing counts at or past the horizon.
+    expect(await source.haveRowsAfter([checkpointAt(first)], new Date(epochMs(first.ingested_at)))).toEqual([false]);
+    expect(await source.haveRowsAfter([], horizon)).toEqual([]);
+  });
+
+  describe('the delivery horizon (settle window 0)', () => {
+    /**
+     * A slow INSERT into call_logs, as an overloaded writer in another process would
+     * run one: it scans for a while and writes about 100 rows, ingested_at left to the
+     * server. Its rows are found afterwards by their tool name.
+     */
+    const insertSlowly = (org: string, tool: string) =>
+      t.runtime.services.clickhouse.client.command({
+        query: `INSERT INTO call_logs (organization_guid, guid, created_at, type, method, tool_name, status)
+          SELECT {org:String}, generateUUIDv4(), now64(3), 'tool_call', 'tools/call', {tool:String}, 'ok'
+          FROM numbers(200000000) WHERE cityHash64(number) % 2000000 = 0`,
+        query_params: { org, tool },
+        // chDB keeps SET settings for its session: never inherit the writer's deduplication token.
+        clickhouse_settings: { insert_deduplicate: 0 },
+      });
+    const guidsOf = async (org: string, tool: string) => {
+      const res = await t.runtime.services.clickhouse.client.query({
+        query: 'SELECT toString(guid) AS g FROM call_logs WHERE organization_guid = {org:String} AND tool_name = {tool:String}',
+        query_params: { org, tool },
+        format: 'JSONEachRow',
+      });
+      return (await res.json<{ g: string }>()).map((r) => r.g);
+    };
+    const insertRunning = async () => {
+      const res = await t.runtime.services.clickhouse.client.query({ query: "SELECT count() AS n FROM system.processes WHERE query_kind = 'Insert'", format: 'JSONEachRow' });
+      return Number((await res.json<{ n: string | number }>())[0]!.n) > 0;
+    };
+    const isServer = () => t.runtime.services.clickhouse.kind === 'server';
+
+    it('nothing ever appears below the horizon once it is taken, even while an INSERT runs', async () => {
+      const ws = await newWorkspace(t);
+      const source = new CallLogSource(t.runtime.services.clickhouse);
+      await writeCallLogs(t.runtime.services, rows(ws.organizationGuid, 5));
+      const slow = insertSlowly(ws.organizationGuid, 'slow_tool');
+      // On a server the INSERT is now running; chDB runs one query at a time, so there the
+      // horizon is taken before or after the INSERT as a whole.
+      if (isServer()) await until('the slow insert runs', insertRunning);
+      const start = { at: new Date(0), guid: '' };
+      const horizon = await source.deliveryHorizon(0);
+      const seen = await source.nextBatch(ws.organizationGuid, start, 1000, horizon);
+      await slow;
+      expect(await guidsOf(ws.organizationGuid, 'slow_tool')).not.toHaveLength(0);
+      // The same read after the INSERT committed: not one more row before the horizon.
+      expect((await source.nextBatch(ws.organizationGuid, start, 1000, horizon)).map((r) => r.guid)).toEqual(seen.map((r) => r.guid));
+    });
+
+    it('does not skip the rows of a slow INSERT that commits after a later one', async () => {
+      const ws = await newWorkspace(t);
+      const r = await otlp();
+      await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs') });
+      const slow = insertSlowly(ws.organizationGuid, 'slow_tool');
+      if (isServer()) await until('the slow insert runs', insertRunning);
+      // A later INSERT commits first (on a server) and the forwarder reads while the slow one runs.
+      const fast = rows(ws.organizationGuid, 30);
+      await writeCallLogs(t.runtime.services, fast);
+      forwarder({ settleMs: 0, batchSize: 20 });
+      await slow;
+      const expected = new Set([...(await guidsOf(ws.organizationGuid, 'slow_tool')), ...fast.map((f) => f.guid)]);
+      await until('every row', () => r.logs.length >= expected.size);
+      expect(new Set(uids(r.logs))).toEqual(expected);
+      expect(r.invalid).toEqual([]);
+    });
+
+    it('stamps ingested_at on the server, at or after the INSERT started', async () => {
+      const ws = await newWorkspace(t);
+      const source = new CallLogSource(t.runtime.services.clickhouse);
+      const before = await source.deliveryHorizon(0);
+      await writeCallLogs(t.runtime.services, rows(ws.organizationGuid, 3));
+      const batch = await source.nextBatch(ws.organizationGuid, { at: new Date(0), guid: '' }, 10, await source.deliveryHorizon(0));
+      expect(batch).toHaveLength(3);
+      for (const row of batch) expect(epochMs(row.ingested_at)).toBeGreaterThanOrEqual(before.getTime());
+    });
   });
 });

@@ -45,13 +45,17 @@ export function callAttributes(row: CallLogRow): Record<string, AttributeValue> 
   return attrs;
 }
 
+/** The span name the MCP conventions ask for: "{mcp.method.name} {target}" (the call type when there is no method). */
+export function spanName(row: CallLogRow): string {
+  const method = present(row.method) ?? row.type;
+  const tool = present(row.tool_name);
+  return method && tool ? `${method} ${tool}` : method || (tool ?? '');
+}
+
 /** The log body: one readable line per call (rows are thin: no request or response body). */
 export function logBody(row: CallLogRow): string {
-  const what = [present(row.method) ?? row.type, present(row.tool_name)].filter(Boolean).join(' ');
+  const what = spanName(row);
   const took = `${integer(row.duration_ms)} ms`;
   if (row.status === 'error') return `${what} failed after ${took}${present(row.error_message) ? `: ${row.error_message}` : ''}`;
   return `${what} ok in ${took}`;
 }
-
-/** The span name the MCP conventions ask for: "{mcp.method.name} {target}". */
-export const spanName = (row: CallLogRow): string => [present(row.method) ?? row.type, present(row.tool_name)].filter(Boolean).join(' ');

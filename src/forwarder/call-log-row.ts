@@ -3,10 +3,11 @@ import { THIN_INSERT_COLUMNS } from '../core/logs/call-log-row.js';
 /**
  * A call-log row as the forwarder reads it from ClickHouse: every column selected
  * through toString(), so the physical types of the table do not matter here.
- * '' and the zero UUID mean "absent". The columns are the writer's own list, so a
- * column added to the call log reaches the forwarder without a second list.
+ * '' and the zero UUID mean "absent". The columns are the writer's own list (plus
+ * ingested_at, which ClickHouse stamps), so a column added to the call log reaches
+ * the forwarder without a second list.
  */
-export const CALL_LOG_COLUMNS = THIN_INSERT_COLUMNS;
+export const CALL_LOG_COLUMNS = ['ingested_at', ...THIN_INSERT_COLUMNS] as const;
 
 export type CallLogColumn = (typeof CALL_LOG_COLUMNS)[number];
 export type CallLogRow = Record<CallLogColumn, string>;

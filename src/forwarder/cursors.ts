@@ -11,10 +11,10 @@ import type { ForwardedSignal, ForwarderCursor } from '../stores/schema.js';
 const after = (ms: number) => sql<Date>`now() + make_interval(secs => ${ms / 1000}::double precision)`;
 
 /** Cursors that are due and not leased by someone else, oldest due first. */
-export async function listDueCursors(db: ConfigDb, owner: string, limit: number): Promise<Pick<ForwarderCursor, 'organization_guid' | 'signal'>[]> {
+export async function listDueCursors(db: ConfigDb, owner: string, limit: number): Promise<Pick<ForwarderCursor, 'organization_guid' | 'signal' | 'checkpoint_at' | 'checkpoint_guid'>[]> {
   return db
     .selectFrom('forwarder_cursors')
-    .select(['organization_guid', 'signal'])
+    .select(['organization_guid', 'signal', 'checkpoint_at', 'checkpoint_guid'])
     .where('next_attempt_at', '<=', sql<Date>`now()`)
     .where((eb) => eb.or([eb('lease_expires_at', '<', sql<Date>`now()`), eb('lease_owner', '=', owner)]))
     .orderBy('next_attempt_at')

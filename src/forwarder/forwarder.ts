@@ -35,7 +35,12 @@ export interface ForwarderOptions {
   /** Pause between passes when there was nothing to send. */
   pollIntervalMs?: number;
   batchSize?: number;
-  /** Rows younger than this are left for the next pass (inserts in flight elsewhere). */
+  /**
+   * Rows younger than this are left for a later pass, on top of the delivery horizon
+   * (rows of running INSERTs). Default 0 on a single ClickHouse (chDB or one server),
+   * where the horizon alone is exact; 1000 on a cluster, where it cannot see
+   * asynchronous Distributed sends and replication.
+   */
   settleMs?: number;
   leaseMs?: number;
   requestTimeoutMs?: number;
@@ -49,10 +54,9 @@ export interface ForwarderOptions {
   passBudgetMs?: number;
 }
 
-const DEFAULTS: Required<Omit<ForwarderOptions, 'owner'>> = {
+const DEFAULTS: Required<Omit<ForwarderOptions, 'owner' | 'settleMs'>> = {
   pollIntervalMs: 250,
   batchSize: 2000,
-  settleMs: 1000,
   leaseMs: 30_000,
   requestTimeoutMs: 10_000,
   maxRefusedAttempts: 3,
@@ -61,6 +65,8 @@ const DEFAULTS: Required<Omit<ForwarderOptions, 'owner'>> = {
   concurrency: 4,
   passBudgetMs: 2000,
 };
+/** Settle window on a cluster: Distributed tables send to shards asynchronously and replicas fetch parts later. */
+const CLUSTER_SETTLE_MS = 1000;
 const MAX_RETRY_AFTER_MS = 15 * 60_000;
 const ALERT_BODY_CHARS = 1024;
 const PARTIAL_ALERT_EVERY_MS = 5 * 60_000;
@@ -82,7 +88,7 @@ function targetOf(config: CollectorConfiguration | undefined, signal: ForwardedS
 }
 
 interface Encoded {
-  body: string;
+  body: Buffer;
   contentType: string;
   partialSuccessKey?: 'rejectedLogRecords' | 'rejectedSpans';
 }
@@ -121,6 +127,8 @@ export class Forwarder {
   private readonly lastPartialAlert = new Map<string, number>();
   /** Earliest time a row seen pending in this pass leaves its settle window (epoch ms). */
   private wakeAt: number | undefined;
+  /** Cursors (`org:signal`) this process left caught up: the next pass asks ClickHouse once whether they have new rows. */
+  private readonly caughtUp = new Set<string>();
 
   constructor(
     private readonly deps: Deps,
@@ -128,7 +136,8 @@ export class Forwarder {
     options: ForwarderOptions = {},
   ) {
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    this.opts = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([k, v]) => k !== 'owner' && v !== undefined)) };
+    const given = Object.fromEntries(Object.entries(options).filter(([k, v]) => k !== 'owner' && v !== undefined));
+    this.opts = { ...DEFAULTS, settleMs: deps.clickhouse.cluster ? CLUSTER_SETTLE_MS : 0, ...given };
     this.metrics = createForwarderMetrics(registry);
     this.source = new CallLogSource(deps.clickhouse);
   }
@@ -176,22 +185,47 @@ export class Forwarder {
 
   /** One pass over every due cursor; returns how many records were handed to collectors. */
   async runOnce(): Promise<number> {
-    const due = await listDueCursors(this.deps.db, this.owner, 64);
+    const listed = await listDueCursors(this.deps.db, this.owner, 64);
+    if (listed.length === 0) return 0;
+    // One horizon for the pass: a cut-off that is safe once stays safe (later INSERTs stamp later rows).
+    const horizon = await this.source.deliveryHorizon(this.opts.settleMs);
+    const due = await this.withNewRows(listed, horizon);
     let total = 0;
     let next = 0;
     const worker = async () => {
       while (next < due.length) {
         const { organization_guid, signal } = due[next++]!;
-        total += await this.forwardCursor(organization_guid, signal);
+        const key = `${organization_guid}:${signal}`;
+        const { records, caughtUp } = await this.forwardCursor(organization_guid, signal, horizon);
+        total += records;
+        if (caughtUp) this.caughtUp.add(key);
+        else this.caughtUp.delete(key);
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.opts.concurrency, due.length) }, worker));
     return total;
   }
 
+  /**
+   * The due cursors worth a turn: all of them but those left caught up in an earlier
+   * pass that still have nothing before the horizon (one ClickHouse query for all of
+   * those, instead of a lease, a configuration read and an empty batch read each).
+   */
+  private async withNewRows<C extends { organization_guid: string; signal: ForwardedSignal; checkpoint_at: Date; checkpoint_guid: string }>(due: C[], horizon: Date): Promise<C[]> {
+    const idle = due.filter((c) => this.caughtUp.has(`${c.organization_guid}:${c.signal}`));
+    if (idle.length === 0) return due;
+    const pending = await this.source.haveRowsAfter(
+      idle.map((c) => ({ organizationGuid: c.organization_guid, at: c.checkpoint_at, guid: c.checkpoint_guid })),
+      horizon,
+    );
+    const quiet = new Set(idle.filter((_c, i) => !pending[i]));
+    for (const c of quiet) this.metrics.lag.set({ organization: c.organization_guid, signal: c.signal }, 0);
+    return due.filter((c) => !quiet.has(c));
+  }
+
   /** Reads the batch after `after` and encodes it; the encoding runs as soon as the rows arrive. */
-  private prepare(organizationGuid: string, signal: ForwardedSignal, format: LogsFormat, after: Checkpoint): Promise<PreparedBatch> {
-    return this.source.nextBatch(organizationGuid, after, this.opts.batchSize, this.opts.settleMs).then((rows) => ({ rows, format, encoded: rows.length ? encode(signal, format, rows) : null }));
+  private prepare(organizationGuid: string, signal: ForwardedSignal, format: LogsFormat, after: Checkpoint, horizon: Date): Promise<PreparedBatch> {
+    return this.source.nextBatch(organizationGuid, after, this.opts.batchSize, horizon).then((rows) => ({ rows, format, encoded: rows.length ? encode(signal, format, rows) : null }));
   }
 
   /**
@@ -205,10 +239,10 @@ export class Forwarder {
    * on the next attempt. The configuration is still read before every batch is sent:
    * a read-ahead encoded for a format that changed meanwhile is encoded again.
    */
-  private async forwardCursor(organizationGuid: string, signal: ForwardedSignal): Promise<number> {
+  private async forwardCursor(organizationGuid: string, signal: ForwardedSignal, horizon: Date): Promise<{ records: number; caughtUp: boolean }> {
     const { db, logger } = this.deps;
     const cursor = await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
-    if (!cursor) return 0;
+    if (!cursor) return { records: 0, caughtUp: false };
     const labels = { organization: organizationGuid, signal };
     const deadline = Date.now() + this.opts.passBudgetMs;
     let total = 0;
@@ -220,20 +254,20 @@ export class Forwarder {
         // Read before every batch: a changed URL, format or header set applies from the next batch on.
         const config = await findCollectorConfiguration(db, organizationGuid);
         const target = targetOf(config, signal);
-        if (!config || !target) return total;
-        const prepared = await (ahead ?? this.prepare(organizationGuid, signal, target.format, checkpoint));
+        if (!config || !target) return { records: total, caughtUp: false };
+        const prepared = await (ahead ?? this.prepare(organizationGuid, signal, target.format, checkpoint, horizon));
         ahead = undefined;
         const rows = prepared.rows;
         if (rows.length === 0) {
           this.metrics.lag.set(labels, 0);
           await this.notePending(organizationGuid, checkpoint);
-          return total;
+          return { records: total, caughtUp: true };
         }
         this.metrics.lag.set(labels, Math.max(0, (Date.now() - epochMs(rows[0]!.ingested_at)) / 1000));
         const last = rows[rows.length - 1]!;
         const batchEnd = { at: new Date(epochMs(last.ingested_at)), guid: last.guid };
         if (rows.length === this.opts.batchSize && Date.now() < deadline && !this.stopping) {
-          ahead = this.prepare(organizationGuid, signal, target.format, batchEnd);
+          ahead = this.prepare(organizationGuid, signal, target.format, batchEnd, horizon);
           ahead.catch(() => undefined); // awaited (and its error surfaced) on the next turn, or dropped
         }
         const encoded = prepared.format === target.format && prepared.encoded ? prepared.encoded : encode(signal, target.format, rows);
@@ -246,17 +280,17 @@ export class Forwarder {
           this.metrics.retried.inc(labels, rows.length);
           await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: rows.length, lastError: outcome.reason });
           logger.warn({ organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs }, 'collector export postponed');
-          return total;
+          return { records: total, caughtUp: false };
         }
         if (outcome.kind === 'refused') {
           attempts++;
           if (attempts < this.opts.maxRefusedAttempts) {
             await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs: this.backoff(attempts), attempts, retried: 0, lastError: `HTTP ${outcome.status}` });
             logger.warn({ organization: organizationGuid, signal, status: outcome.status, attempts }, 'collector refused a batch; trying again');
-            return total;
+            return { records: total, caughtUp: false };
           }
           await this.raiseRefused(organizationGuid, signal, target, outcome, headers, rows.length, attempts);
-          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: rows.length, lastError: `HTTP ${outcome.status}` }))) return total;
+          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: rows.length, lastError: `HTTP ${outcome.status}` }))) return { records: total, caughtUp: false };
           this.metrics.failed.inc(labels, rows.length);
           logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: rows.length }, 'collector kept refusing a batch; skipped it');
         } else {
@@ -271,7 +305,7 @@ export class Forwarder {
           });
           if (!advanced) {
             logger.warn({ organization: organizationGuid, signal }, 'forwarder lease lost; another process continues this workspace');
-            return total;
+            return { records: total, caughtUp: false };
           }
           this.metrics.sent.inc(labels, rows.length - rejected);
           if (rejected > 0) {
@@ -284,11 +318,11 @@ export class Forwarder {
         total += rows.length;
         if (!ahead) {
           if (rows.length < this.opts.batchSize) await this.notePending(organizationGuid, checkpoint);
-          return total;
+          return { records: total, caughtUp: rows.length < this.opts.batchSize };
         }
-        await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
+        // No separate lease renewal: advanceCursor just extended the lease it is fenced on.
       }
-      return total;
+      return { records: total, caughtUp: false };
     } finally {
       // Never leave a ClickHouse read running behind us (closing the store under a running query aborts chDB).
       if (ahead) await ahead.catch(() => undefined);

@@ -19,7 +19,7 @@ export const GUID_FILTER_COLUMNS = [
 
 /**
  * What a producer (the gateway, seed-logs) hands the writer for one MCP call.
- * Every column of `call_logs` except ingested_at, which the writer sets when the
+ * Every column of `call_logs` except ingested_at, which ClickHouse stamps when the
  * batch is inserted. Absent guids are stored as '' and read back as null.
  */
 export interface CallLogInput {
@@ -71,8 +71,12 @@ export const CALL_COLUMNS = [
   'span_id',
 ] as const;
 
-/** Thin columns in insert order; ingested_at first (the writer prepends it at INSERT time). */
-export const THIN_INSERT_COLUMNS = ['ingested_at', 'organization_guid', 'guid', 'created_at', ...CALL_COLUMNS, 'session_id'] as const;
+/**
+ * Thin columns in insert order. ingested_at is left out: its column default
+ * (now64(3), clickhouse/0004) stamps it on the server when the INSERT runs, which
+ * the forwarder's delivery horizon relies on (docs/forwarding.md).
+ */
+export const THIN_INSERT_COLUMNS = ['organization_guid', 'guid', 'created_at', ...CALL_COLUMNS, 'session_id'] as const;
 
 export const DETAIL_INSERT_COLUMNS = ['organization_guid', 'guid', 'created_at', 'request_body', 'response_body', 'request_headers', 'response_headers'] as const;
 

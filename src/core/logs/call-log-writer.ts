@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ClickHouseError } from '@clickhouse/client';
 import type { InsertEncoded } from '../../stores/clickhouse.js';
 import type { Logger } from '../services.js';
-import { chDateTime, DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
+import { DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
 import { listSegments, newSegmentName, quarantineSegment, readSegment, type SegmentContent } from './spool.js';
 
 /** The one way rows reach the call log: every producer (gateway, seed-logs) writes through it. */
@@ -64,7 +64,7 @@ const isRejectedContent = (err: unknown): boolean => err instanceof ClickHouseEr
  * is sealed at `batchRows` rows or after `flushIntervalMs`, and sealed segments are
  * inserted one at a time, in order, each with its file name as
  * insert_deduplication_token, so a replay after a crash or an outage inserts every
- * row exactly once. ingested_at is stamped at the moment of each INSERT. While
+ * row exactly once. ingested_at is stamped by ClickHouse as each INSERT runs. While
  * ClickHouse is unreachable rows keep being accepted into the spool (bounded by
  * `maxSpoolBytes`) and are inserted when it returns, also after a restart.
  */
@@ -251,9 +251,8 @@ export class CallLogWriter implements CallLogSink {
 
   private async insertSegment(segment: Segment): Promise<void> {
     const content = segment.content ?? (await readSegment(this.opts.spoolDir, segment.name));
-    // Stamped now, at the INSERT: a replayed segment gets a fresh ingested_at (the forwarder's checkpoint relies on it).
-    const ingestedAt = `"${chDateTime(Date.now())}"`;
-    if (content.thin.length) await this.insert('call_logs', THIN_INSERT_COLUMNS, content.thin, `[${ingestedAt},`, segment.name);
+    // ingested_at is stamped by the server as the INSERT runs (column default): a replayed segment gets a fresh one (the forwarder relies on it).
+    if (content.thin.length) await this.insert('call_logs', THIN_INSERT_COLUMNS, content.thin, '[', segment.name);
     if (content.detail.length) await this.insert('call_log_details', DETAIL_INSERT_COLUMNS, content.detail, '[', `${segment.name}:detail`);
   }
 
