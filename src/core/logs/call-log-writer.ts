@@ -252,16 +252,16 @@ export class CallLogWriter implements CallLogSink {
   private async insertSegment(segment: Segment): Promise<void> {
     const content = segment.content ?? (await readSegment(this.opts.spoolDir, segment.name));
     // ingested_at is stamped by the server as the INSERT runs (column default): a replayed segment gets a fresh one (the forwarder relies on it).
-    if (content.thin.length) await this.insert('call_logs', THIN_INSERT_COLUMNS, content.thin, '[', segment.name);
-    if (content.detail.length) await this.insert('call_log_details', DETAIL_INSERT_COLUMNS, content.detail, '[', `${segment.name}:detail`);
+    if (content.thin.length) await this.insert('call_logs', THIN_INSERT_COLUMNS, content.thin, segment.name);
+    if (content.detail.length) await this.insert('call_log_details', DETAIL_INSERT_COLUMNS, content.detail, `${segment.name}:detail`);
   }
 
-  /** Inserts `lines` as JSONCompactEachRow rows `${prefix}${line}]`, deduplicated by `token`. */
-  private async insert(table: string, columns: readonly string[], lines: string[], prefix: string, token: string): Promise<void> {
+  /** Inserts `lines` (JSON array bodies without brackets) as JSONCompactEachRow rows, deduplicated by `token`. */
+  private async insert(table: string, columns: readonly string[], lines: string[], token: string): Promise<void> {
     await this.opts.insert({
       table,
       columns,
-      body: Buffer.from(`${prefix}${lines.join(`]\n${prefix}`)}]\n`),
+      body: Buffer.from(`[${lines.join(']\n[')}]\n`),
       settings: { insert_deduplicate: 1, insert_deduplication_token: token, log_comment: 'call-log-writer' },
     });
   }
