@@ -6,7 +6,7 @@ import { clientInsert, type EncodedInsert, type InsertEncoded } from '../src/sto
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
-import { chEpochMs, encodeCallLog, truncateUtf8 } from '../src/core/logs/call-log-row.js';
+import { chEpochMs, encodeCallLog, THIN_INSERT_COLUMNS, truncateUtf8 } from '../src/core/logs/call-log-row.js';
 import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/logs/redact.js';
 import { listSegments, newSegmentName } from '../src/core/logs/spool.js';
 import { CapturedLog, startTestApp, type TestApp } from './helpers/harness.js';
@@ -214,6 +214,19 @@ describe('the call-log writer', () => {
     const data = times.map((ms) => JSON.stringify([chEpochMs(ms)])).join('\n');
     const res = await real.query({ query: "SELECT toUnixTimestamp64Milli(c) AS ms FROM format(JSONCompactEachRow, 'c DateTime64(3, \\'UTC\\')', {data:String})", query_params: { data }, format: 'JSONEachRow' });
     expect((await res.json<{ ms: number | string }>()).map((r) => Number(r.ms))).toEqual(times);
+  });
+
+  it("keeps its deduplication token to its own INSERT (chDB turns a client query's settings into session SETs)", async () => {
+    const org = newGuid();
+    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: newSpoolDir(), logger: new CapturedLog() });
+    await writer.write([logRow(org)]);
+    await writer.flush();
+    await writer.close();
+    // An INSERT after the writer's, with no token of its own: had the writer's token stuck to the
+    // session, ClickHouse would take this one for a replay of the segment and drop it.
+    const later = encodeCallLog(logRow(org));
+    await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(`[${later.thin}]\n`), settings: {} });
+    expect(await countRows(t, org)).toBe(2);
   });
 
   it('is the writer the runtime uses (services.callLogs)', async () => {

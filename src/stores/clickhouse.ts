@@ -92,7 +92,11 @@ function chdbRawInsert(connection: ChdbConnection): InsertEncoded {
   };
 }
 
-/** The same insert through any @clickhouse/client (a server over HTTP). */
+/**
+ * The same insert through @clickhouse/client over HTTP, for a server. Not for chDB:
+ * its client connection turns clickhouse_settings into session-wide SETs, so an
+ * insert_deduplication_token would stick and drop later inserts as replays.
+ */
 export function clientInsert(client: Pick<ClickHouseClient, 'exec'>): InsertEncoded {
   return async ({ table, columns, body, settings }) => {
     const result = await client.exec({
