@@ -2,94 +2,150 @@
  * bench:gateway — tools/call echo against server-everything (Streamable HTTP, on
  * loopback), direct to the upstream and through the gateway (with call logging on,
  * and with it off to show what logging costs), sequentially and at concurrency 16,
- * in one run: calls/s, p50/p99 latency and the ratios. Figures only, never assertions.
+ * in one run: calls/s, p50/p99 latency, the gateway's CPU time per call and the
+ * ratios. Figures only, never assertions.
  *
- *   npm run bench:gateway [-- --seconds 5 --concurrency 16]
+ *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR]
+ *
+ * Three processes, as in a deployment: this one (the load generator: SDK clients,
+ * bench/mcp-load.ts), the gateway service (bench/gateway-service.ts: the runtime and
+ * the fastify app, as src/main.ts opens them) and the upstream (server-everything).
+ * Direct is client process -> upstream process; through the gateway it is client
+ * process -> gateway process -> upstream process, with the same load generator and
+ * the same upstream. (Running the gateway inside the load generator's process would
+ * make 16 SDK clients and the gateway share one event loop, which no host and
+ * gateway ever do, and charge the clients' work to the gateway.)
+ *
+ * With --rounds N every row is measured N times, the rows alternating within each
+ * round, and the median is shown. --profile DIR writes a V8 CPU profile of the
+ * gateway process under load into DIR (start-up and setup left out).
  */
-import fs from 'node:fs';
-import os from 'node:os';
+import { fork } from 'node:child_process';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.js';
-import type { CallLogSink } from '../src/core/logs/call-log-writer.js';
-import { createWorkspace } from '../src/core/workspaces.js';
-import { buildApp } from '../src/http/app.js';
-import { openRuntime } from '../src/runtime/open.js';
 import { startEverything } from '../test/helpers/upstreams.js';
+import type { GatewayServiceReady } from './gateway-service.js';
 import { mcpToolLoad, type LoadFigures } from './mcp-load.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '16' } } });
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    concurrency: { type: 'string', default: '16' },
+    rounds: { type: 'string', default: '1' },
+    profile: { type: 'string' },
+  },
+});
 const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
-const silent = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
+const rounds = Number(values.rounds);
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+type Target = 'direct' | 'gateway (logging on)' | 'gateway (logging off)';
+const TARGETS: Target[] = ['direct', 'gateway (logging on)', 'gateway (logging off)'];
+interface Row extends LoadFigures {
+  /** CPU time of the gateway process per call, in µs (gateway rows only). */
+  gatewayCpuUs: number | null;
+}
+
+/** Starts the gateway service in its own process and waits for its URLs. */
+async function startGatewayService(upstreamUrl: string) {
+  const env = { ...process.env, BENCH_UPSTREAM_URL: upstreamUrl, ...(values.profile ? { BENCH_PROFILE_DIR: path.resolve(values.profile) } : {}) };
+  const child = fork(path.join(here, 'gateway-service.ts'), [], { execArgv: ['--import', 'tsx'], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const next = <T>(type: string) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (m: { type: string }) => {
+        if (m.type !== type) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(m as T);
+      };
+      const onExit = (code: number | null) => reject(new Error(`the gateway service exited with ${code}`));
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+  const ready = await next<GatewayServiceReady>('ready');
+  return {
+    ready,
+    cpuUs: async () => {
+      const answer = next<{ cpu: number }>('cpu');
+      child.send({ type: 'cpu' });
+      return (await answer).cpu;
+    },
+    flush: async () => {
+      const answer = next('flushed');
+      child.send({ type: 'flush' });
+      await answer;
+    },
+    close: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send({ type: 'close' });
+      await exited;
+    },
+  };
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function main(): Promise<void> {
+  const upstream = await startEverything('streamableHttp');
+  const service = await startGatewayService(upstream.url);
+  const { ready } = service;
+  const gatewayHeaders = { authorization: `Bearer ${ready.token}` };
+  const measure = async (target: Target, c: number): Promise<Row> => {
+    if (target === 'direct') return { ...(await load(upstream.url, {}, 'echo', c)), gatewayCpuUs: null };
+    const base = target === 'gateway (logging on)' ? ready.withLogs : ready.withoutLogs;
+    const before = await service.cpuUs();
+    const figures = await load(base + ready.path, gatewayHeaders, 'everything__echo', c);
+    const cpu = (await service.cpuUs()) - before;
+    return { ...figures, gatewayCpuUs: cpu / (figures.rps * seconds) };
+  };
+  const samples = new Map<string, Row[]>();
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const c of [1, concurrency]) {
+        for (const target of TARGETS) {
+          const key = `${target}|${c}`;
+          samples.set(key, [...(samples.get(key) ?? []), await measure(target, c)]);
+        }
+      }
+    }
+    await service.flush();
+  } finally {
+    await service.close();
+    await upstream.close();
+  }
+  const pick = (target: Target, c: number): Row => {
+    const rows = samples.get(`${target}|${c}`)!;
+    const cpu = rows.map((r) => r.gatewayCpuUs).filter((x): x is number => x !== null);
+    return { rps: median(rows.map((r) => r.rps)), p50: median(rows.map((r) => r.p50)), p99: median(rows.map((r) => r.p99)), gatewayCpuUs: cpu.length ? median(cpu) : null };
+  };
+  console.log(`\nbench:gateway — tools/call echo, server-everything (Streamable HTTP) on loopback, ${seconds} s per row, ${rounds} round(s), median shown`);
+  console.log(`load average before the run ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  console.log('target                  conc   calls/s    p50 ms    p99 ms   gateway CPU µs/call');
+  for (const c of [1, concurrency]) {
+    for (const target of TARGETS) {
+      const r = pick(target, c);
+      console.log(
+        `${target.padEnd(22)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.gatewayCpuUs === null ? '' : r.gatewayCpuUs.toFixed(0).padStart(12)}`,
+      );
+    }
+  }
+  for (const c of [1, concurrency]) {
+    const direct = pick('direct', c);
+    const on = pick('gateway (logging on)', c);
+    const off = pick('gateway (logging off)', c);
+    console.log(
+      `\nconcurrency ${c}: gateway/direct calls/s ${(on.rps / direct.rps).toFixed(2)}, added p50 ${(on.p50 - direct.p50).toFixed(2)} ms, ` +
+        `logging cost ${(((off.rps - on.rps) / off.rps) * 100).toFixed(1)}% of throughput, ${(on.gatewayCpuUs! - off.gatewayCpuUs!).toFixed(0)} µs CPU per call`,
+    );
+  }
+}
+
 /** tools/call echo against `url` from `concurrency` clients, after a warm-up of 20 calls each. */
 const load = (url: string, headers: Record<string, string>, tool: string, concurrency: number): Promise<LoadFigures> =>
   mcpToolLoad({ url, headers, tool, args: { message: 'hello' }, concurrency, seconds, warmupCalls: 20 });
-
-async function main(): Promise<void> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-gateway-'));
-  const upstream = await startEverything('streamableHttp');
-  const config = loadConfig({
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
-    EGRESS_ALLOWED_CIDRS: '127.0.0.0/8',
-    GATEWAY_RATE_LIMIT_PER_CONNECTION_PER_MINUTE: '0',
-    GATEWAY_RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '0',
-  });
-  const runtime = await openRuntime(config, { logger: silent });
-  const noLogs: CallLogSink = { write: async () => undefined, flush: async () => undefined, close: async () => undefined };
-  const withLogs = await buildApp({ services: runtime.services, logger: false });
-  const withoutLogs = await buildApp({ services: { ...runtime.services, callLogs: noLogs }, logger: false });
-  await withLogs.listen({ port: 0, host: '127.0.0.1' });
-  await withoutLogs.listen({ port: 0, host: '127.0.0.1' });
-  const urlOf = (app: typeof withLogs) => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  try {
-    const ws = await createWorkspace(runtime.services.db, { name: 'bench', adminEmail: 'bench@example.test' });
-    const admin = { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' };
-    const api = async (method: 'POST', url: string, body: unknown) => {
-      const res = await withLogs.inject({ method, url: `/api/v1/svc-admin${url}`, headers: admin, payload: JSON.stringify(body) });
-      if (res.statusCode >= 300) throw new Error(`${url}: ${res.body}`);
-      return res.json();
-    };
-    const server = await api('POST', '/servers', { name: 'everything', url: upstream.url, authType: 'none' });
-    await runtime.services.serverValidation.settled(server.guid);
-    const gateway = await api('POST', '/gateways', { name: 'bench' });
-    await api('POST', `/gateways/${gateway.guid}/assignments`, { inboundServerGuid: server.guid });
-    const issued = await api('POST', `/gateways/${gateway.guid}/tokens`, {});
-    const gatewayHeaders = { authorization: `Bearer ${issued.token}` };
-    const path = `/gateways/${gateway.guid}/mcp`;
-
-    const rows: { target: string; concurrency: number; figures: LoadFigures }[] = [];
-    for (const c of [1, concurrency]) {
-      rows.push({ target: 'direct', concurrency: c, figures: await load(upstream.url, {}, 'echo', c) });
-      rows.push({ target: 'gateway (logging on)', concurrency: c, figures: await load(urlOf(withLogs) + path, gatewayHeaders, 'everything__echo', c) });
-      rows.push({ target: 'gateway (logging off)', concurrency: c, figures: await load(urlOf(withoutLogs) + path, gatewayHeaders, 'everything__echo', c) });
-    }
-    await runtime.services.callLogs.flush();
-    console.log(`\nbench:gateway — tools/call echo, server-everything (Streamable HTTP) on loopback, ${seconds} s per row\n`);
-    console.log('target                  conc   calls/s    p50 ms    p99 ms');
-    for (const r of rows) {
-      console.log(`${r.target.padEnd(22)} ${String(r.concurrency).padStart(5)} ${r.figures.rps.toFixed(0).padStart(9)} ${r.figures.p50.toFixed(2).padStart(9)} ${r.figures.p99.toFixed(2).padStart(9)}`);
-    }
-    for (const c of [1, concurrency]) {
-      const pick = (target: string) => rows.find((r) => r.target === target && r.concurrency === c)!.figures;
-      const direct = pick('direct');
-      const on = pick('gateway (logging on)');
-      const off = pick('gateway (logging off)');
-      console.log(
-        `\nconcurrency ${c}: gateway/direct calls/s ${(on.rps / direct.rps).toFixed(2)}, added p50 ${(on.p50 - direct.p50).toFixed(2)} ms, ` +
-          `logging cost ${(((off.rps - on.rps) / off.rps) * 100).toFixed(1)}% of throughput`,
-      );
-    }
-  } finally {
-    await withLogs.close();
-    await withoutLogs.close();
-    await runtime.close();
-    await upstream.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  }
-}
+const loadBefore = os.loadavg();
 
 await main();

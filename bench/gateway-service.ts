@@ -1,0 +1,104 @@
+/**
+ * The service under test of bench:gateway, in a process of its own (started by
+ * bench/gateway.ts with an IPC channel): opens the runtime on a fresh data dir the
+ * way src/main.ts does, listens twice on loopback (call logging on, and off to show
+ * what logging costs), provisions one gateway in front of the upstream it is given,
+ * and answers the parent's messages:
+ *
+ *   ready   (sent once)  { withLogs, withoutLogs, path, token }
+ *   cpu     -> { cpu }   process.cpuUsage() in µs (user + system), for CPU per call
+ *   flush   -> {}        call logs flushed into ClickHouse
+ *   close   -> exits
+ *
+ * Environment: BENCH_UPSTREAM_URL (required); BENCH_PROFILE_DIR: a V8 CPU profile of
+ * the process from ready to close is written there (setup and start-up left out).
+ */
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { loadConfig } from '../src/config.js';
+import type { CallLogSink } from '../src/core/logs/call-log-writer.js';
+import { createWorkspace } from '../src/core/workspaces.js';
+import { buildApp } from '../src/http/app.js';
+import { openRuntime } from '../src/runtime/open.js';
+
+export interface GatewayServiceReady {
+  type: 'ready';
+  withLogs: string;
+  withoutLogs: string;
+  path: string;
+  token: string;
+}
+
+const upstreamUrl = process.env.BENCH_UPSTREAM_URL;
+if (!upstreamUrl || !process.send) throw new Error('bench/gateway-service.ts is started by bench/gateway.ts (BENCH_UPSTREAM_URL and an IPC channel).');
+const send = (message: unknown) => process.send!(message);
+const silent = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-gateway-'));
+const config = loadConfig({
+  DATA_DIR: dataDir,
+  LOG_LEVEL: 'silent',
+  SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
+  EGRESS_ALLOWED_CIDRS: '127.0.0.0/8',
+  GATEWAY_RATE_LIMIT_PER_CONNECTION_PER_MINUTE: '0',
+  GATEWAY_RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '0',
+});
+const runtime = await openRuntime(config, { logger: silent });
+const noLogs: CallLogSink = { write: async () => undefined, flush: async () => undefined, close: async () => undefined };
+const withLogs = await buildApp({ services: runtime.services, logger: false });
+const withoutLogs = await buildApp({ services: { ...runtime.services, callLogs: noLogs }, logger: false });
+await withLogs.listen({ port: 0, host: '127.0.0.1' });
+await withoutLogs.listen({ port: 0, host: '127.0.0.1' });
+const urlOf = (app: typeof withLogs) => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+
+const ws = await createWorkspace(runtime.services.db, { name: 'bench', adminEmail: 'bench@example.test' });
+const api = async (url: string, body: unknown) => {
+  const res = await withLogs.inject({
+    method: 'POST',
+    url: `/api/v1/svc-admin${url}`,
+    headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
+  if (res.statusCode >= 300) throw new Error(`${url}: ${res.body}`);
+  return res.json();
+};
+const server = await api('/servers', { name: 'everything', url: upstreamUrl, authType: 'none' });
+await runtime.services.serverValidation.settled(server.guid);
+const gateway = await api('/gateways', { name: 'bench' });
+await api(`/gateways/${gateway.guid}/assignments`, { inboundServerGuid: server.guid });
+const issued = await api(`/gateways/${gateway.guid}/tokens`, {});
+
+const profileDir = process.env.BENCH_PROFILE_DIR;
+const profiler = profileDir ? new Session() : null;
+if (profiler) {
+  profiler.connect();
+  await profiler.post('Profiler.enable');
+  await profiler.post('Profiler.start');
+}
+
+async function close(): Promise<never> {
+  if (profiler) {
+    const { profile } = await profiler.post('Profiler.stop');
+    fs.mkdirSync(profileDir!, { recursive: true });
+    fs.writeFileSync(path.join(profileDir!, `gateway-${Date.now()}.cpuprofile`), JSON.stringify(profile));
+  }
+  await withLogs.close();
+  await withoutLogs.close();
+  await runtime.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  process.exit(0);
+}
+
+process.on('message', (message: { type: string }) => {
+  if (message.type === 'cpu') {
+    const { user, system } = process.cpuUsage();
+    send({ type: 'cpu', cpu: user + system });
+  } else if (message.type === 'flush') {
+    void runtime.services.callLogs.flush().then(() => send({ type: 'flushed' }));
+  } else if (message.type === 'close') void close();
+});
+process.on('disconnect', () => void close());
+send({ type: 'ready', withLogs: urlOf(withLogs), withoutLogs: urlOf(withoutLogs), path: `/gateways/${gateway.guid}/mcp`, token: issued.token } satisfies GatewayServiceReady);
