@@ -1,5 +1,6 @@
 import dns from 'node:dns/promises';
-import net from 'node:net';
+import { lookup as lookupCallback, type LookupAddress } from 'node:dns';
+import net, { type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { validationFailed } from './errors.js';
 
@@ -31,6 +32,28 @@ export class EgressPolicy {
     const allowedHere = this.allowed.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits));
     if (NEEDS_ALLOWANCE.includes(range) && !allowedHere) return `is a ${range} address not allowed by EGRESS_ALLOWED_CIDRS`;
     return null;
+  }
+
+  /**
+   * A `lookup` for sockets (net.connect, http agents): resolves like dns.lookup and
+   * fails with validation_failed naming `field` when an address it resolves to is
+   * not allowed, so the rule holds for the address actually connected to. (Hosts
+   * written as IP addresses are not looked up: check them with refusal().)
+   */
+  connectLookup(field: string): LookupFunction {
+    return (hostname, options, callback) => {
+      lookupCallback(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+        if (err) return callback(err, '');
+        for (const a of addresses) {
+          const why = this.refusal(a.address);
+          if (why) return callback(validationFailed([{ path: field, message: `host ${hostname} ${why}` }]) as unknown as NodeJS.ErrnoException, '');
+        }
+        if (options.all) return callback(null, addresses);
+        const first = addresses[0];
+        if (!first) return callback(Object.assign(new Error(`host ${hostname} does not resolve`), { code: 'ENOTFOUND' }), '');
+        return callback(null, first.address, first.family);
+      });
+    };
   }
 
   /**

@@ -6,6 +6,7 @@ import { fromUpstream } from './relay.js';
 import type { GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
 import { traceContextFrom, upstreamTraceparent } from './trace-context.js';
+import type { UpstreamFetch } from './upstream-client.js';
 import { openUpstreamStream } from './upstream-http.js';
 
 const KEEPALIVE_MS = 25_000;
@@ -24,7 +25,7 @@ export async function openHostEventStream(opts: {
   catalog: Catalog;
   session: GatewaySession;
   out: ServerResponse;
-  fetch: typeof fetch;
+  fetch: UpstreamFetch;
 }): Promise<void> {
   const { out, caller, session } = opts;
   const abort = new AbortController();

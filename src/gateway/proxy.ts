@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../core/errors.js';
-import { egressFetch } from '../core/servers/egress-fetch.js';
 import { OAuthRefreshError } from '../core/servers/oauth-refresh.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
@@ -12,6 +11,7 @@ import { cancelledTarget, fromUpstream, unrelayId } from './relay.js';
 import type { GatewaySession } from './session-id.js';
 import { ResponseTooLargeError } from './sse.js';
 import { upstreamTraceparent, type TraceContext } from './trace-context.js';
+import type { UpstreamFetch } from './upstream-client.js';
 import { deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
 import { initializeLegacyUpstream, sendToLegacyUpstream } from './upstream-legacy-sse.js';
 import type { UpstreamHealth } from './upstream-health.js';
@@ -66,15 +66,12 @@ const MAX_PAGES = 20;
  * in the sealed session id.
  */
 export class GatewayProxy {
-  private readonly fetch: typeof fetch;
-
   constructor(
     private readonly services: Services,
     private readonly catalogs: Catalogs,
     private readonly health: UpstreamHealth,
-  ) {
-    this.fetch = egressFetch(services.egress, 'url');
-  }
+    private readonly fetch: UpstreamFetch,
+  ) {}
 
   /** Serves one message the host POSTed. */
   async handle(ctx: HostContext, message: JSONRPCMessage): Promise<HostReply> {

@@ -7,13 +7,13 @@ import { CallRecord, keptRequestHeaders } from './call-record.js';
 import { Catalogs } from './catalog.js';
 import { ERRORS, GatewayProxy, type HostReply } from './proxy.js';
 import { GatewayRateLimits } from './rate-limits.js';
-import { openSession, sealSession, type GatewaySession } from './session-id.js';
+import { SessionIds, type GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
 import { openHostEventStream } from './event-stream.js';
 import { traceContextFrom } from './trace-context.js';
 import { UpstreamHealth } from './upstream-health.js';
 import { deleteUpstreamSession } from './upstream-http.js';
-import { egressFetch } from '../core/servers/egress-fetch.js';
+import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 
 const SESSION_HEADER = 'mcp-session-id';
@@ -29,7 +29,9 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   const access = new GatewayAccess(services);
   const catalogs = new Catalogs(services);
   const health = new UpstreamHealth(services);
-  const proxy = new GatewayProxy(services, catalogs, health);
+  const upstreams = new UpstreamClient(services.egress);
+  const sessionIds = new SessionIds(services.gatewaySessionKey);
+  const proxy = new GatewayProxy(services, catalogs, health, upstreams.fetch);
   const limits = new GatewayRateLimits({
     perConnectionPerMinute: services.config.gateway.rateLimitPerConnectionPerMinute,
     perWorkspacePerMinute: services.config.gateway.rateLimitPerWorkspacePerMinute,
@@ -37,6 +39,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   app.addHook('onClose', async () => {
     access.close();
     catalogs.close();
+    upstreams.close();
   });
 
   /** Authenticates and applies the rate limits; answers the refusal itself and returns null. */
@@ -63,7 +66,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   const sessionOf = async (request: FastifyRequest, reply: FastifyReply, caller: GatewayCaller): Promise<{ session: GatewaySession | null; id: string | null } | null> => {
     const id = request.headers[SESSION_HEADER];
     if (typeof id !== 'string' || id === '') return { session: null, id: null };
-    const session = openSession(services.gatewaySessionKey, id);
+    const session = sessionIds.open(id);
     if (!session || session.connectionGuid !== caller.connectionGuid) {
       await reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session not found: initialize a new session.'));
       return null;
@@ -109,7 +112,10 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const catalog = await catalogs.forCaller(caller);
     const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
     const abort = new AbortController();
-    reply.raw.on('close', () => abort.abort());
+    // Only a host that goes away before its answer is complete cancels anything (an abort is not free: it builds an error and runs listeners).
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
     const record = new CallRecord(services, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), found.session?.id ?? null);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
@@ -124,7 +130,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', [SESSION_HEADER]: found.id });
     reply.raw.flushHeaders();
-    await openHostEventStream({ services, catalogs, caller: found.caller, catalog: found.catalog, session: found.session, out: reply.raw, fetch: egressFetch(services.egress, 'url') });
+    await openHostEventStream({ services, catalogs, caller: found.caller, catalog: found.catalog, session: found.session, out: reply.raw, fetch: upstreams.fetch });
   });
 
   app.delete<{ Params: { gatewayGuid: string } }>(path, async (request, reply) => {
@@ -146,7 +152,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
           traceparent: `00-${trace.traceId}-${trace.spanId}-${trace.flags}`,
           signal: AbortSignal.timeout(5_000),
           maxResponseBytes: 4096,
-          fetch: egressFetch(services.egress, 'url'),
+          fetch: upstreams.fetch,
         });
       }),
     );
@@ -157,7 +163,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     if (answer.kind === 'accepted') return reply.code(202).send();
     if (answer.kind === 'session-expired') return reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
     if (answer.kind === 'json') {
-      const id = answer.newSession ? sealSession(services.gatewaySessionKey, answer.newSession) : sessionId;
+      const id = answer.newSession ? sessionIds.seal(answer.newSession) : sessionId;
       if (id) reply.header(SESSION_HEADER, id);
       return reply.code(answer.status ?? 200).type('application/json').send(JSON.stringify(answer.message));
     }

@@ -48,3 +48,48 @@ export function openSession(key: Buffer, id: string): GatewaySession | null {
     return null;
   }
 }
+
+/** How many opened session ids a process remembers (a few hundred bytes each). */
+const REMEMBERED_SESSIONS = 10_000;
+
+/**
+ * Session ids as the routes use them: sealed at initialize, opened on every later
+ * request. Opening (AES-GCM) is the costliest step of a call's own work, and a
+ * host sends the same id with every request of its session, so opened ids are
+ * remembered (bounded; the oldest is forgotten first). That is safe because an id
+ * is immutable: its content is authenticated, so the same string always opens to
+ * the same session, and a forged or altered one never enters the map. Sessions
+ * handed out are frozen, so no request can change what another one sees.
+ */
+export class SessionIds {
+  private readonly opened = new Map<string, GatewaySession>();
+
+  constructor(private readonly key: Buffer) {}
+
+  seal(session: GatewaySession): string {
+    const id = sealSession(this.key, session);
+    this.remember(id, session);
+    return id;
+  }
+
+  open(id: string): GatewaySession | null {
+    const known = this.opened.get(id);
+    if (known) return known;
+    const session = openSession(this.key, id);
+    if (session) this.remember(id, session);
+    return session;
+  }
+
+  private remember(id: string, session: GatewaySession): void {
+    if (this.opened.size >= REMEMBERED_SESSIONS) this.opened.delete(this.opened.keys().next().value!);
+    this.opened.set(id, deepFreeze(session));
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

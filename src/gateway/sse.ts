@@ -13,12 +13,12 @@ export interface SseEvent {
  * ends an event, `data` lines joined by newlines, comments ignored). Stops reading
  * past `maxBytes` with an error, so an endless upstream cannot exhaust memory.
  */
-export async function* readSseEvents(body: ReadableStream<Uint8Array>, maxBytes: number): AsyncGenerator<SseEvent> {
+export async function* readSseEvents(body: AsyncIterable<Uint8Array>, maxBytes: number, signal?: AbortSignal): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buffer = '';
   let event = '';
   let data: string[] = [];
-  for await (const value of chunksWithin(body, maxBytes)) {
+  for await (const value of chunksWithin(body, maxBytes, signal)) {
     buffer += decoder.decode(value, { stream: true });
     let newline: number;
     while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
@@ -42,21 +42,22 @@ export async function* readSseEvents(body: ReadableStream<Uint8Array>, maxBytes:
   if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
 }
 
-/** The chunks of a body, failing with ResponseTooLargeError past `maxBytes`; the body is released however reading ends. */
-export async function* chunksWithin(body: ReadableStream<Uint8Array>, maxBytes: number): AsyncGenerator<Uint8Array> {
+/**
+ * The chunks of a body, failing with ResponseTooLargeError past `maxBytes`. A Node
+ * stream is destroyed when reading stops early (its async iterator does that). A
+ * body cut off by `signal` fails with the signal's reason (a TimeoutError for the
+ * upstream timeout), not with the socket's error.
+ */
+export async function* chunksWithin(body: AsyncIterable<Uint8Array>, maxBytes: number, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
   let total = 0;
-  const reader = body.getReader();
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
+    for await (const value of body) {
       total += value.byteLength;
       if (total > maxBytes) throw new ResponseTooLargeError(maxBytes);
       yield value;
     }
-  } finally {
-    reader.releaseLock();
-    await body.cancel().catch(() => undefined);
+  } catch (err) {
+    throw signal?.aborted && !(err instanceof ResponseTooLargeError) ? signal.reason : err;
   }
 }
 

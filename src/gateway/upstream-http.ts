@@ -1,9 +1,11 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { chunksWithin, readSseEvents } from './sse.js';
+import type { UpstreamFetch, UpstreamHttpResponse } from './upstream-client.js';
 
 /**
- * One exchange with an upstream over MCP Streamable HTTP, with plain fetch: the
- * gateway relays messages as they are, so it needs no SDK client in between.
+ * One exchange with an upstream over MCP Streamable HTTP, with a plain HTTP client
+ * (upstream-client.ts): the gateway relays messages as they are, so it needs no SDK
+ * client in between.
  */
 export interface UpstreamRequest {
   url: string;
@@ -15,7 +17,7 @@ export interface UpstreamRequest {
   tracestate?: string | null;
   signal: AbortSignal;
   maxResponseBytes: number;
-  fetch: typeof fetch;
+  fetch: UpstreamFetch;
 }
 
 export interface UpstreamReply {
@@ -45,10 +47,9 @@ const headersFor = (req: UpstreamRequest, accept: string): Record<string, string
   ...(req.protocolVersion ? { 'mcp-protocol-version': req.protocolVersion } : {}),
 });
 
-async function readLimited(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<string> {
-  if (!body) return '';
+async function readLimited(body: AsyncIterable<Uint8Array>, maxBytes: number, signal?: AbortSignal): Promise<string> {
   const chunks: Uint8Array[] = [];
-  for await (const value of chunksWithin(body, maxBytes)) chunks.push(value);
+  for await (const value of chunksWithin(body, maxBytes, signal)) chunks.push(value);
   return Buffer.concat(chunks).toString('utf8');
 }
 
@@ -59,14 +60,14 @@ async function* parseMessages(text: string): AsyncGenerator<JSONRPCMessage> {
   else yield parsed;
 }
 
-async function* sseMessages(body: ReadableStream<Uint8Array>, maxBytes: number): AsyncGenerator<JSONRPCMessage> {
-  for await (const event of readSseEvents(body, maxBytes)) {
+async function* sseMessages(body: AsyncIterable<Uint8Array>, maxBytes: number, signal: AbortSignal): AsyncGenerator<JSONRPCMessage> {
+  for await (const event of readSseEvents(body, maxBytes, signal)) {
     if (event.event !== 'message' || !event.data.trim()) continue;
     yield JSON.parse(event.data) as JSONRPCMessage;
   }
 }
 
-async function failure(res: Response): Promise<UpstreamHttpError> {
+async function failure(res: UpstreamHttpResponse): Promise<UpstreamHttpError> {
   const body = await readLimited(res.body, 4096).catch(() => '');
   return new UpstreamHttpError(res.status, body.slice(0, 1000));
 }
@@ -79,15 +80,15 @@ export async function postToUpstream(req: UpstreamRequest, message: JSONRPCMessa
     body: JSON.stringify(message),
     signal: req.signal,
   });
-  const sessionId = res.headers.get('mcp-session-id');
+  const sessionId = res.header('mcp-session-id');
   if (res.status === 202 || res.status === 204) {
-    await res.body?.cancel().catch(() => undefined);
+    res.discard();
     return { status: res.status, sessionId, streamed: false, messages: parseMessages('') };
   }
   if (!res.ok) throw await failure(res);
-  const type = res.headers.get('content-type') ?? '';
-  if (type.includes('text/event-stream') && res.body) return { status: res.status, sessionId, streamed: true, messages: sseMessages(res.body, req.maxResponseBytes) };
-  const text = await readLimited(res.body, req.maxResponseBytes);
+  const type = res.header('content-type') ?? '';
+  if (type.includes('text/event-stream')) return { status: res.status, sessionId, streamed: true, messages: sseMessages(res.body, req.maxResponseBytes, req.signal) };
+  const text = await readLimited(res.body, req.maxResponseBytes, req.signal);
   return { status: res.status, sessionId, streamed: false, messages: parseMessages(text) };
 }
 
@@ -95,16 +96,16 @@ export async function postToUpstream(req: UpstreamRequest, message: JSONRPCMessa
 export async function openUpstreamStream(req: UpstreamRequest): Promise<AsyncIterable<JSONRPCMessage> | null> {
   const res = await req.fetch(req.url, { method: 'GET', headers: headersFor(req, 'text/event-stream'), signal: req.signal });
   if (res.status === 405 || res.status === 404) {
-    await res.body?.cancel().catch(() => undefined);
+    res.discard();
     return null;
   }
-  if (!res.ok || !res.body) throw await failure(res);
-  return sseMessages(res.body, Number.MAX_SAFE_INTEGER);
+  if (!res.ok) throw await failure(res);
+  return sseMessages(res.body, Number.MAX_SAFE_INTEGER, req.signal);
 }
 
 /** Ends an upstream session (DELETE); failures are ignored, the upstream expires it anyway. */
 export async function deleteUpstreamSession(req: UpstreamRequest): Promise<void> {
   if (!req.sessionId) return;
   const res = await req.fetch(req.url, { method: 'DELETE', headers: headersFor(req, 'application/json'), signal: req.signal }).catch(() => null);
-  await res?.body?.cancel().catch(() => undefined);
+  res?.discard();
 }

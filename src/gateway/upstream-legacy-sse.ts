@@ -47,12 +47,12 @@ async function openSession(req: UpstreamRequest): Promise<LegacySession> {
     ...(req.tracestate ? { tracestate: req.tracestate } : {}),
   };
   const res = await req.fetch(req.url, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' }, signal });
-  if (!res.ok || !res.body) {
+  if (!res.ok) {
     const body = await res.text().catch(() => '');
     abort.abort();
     throw new UpstreamHttpError(res.status, body.slice(0, 1000));
   }
-  const events = readSseEvents(res.body, req.maxResponseBytes);
+  const events = readSseEvents(res.body, req.maxResponseBytes, signal);
   let endpoint: URL | null = null;
   for (let e = await events.next(); !e.done; e = await events.next()) {
     if (e.value.event === 'endpoint') {

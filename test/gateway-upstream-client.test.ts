@@ -1,0 +1,74 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EgressPolicy } from '../src/core/egress.js';
+import { AppError } from '../src/core/errors.js';
+import { UpstreamClient } from '../src/gateway/upstream-client.js';
+
+/** The gateway's HTTP client against a real loopback server: connection reuse, redirects, egress, aborts. */
+let server: http.Server;
+let base: string;
+const connections: unknown[] = [];
+const seen: { method: string; url: string; body: string }[] = [];
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      seen.push({ method: req.method!, url: req.url!, body });
+      if (req.url === '/temporary') return void res.writeHead(307, { location: '/echo' }).end();
+      if (req.url === '/see-other') return void res.writeHead(303, { location: '/echo' }).end();
+      if (req.url === '/hang') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': waiting\n\n');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ method: req.method, body }));
+    });
+  });
+  server.on('connection', (socket) => connections.push(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+const post = (client: UpstreamClient, path: string, signal = AbortSignal.timeout(10_000)) =>
+  client.fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}', signal });
+
+describe('gateway upstream client', () => {
+  it('reuses one keep-alive connection for calls made one after another', async () => {
+    const client = new UpstreamClient(new EgressPolicy(['127.0.0.0/8']));
+    const before = connections.length;
+    for (let i = 0; i < 5; i++) expect(JSON.parse(await (await post(client, '/echo')).text())).toEqual({ method: 'POST', body: '{"a":1}' });
+    expect(connections.length - before).toBe(1);
+    client.close();
+  });
+
+  it('follows a 307 with the same method and body, and a 303 as a GET without a body', async () => {
+    const client = new UpstreamClient(new EgressPolicy(['127.0.0.0/8']));
+    expect(JSON.parse(await (await post(client, '/temporary')).text())).toEqual({ method: 'POST', body: '{"a":1}' });
+    expect(JSON.parse(await (await post(client, '/see-other')).text())).toEqual({ method: 'GET', body: '' });
+    client.close();
+  });
+
+  it('refuses an address the egress policy does not allow, written as an IP or resolved from a name', async () => {
+    const client = new UpstreamClient(new EgressPolicy([]));
+    const before = seen.length;
+    await expect(post(client, '/echo')).rejects.toThrow(AppError);
+    const named = client.fetch(base.replace('127.0.0.1', 'localhost') + '/echo', { method: 'GET', headers: {}, signal: AbortSignal.timeout(10_000) });
+    await expect(named).rejects.toMatchObject({ extras: { errors: [{ path: 'url', message: expect.stringMatching(/^host localhost is a loopback address not allowed/) }] } });
+    expect(seen.length).toBe(before);
+    client.close();
+  });
+
+  it('an abort while the body streams fails with the signal reason', async () => {
+    const client = new UpstreamClient(new EgressPolicy(['127.0.0.0/8']));
+    const abort = new AbortController();
+    const res = await post(client, '/hang', abort.signal);
+    const reading = res.text();
+    abort.abort(new DOMException('stop', 'TimeoutError'));
+    await expect(reading).rejects.toMatchObject({ name: 'TimeoutError' });
+    client.close();
+  });
+});
