@@ -94,7 +94,13 @@ async function main(): Promise<void> {
   const { ready } = service;
   const gatewayHeaders = { authorization: `Bearer ${ready.token}` };
   const measure = async (target: Target, c: number): Promise<Row> => {
-    if (target === 'direct') return { ...(await load(upstream.url, {}, 'echo', c)), gatewayCpuUs: null };
+    if (target === 'direct') {
+      const before = await service.cpuUs();
+      const started = performance.now();
+      const figures = await load(upstream.url, {}, 'echo', c);
+      idleCpu.push(((await service.cpuUs()) - before) / ((performance.now() - started) * 1000));
+      return { ...figures, gatewayCpuUs: null };
+    }
     const base = target === 'gateway (logging on)' ? ready.withLogs : ready.withoutLogs;
     const before = await service.cpuUs();
     const figures = await load(base + ready.path, gatewayHeaders, 'everything__echo', c);
@@ -102,6 +108,8 @@ async function main(): Promise<void> {
     return { ...figures, gatewayCpuUs: cpu / (figures.rps * seconds) };
   };
   const samples = new Map<string, Row[]>();
+  /** The gateway's CPU while it carries no calls (during direct rows), as a share of one core: its background work (forwarder, call-log inserts, caches). */
+  const idleCpu: number[] = [];
   try {
     for (let round = 0; round < rounds; round++) {
       for (const c of [1, concurrency]) {
@@ -132,6 +140,7 @@ async function main(): Promise<void> {
       );
     }
   }
+  console.log(`\ngateway process while idle (during the direct rows): ${(median(idleCpu) * 100).toFixed(1)}% of a core`);
   for (const c of [1, concurrency]) {
     const direct = pick('direct', c);
     const on = pick('gateway (logging on)', c);

@@ -4,10 +4,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptio
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
-import { CallRecord, keptRequestHeaders } from './call-record.js';
+import { CallRecord, keptRequestHeaders, type GatewayCallLog } from './call-record.js';
 import type { Catalogs } from './catalog.js';
 import { ERRORS, type GatewayProxy } from './proxy.js';
 import type { GatewaySession } from './session-id.js';
+import { GATEWAY_ROUTE_OPTIONS } from './rate-limits.js';
 import { sseMessage } from './sse.js';
 import { traceContextFrom } from './trace-context.js';
 
@@ -25,6 +26,7 @@ export interface LegacyRouteDeps {
   rpcError(code: number, message: string, data?: Record<string, unknown>): unknown;
   proxy: GatewayProxy;
   catalogs: Catalogs;
+  callLog: GatewayCallLog;
   postOptions: RouteShorthandOptions;
 }
 
@@ -45,7 +47,7 @@ export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Serv
     for (const stream of streams.values()) stream.abort.abort();
   });
 
-  app.get<{ Params: { gatewayGuid: string } }>('/gateways/:gatewayGuid/sse', async (request, reply) => {
+  app.get<{ Params: { gatewayGuid: string } }>('/gateways/:gatewayGuid/sse', GATEWAY_ROUTE_OPTIONS, async (request, reply) => {
     const caller = await deps.admit(request, reply);
     if (!caller) return reply;
     const id = randomBytes(16).toString('hex');
@@ -81,7 +83,7 @@ export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Serv
     const message = body as JSONRPCMessage;
     const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
-    const record = new CallRecord(services, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), stream.session?.id ?? null);
+    const record = new CallRecord(deps.callLog, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), stream.session?.id ?? null);
     const catalog = await deps.catalogs.forCaller(caller);
     // Answered on the stream: the POST is accepted at once, the work goes on while the stream is open.
     void (async () => {

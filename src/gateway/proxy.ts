@@ -269,21 +269,31 @@ export class GatewayProxy {
     return { kind: 'stream', messages: this.relayStream(ctx, route, message, reply.messages) };
   }
 
-  /** Relays an upstream's event stream to the host; the call log row is written when its answer has passed. */
+  /**
+   * Relays an upstream's event stream to the host. The answer is the last message
+   * the host gets (the transport ends the stream with it, so the host's response
+   * can end at once); the call log row is written as it passes. The upstream's
+   * stream is still read to its end, so that its connection can be reused.
+   */
   private async *relayStream(ctx: HostContext, route: Route, message: JSONRPCMessage, messages: AsyncIterable<JSONRPCMessage>): AsyncGenerator<JSONRPCMessage> {
     const hostId = (message as { id: RequestId }).id;
     let relayed = 0;
     let final: JSONRPCMessage | null = null;
     try {
       for await (const msg of messages) {
+        if (final) continue;
+        if ((msg as { id?: unknown }).id === hostId && ('result' in msg || 'error' in msg)) {
+          final = msg;
+          this.observe(ctx, route, message, final);
+          ctx.record.finish(final, relayed);
+          yield final;
+          continue;
+        }
         const out = fromUpstream(route.assignmentGuid, msg);
-        if ((msg as { id?: unknown }).id === hostId && ('result' in msg || 'error' in msg)) final = msg;
-        else relayed += JSON.stringify(out).length;
+        relayed += JSON.stringify(out).length;
         yield out;
       }
       if (!final) throw new Error('the upstream closed the stream without an answer');
-      this.observe(ctx, route, message, final);
-      ctx.record.finish(final, relayed);
     } catch (err) {
       if (final) return ctx.record.finish(final, relayed);
       const e = this.failed(ctx, route, message, err);

@@ -55,3 +55,10 @@ export class GatewayRateLimits {
     return { allowed: true, retryAfterSeconds: 0 };
   }
 }
+
+/**
+ * Options of every gateway route: the admin interface's rate limit (a plugin hook
+ * on every route, which hashes the token) does not apply; the gateway has its own
+ * limits per connection and workspace (GatewayRateLimits above).
+ */
+export const GATEWAY_ROUTE_OPTIONS = { config: { rateLimit: false as const } };

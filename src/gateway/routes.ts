@@ -3,10 +3,10 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { bearerToken } from '../core/auth/tokens.js';
 import type { Services } from '../core/services.js';
 import { GatewayAccess, GatewayAccessError, type GatewayCaller } from './access.js';
-import { CallRecord, keptRequestHeaders } from './call-record.js';
+import { CallRecord, GatewayCallLog, keptRequestHeaders } from './call-record.js';
 import { Catalogs } from './catalog.js';
 import { ERRORS, GatewayProxy, type HostReply } from './proxy.js';
-import { GatewayRateLimits } from './rate-limits.js';
+import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits } from './rate-limits.js';
 import { SessionIds, type GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
 import { openHostEventStream } from './event-stream.js';
@@ -17,6 +17,8 @@ import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 
 const SESSION_HEADER = 'mcp-session-id';
+/** A JSON-RPC response (result or error), as opposed to a request or notification. */
+const isResponse = (message: JSONRPCMessage): boolean => !('method' in message) && ('result' in message || 'error' in message);
 const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({ jsonrpc: '2.0', id: null, error: { code, message, ...(data ? { data } : {}) } });
 
 /**
@@ -31,6 +33,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   const health = new UpstreamHealth(services);
   const upstreams = new UpstreamClient(services.egress);
   const sessionIds = new SessionIds(services.gatewaySessionKey);
+  const callLog = new GatewayCallLog(services);
   const proxy = new GatewayProxy(services, catalogs, health, upstreams.fetch);
   const limits = new GatewayRateLimits({
     perConnectionPerMinute: services.config.gateway.rateLimitPerConnectionPerMinute,
@@ -40,6 +43,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     access.close();
     catalogs.close();
     upstreams.close();
+    callLog.handOver();
   });
 
   /** Authenticates and applies the rate limits; answers the refusal itself and returns null. */
@@ -90,6 +94,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   const path = '/gateways/:gatewayGuid/mcp';
   const maxRequestBytes = services.config.gateway.maxRequestBytes;
   const postOptions = {
+    ...GATEWAY_ROUTE_OPTIONS,
     bodyLimit: maxRequestBytes,
     // A host speaks JSON-RPC: body errors are answered in it, with the HTTP status that fits.
     errorHandler: (err: { code?: string; statusCode?: number }, _request: FastifyRequest, reply: FastifyReply) =>
@@ -117,14 +122,14 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       if (!reply.raw.writableFinished) abort.abort();
     });
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
-    const record = new CallRecord(services, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), found.session?.id ?? null);
+    const record = new CallRecord(callLog, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), found.session?.id ?? null);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
     return render(reply, answer, found.id);
   });
 
-  registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, postOptions });
+  registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, callLog, postOptions });
 
-  app.get<{ Params: { gatewayGuid: string } }>(path, async (request, reply) => {
+  app.get<{ Params: { gatewayGuid: string } }>(path, GATEWAY_ROUTE_OPTIONS, async (request, reply) => {
     const found = await admitSession(request, reply);
     if (!found) return reply;
     reply.hijack();
@@ -133,7 +138,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     await openHostEventStream({ services, catalogs, caller: found.caller, catalog: found.catalog, session: found.session, out: reply.raw, fetch: upstreams.fetch });
   });
 
-  app.delete<{ Params: { gatewayGuid: string } }>(path, async (request, reply) => {
+  app.delete<{ Params: { gatewayGuid: string } }>(path, GATEWAY_ROUTE_OPTIONS, async (request, reply) => {
     const found = await admitSession(request, reply);
     if (!found) return reply;
     const { catalog } = found;
@@ -170,10 +175,12 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(sessionId ? { [SESSION_HEADER]: sessionId } : {}) });
     for await (const message of answer.messages) {
-      if (reply.raw.destroyed) break;
-      reply.raw.write(sseMessage(message));
+      if (reply.raw.destroyed || reply.raw.writableEnded) continue;
+      // The answer to the host's request ends the response (headers, event and end in one write).
+      if (isResponse(message)) reply.raw.end(sseMessage(message));
+      else reply.raw.write(sseMessage(message));
     }
-    reply.raw.end();
+    if (!reply.raw.writableEnded) reply.raw.end();
     return reply;
   }
 }
