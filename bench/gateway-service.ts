@@ -6,7 +6,9 @@
  * and answers the parent's messages:
  *
  *   ready   (sent once)  { withLogs, withoutLogs, path, token }
- *   cpu     -> { cpu }   process.cpuUsage() in µs (user + system), for CPU per call
+ *   cpu     -> { cpu, loop }  CPU time in µs (user + system) of the whole process
+ *                        (process.cpuUsage: also chDB's and libuv's threads) and of
+ *                        the event-loop thread alone (process.threadCpuUsage)
  *   flush   -> {}        call logs flushed into ClickHouse
  *   close   -> exits
  *
@@ -94,8 +96,9 @@ async function close(): Promise<never> {
 
 process.on('message', (message: { type: string }) => {
   if (message.type === 'cpu') {
-    const { user, system } = process.cpuUsage();
-    send({ type: 'cpu', cpu: user + system });
+    const all = process.cpuUsage();
+    const loop = process.threadCpuUsage();
+    send({ type: 'cpu', cpu: all.user + all.system, loop: loop.user + loop.system });
   } else if (message.type === 'flush') {
     void runtime.services.callLogs.flush().then(() => send({ type: 'flushed' }));
   } else if (message.type === 'close') void close();

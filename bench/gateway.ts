@@ -47,6 +47,8 @@ const TARGETS: Target[] = ['direct', 'gateway (logging on)', 'gateway (logging o
 interface Row extends LoadFigures {
   /** CPU time of the gateway process per call, in µs (gateway rows only). */
   gatewayCpuUs: number | null;
+  /** CPU time of the gateway's event-loop thread per call, in µs: the request path itself. */
+  loopCpuUs: number | null;
 }
 
 /** Starts the gateway service in its own process and waits for its URLs. */
@@ -69,9 +71,9 @@ async function startGatewayService(upstreamUrl: string) {
   return {
     ready,
     cpuUs: async () => {
-      const answer = next<{ cpu: number }>('cpu');
+      const answer = next<{ cpu: number; loop: number }>('cpu');
       child.send({ type: 'cpu' });
-      return (await answer).cpu;
+      return answer;
     },
     flush: async () => {
       const answer = next('flushed');
@@ -98,14 +100,15 @@ async function main(): Promise<void> {
       const before = await service.cpuUs();
       const started = performance.now();
       const figures = await load(upstream.url, {}, 'echo', c);
-      idleCpu.push(((await service.cpuUs()) - before) / ((performance.now() - started) * 1000));
-      return { ...figures, gatewayCpuUs: null };
+      idleCpu.push(((await service.cpuUs()).cpu - before.cpu) / ((performance.now() - started) * 1000));
+      return { ...figures, gatewayCpuUs: null, loopCpuUs: null };
     }
     const base = target === 'gateway (logging on)' ? ready.withLogs : ready.withoutLogs;
     const before = await service.cpuUs();
     const figures = await load(base + ready.path, gatewayHeaders, 'everything__echo', c);
-    const cpu = (await service.cpuUs()) - before;
-    return { ...figures, gatewayCpuUs: cpu / (figures.rps * seconds) };
+    const after = await service.cpuUs();
+    const calls = figures.rps * seconds;
+    return { ...figures, gatewayCpuUs: (after.cpu - before.cpu) / calls, loopCpuUs: (after.loop - before.loop) / calls };
   };
   const samples = new Map<string, Row[]>();
   /** The gateway's CPU while it carries no calls (during direct rows), as a share of one core: its background work (forwarder, call-log inserts, caches). */
@@ -127,16 +130,23 @@ async function main(): Promise<void> {
   const pick = (target: Target, c: number): Row => {
     const rows = samples.get(`${target}|${c}`)!;
     const cpu = rows.map((r) => r.gatewayCpuUs).filter((x): x is number => x !== null);
-    return { rps: median(rows.map((r) => r.rps)), p50: median(rows.map((r) => r.p50)), p99: median(rows.map((r) => r.p99)), gatewayCpuUs: cpu.length ? median(cpu) : null };
+    const loop = rows.map((r) => r.loopCpuUs).filter((x): x is number => x !== null);
+    return {
+      rps: median(rows.map((r) => r.rps)),
+      p50: median(rows.map((r) => r.p50)),
+      p99: median(rows.map((r) => r.p99)),
+      gatewayCpuUs: cpu.length ? median(cpu) : null,
+      loopCpuUs: loop.length ? median(loop) : null,
+    };
   };
   console.log(`\nbench:gateway — tools/call echo, server-everything (Streamable HTTP) on loopback, ${seconds} s per row, ${rounds} round(s), median shown`);
   console.log(`load average before the run ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
-  console.log('target                  conc   calls/s    p50 ms    p99 ms   gateway CPU µs/call');
+  console.log('target                  conc   calls/s    p50 ms    p99 ms   gateway CPU µs/call (process, event loop)');
   for (const c of [1, concurrency]) {
     for (const target of TARGETS) {
       const r = pick(target, c);
       console.log(
-        `${target.padEnd(22)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.gatewayCpuUs === null ? '' : r.gatewayCpuUs.toFixed(0).padStart(12)}`,
+        `${target.padEnd(22)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
       );
     }
   }
@@ -147,7 +157,8 @@ async function main(): Promise<void> {
     const off = pick('gateway (logging off)', c);
     console.log(
       `\nconcurrency ${c}: gateway/direct calls/s ${(on.rps / direct.rps).toFixed(2)}, added p50 ${(on.p50 - direct.p50).toFixed(2)} ms, ` +
-        `logging cost ${(((off.rps - on.rps) / off.rps) * 100).toFixed(1)}% of throughput, ${(on.gatewayCpuUs! - off.gatewayCpuUs!).toFixed(0)} µs CPU per call`,
+        `logging cost ${(((off.rps - on.rps) / off.rps) * 100).toFixed(1)}% of throughput, ${(on.gatewayCpuUs! - off.gatewayCpuUs!).toFixed(0)} µs CPU per call ` +
+        `(${(on.loopCpuUs! - off.loopCpuUs!).toFixed(0)} on the event loop)`,
     );
   }
 }

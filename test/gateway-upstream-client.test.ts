@@ -40,15 +40,15 @@ describe('gateway upstream client', () => {
   it('reuses one keep-alive connection for calls made one after another', async () => {
     const client = new UpstreamClient(new EgressPolicy(['127.0.0.0/8']));
     const before = connections.length;
-    for (let i = 0; i < 5; i++) expect(JSON.parse(await (await post(client, '/echo')).text())).toEqual({ method: 'POST', body: '{"a":1}' });
+    for (let i = 0; i < 5; i++) expect(JSON.parse(await (await post(client, '/echo')).text(4096))).toEqual({ method: 'POST', body: '{"a":1}' });
     expect(connections.length - before).toBe(1);
     client.close();
   });
 
   it('follows a 307 with the same method and body, and a 303 as a GET without a body', async () => {
     const client = new UpstreamClient(new EgressPolicy(['127.0.0.0/8']));
-    expect(JSON.parse(await (await post(client, '/temporary')).text())).toEqual({ method: 'POST', body: '{"a":1}' });
-    expect(JSON.parse(await (await post(client, '/see-other')).text())).toEqual({ method: 'GET', body: '' });
+    expect(JSON.parse(await (await post(client, '/temporary')).text(4096))).toEqual({ method: 'POST', body: '{"a":1}' });
+    expect(JSON.parse(await (await post(client, '/see-other')).text(4096))).toEqual({ method: 'GET', body: '' });
     client.close();
   });
 
@@ -62,11 +62,22 @@ describe('gateway upstream client', () => {
     client.close();
   });
 
+  it('cuts an exchange at its timeout, body included, with a TimeoutError, and leaves no timer behind a finished one', async () => {
+    const client = new UpstreamClient(new EgressPolicy(['127.0.0.0/8']));
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    for (let i = 0; i < 3; i++) await (await client.fetch(`${base}/echo`, { method: 'GET', headers: {}, signal: new AbortController().signal, timeoutMs: 60_000 })).text(4096);
+    expect(timers()).toBe(before);
+    const res = await client.fetch(`${base}/hang`, { method: 'GET', headers: {}, signal: new AbortController().signal, timeoutMs: 50 });
+    await expect(res.text(4096)).rejects.toMatchObject({ name: 'TimeoutError' });
+    client.close();
+  });
+
   it('an abort while the body streams fails with the signal reason', async () => {
     const client = new UpstreamClient(new EgressPolicy(['127.0.0.0/8']));
     const abort = new AbortController();
     const res = await post(client, '/hang', abort.signal);
-    const reading = res.text();
+    const reading = res.text(4096);
     abort.abort(new DOMException('stop', 'TimeoutError'));
     await expect(reading).rejects.toMatchObject({ name: 'TimeoutError' });
     client.close();

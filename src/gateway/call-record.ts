@@ -31,7 +31,7 @@ export class CallRecord {
   private done = false;
 
   constructor(
-    private readonly log: GatewayCallLog,
+    private readonly services: Services,
     private readonly caller: GatewayCaller,
     private readonly trace: TraceContext,
     private readonly request: JSONRPCMessage,
@@ -79,45 +79,7 @@ export class CallRecord {
       responseHeaders: { 'content-type': 'application/json' },
       sensitiveHeaderNames: this.headerNames,
     };
-    this.log.add(row);
-  }
-}
-
-/**
- * Hands the gateway's rows to the call-log writer, those finished in the same turn
- * of the event loop in one write() (one spool append instead of one per row, which
- * under concurrent traffic was a good part of what logging cost). A row waits at
- * most until the end of the current turn (setImmediate), so it is with the writer
- * before the host can have read its answer, and a flush() of the writer after an
- * answer covers it, as it did with one write per row.
- */
-export class GatewayCallLog {
-  private pending: CallLogInput[] = [];
-
-  constructor(private readonly services: Services) {}
-
-  add(row: CallLogInput): void {
-    if (this.pending.push(row) === 1) setImmediate(() => this.handOver());
-  }
-
-  /** Gives the writer the rows waiting now (also called when the gateway closes). */
-  handOver(): void {
-    const rows = this.pending;
-    if (rows.length === 0) return;
-    this.pending = [];
-    this.services.callLogs.write(rows).catch((err: unknown) => {
-      // The writer refuses a whole batch for one malformed row: the others are still written.
-      if (err instanceof TypeError && rows.length > 1) for (const row of rows) this.write([row]);
-      else this.warn(err);
-    });
-  }
-
-  private write(rows: CallLogInput[]): void {
-    this.services.callLogs.write(rows).catch((err: unknown) => this.warn(err));
-  }
-
-  private warn(err: unknown): void {
-    this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not write a gateway call log row');
+    this.services.callLogs.write([row]).catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not write a gateway call log row'));
   }
 }
 

@@ -9,9 +9,8 @@ import type { CallRecord } from './call-record.js';
 import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';
 import { cancelledTarget, fromUpstream, unrelayId } from './relay.js';
 import type { GatewaySession } from './session-id.js';
-import { ResponseTooLargeError } from './sse.js';
 import { upstreamTraceparent, type TraceContext } from './trace-context.js';
-import type { UpstreamFetch } from './upstream-client.js';
+import { ResponseTooLargeError, type UpstreamFetch } from './upstream-client.js';
 import { deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
 import { initializeLegacyUpstream, sendToLegacyUpstream } from './upstream-legacy-sse.js';
 import type { UpstreamHealth } from './upstream-health.js';
@@ -377,8 +376,9 @@ export class GatewayProxy {
       protocolVersion,
       traceparent: upstreamTraceparent(ctx.trace),
       tracestate: ctx.trace.tracestate,
+      signal: ctx.signal,
       // A hung upstream is cut off: nothing waits for it longer than the timeout.
-      signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(upstreamTimeoutMs)]),
+      timeoutMs: upstreamTimeoutMs,
       maxResponseBytes,
       fetch: this.fetch,
     };
@@ -413,7 +413,7 @@ export class GatewayProxy {
           try {
             yield* reply.messages;
           } finally {
-            void deleteUpstreamSession({ ...closeAfter, signal: AbortSignal.timeout(5_000) });
+            void deleteUpstreamSession({ ...closeAfter, signal: AbortSignal.timeout(5_000), timeoutMs: 5_000 });
           }
         })(),
       };

@@ -3,7 +3,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { bearerToken } from '../core/auth/tokens.js';
 import type { Services } from '../core/services.js';
 import { GatewayAccess, GatewayAccessError, type GatewayCaller } from './access.js';
-import { CallRecord, GatewayCallLog, keptRequestHeaders } from './call-record.js';
+import { CallRecord, keptRequestHeaders } from './call-record.js';
 import { Catalogs } from './catalog.js';
 import { ERRORS, GatewayProxy, type HostReply } from './proxy.js';
 import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits } from './rate-limits.js';
@@ -33,7 +33,6 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   const health = new UpstreamHealth(services);
   const upstreams = new UpstreamClient(services.egress);
   const sessionIds = new SessionIds(services.gatewaySessionKey);
-  const callLog = new GatewayCallLog(services);
   const proxy = new GatewayProxy(services, catalogs, health, upstreams.fetch);
   const limits = new GatewayRateLimits({
     perConnectionPerMinute: services.config.gateway.rateLimitPerConnectionPerMinute,
@@ -43,7 +42,6 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     access.close();
     catalogs.close();
     upstreams.close();
-    callLog.handOver();
   });
 
   /** Authenticates and applies the rate limits; answers the refusal itself and returns null. */
@@ -122,12 +120,12 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       if (!reply.raw.writableFinished) abort.abort();
     });
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
-    const record = new CallRecord(callLog, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), found.session?.id ?? null);
+    const record = new CallRecord(services, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), found.session?.id ?? null);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
     return render(reply, answer, found.id);
   });
 
-  registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, callLog, postOptions });
+  registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, postOptions });
 
   app.get<{ Params: { gatewayGuid: string } }>(path, GATEWAY_ROUTE_OPTIONS, async (request, reply) => {
     const found = await admitSession(request, reply);

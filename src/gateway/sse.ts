@@ -10,15 +10,16 @@ export interface SseEvent {
 
 /**
  * Reads a byte stream as SSE events (WHATWG rules: `field: value` lines, blank line
- * ends an event, `data` lines joined by newlines, comments ignored). Stops reading
- * past `maxBytes` with an error, so an endless upstream cannot exhaust memory.
+ * ends an event, `data` lines joined by newlines, comments ignored). The size limit
+ * is the stream's (UpstreamHttpResponse.chunks), so an endless upstream cannot
+ * exhaust memory.
  */
-export async function* readSseEvents(body: AsyncIterable<Uint8Array>, maxBytes: number, signal?: AbortSignal): AsyncGenerator<SseEvent> {
+export async function* readSseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buffer = '';
   let event = '';
   let data: string[] = [];
-  for await (const value of chunksWithin(body, maxBytes, signal)) {
+  for await (const value of chunks) {
     buffer += decoder.decode(value, { stream: true });
     let newline: number;
     while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
@@ -42,30 +43,5 @@ export async function* readSseEvents(body: AsyncIterable<Uint8Array>, maxBytes: 
   if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
 }
 
-/**
- * The chunks of a body, failing with ResponseTooLargeError past `maxBytes`. A Node
- * stream is destroyed when reading stops early (its async iterator does that). A
- * body cut off by `signal` fails with the signal's reason (a TimeoutError for the
- * upstream timeout), not with the socket's error.
- */
-export async function* chunksWithin(body: AsyncIterable<Uint8Array>, maxBytes: number, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
-  let total = 0;
-  try {
-    for await (const value of body) {
-      total += value.byteLength;
-      if (total > maxBytes) throw new ResponseTooLargeError(maxBytes);
-      yield value;
-    }
-  } catch (err) {
-    throw signal?.aborted && !(err instanceof ResponseTooLargeError) ? signal.reason : err;
-  }
-}
-
 /** One JSON-RPC message as an SSE `message` event. */
 export const sseMessage = (message: unknown): string => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
-
-export class ResponseTooLargeError extends Error {
-  constructor(readonly limit: number) {
-    super(`the upstream answer exceeded ${limit} bytes`);
-  }
-}

@@ -10,36 +10,55 @@ export interface UpstreamHttpInit {
   method: 'GET' | 'POST' | 'DELETE';
   headers: Record<string, string>;
   body?: string;
+  /** Cuts the exchange when aborted (the host went away, a legacy session closed); the failure is the signal's reason. */
   signal: AbortSignal;
+  /** Cuts the whole exchange, body included, after this long, failing with a TimeoutError. */
+  timeoutMs?: number | undefined;
 }
 
-/** An upstream's answer: status, headers, and the body as a Node stream of Buffers. */
+/** An upstream's answer: status, headers and the body, read in one of three ways. */
 export interface UpstreamHttpResponse {
   status: number;
   ok: boolean;
   /** A response header by lower-case name, or null. */
   header(name: string): string | null;
-  body: IncomingMessage;
-  /** The whole body as text (small answers: errors, acknowledgements). */
-  text(): Promise<string>;
+  /** The body's chunks, failing with ResponseTooLargeError past `maxBytes` (the connection is then dropped). */
+  chunks(maxBytes: number): AsyncGenerator<Uint8Array>;
+  /** The whole body as text, within `maxBytes`. */
+  text(maxBytes: number): Promise<string>;
   /** Drops the body: a short one is drained (the connection is reused), a long or endless one is cut off. */
   discard(): void;
 }
 
-/** One HTTP exchange with an upstream (the signature every gateway upstream module takes, so tests and callers share one client). */
+/** One HTTP exchange with an upstream (the signature every gateway upstream module takes). */
 export type UpstreamFetch = (url: string | URL, init: UpstreamHttpInit) => Promise<UpstreamHttpResponse>;
+
+export class ResponseTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`the upstream answer exceeded ${limit} bytes`);
+  }
+}
 
 /** A discarded body up to this size is read to its end so its connection can be reused. */
 const DRAINED_BYTES = 64 * 1024;
-/** Results of the egress rule for hosts written as IP addresses: the policy is fixed for the life of the process. */
-const MAX_REMEMBERED_LITERALS = 1000;
+/** Results of the egress rule for hosts written as IP addresses, and parsed URLs: both are fixed for the life of the process. */
+const MAX_REMEMBERED = 1000;
+
+interface Target {
+  secure: boolean;
+  /** Why the egress rule refuses the host (an IP address); null when allowed or a name (checked at connect). */
+  refusal: string | null;
+  options: { protocol: string; hostname: string; port: string; path: string };
+}
 
 /**
  * The gateway's HTTP client for upstreams: node:http(s) with keep-alive agents,
  * one connection per exchange in flight, reused across calls. It is the gateway's
  * hot path, and fetch (undici's WHATWG layer: Request, Headers, web streams, a
  * chunked request body) cost about three times the CPU per call of a plain
- * http.request on this workload.
+ * http.request on this workload; so did composite abort signals
+ * (AbortSignal.any plus AbortSignal.timeout per exchange), hence the exchange's own
+ * timer and listener here.
  *
  * The egress rule (EgressPolicy) is applied where an address is actually used:
  * when a connection is opened, to every address the host resolves to (the agents'
@@ -53,7 +72,7 @@ const MAX_REMEMBERED_LITERALS = 1000;
 export class UpstreamClient {
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
-  private readonly literalRefusals = new Map<string, string | null>();
+  private readonly targets = new Map<string, Target>();
 
   constructor(
     private readonly egress: EgressPolicy,
@@ -66,15 +85,15 @@ export class UpstreamClient {
   }
 
   readonly fetch: UpstreamFetch = async (input, init) => {
-    let url = typeof input === 'string' ? new URL(input) : input;
+    let url = typeof input === 'string' ? input : input.href;
     let current = init;
     for (let hop = 0; ; hop++) {
       const res = await this.once(url, current);
-      const next = redirectHop(res.status, res.header('location'), url, current.method, hop);
+      const next = redirectHop(res.status, res.header('location'), new URL(url), current.method, hop);
       if (!next) return res;
       res.discard();
-      url = next.url;
-      if (next.asGet) current = { headers: current.headers, signal: current.signal, method: 'GET' };
+      url = next.url.href;
+      if (next.asGet) current = { headers: current.headers, signal: current.signal, timeoutMs: current.timeoutMs, method: 'GET' };
     }
   };
 
@@ -84,41 +103,103 @@ export class UpstreamClient {
     this.httpsAgent.destroy();
   }
 
-  private once(url: URL, init: UpstreamHttpInit): Promise<UpstreamHttpResponse> {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(validationFailed([{ path: this.field, message: 'must be an http or https URL' }]));
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (net.isIP(host)) {
-      const why = this.literalRefusal(host);
-      if (why) return Promise.reject(validationFailed([{ path: this.field, message: `host ${host} ${why}` }]));
+  private once(url: string, init: UpstreamHttpInit): Promise<UpstreamHttpResponse> {
+    let target: Target;
+    try {
+      target = this.target(url);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    const { signal } = init;
-    if (signal.aborted) return Promise.reject(signal.reason);
-    const secure = url.protocol === 'https:';
+    if (target.refusal) return Promise.reject(validationFailed([{ path: this.field, message: `host ${target.options.hostname} ${target.refusal}` }]));
+    if (init.signal.aborted) return Promise.reject(init.signal.reason);
     return new Promise((resolve, reject) => {
       const headers: Record<string, string | number> = { ...init.headers };
       if (init.body !== undefined) headers['content-length'] = Buffer.byteLength(init.body);
-      const req = (secure ? https : http).request(url, { method: init.method, headers, agent: secure ? this.httpsAgent : this.httpAgent, signal }, (res) => {
-        resolve(wrap(res, signal));
+      const agent = target.secure ? this.httpsAgent : this.httpAgent;
+      const req = (target.secure ? https : http).request({ ...target.options, method: init.method, headers, agent }, (res) => resolve(wrap(res, exchange)));
+      const exchange = new Exchange(req, init.signal, init.timeoutMs);
+      req.on('error', (err) => {
+        exchange.end();
+        reject(exchange.reason ?? err);
       });
-      // An abort surfaces as its reason (a TimeoutError for the upstream timeout), as with fetch.
-      req.on('error', (err) => reject(signal.aborted ? signal.reason : err));
       req.end(init.body);
     });
   }
 
-  private literalRefusal(address: string): string | null {
-    let why = this.literalRefusals.get(address);
-    if (why === undefined) {
-      why = this.egress.refusal(address);
-      if (this.literalRefusals.size >= MAX_REMEMBERED_LITERALS) this.literalRefusals.clear();
-      this.literalRefusals.set(address, why);
+  /** How to reach `url`: parsed once per URL (a gateway calls the same few upstream URLs all the time). */
+  private target(url: string): Target {
+    let target = this.targets.get(url);
+    if (target) return target;
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw validationFailed([{ path: this.field, message: 'must be an absolute URL' }]);
     }
-    return why;
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw validationFailed([{ path: this.field, message: 'must be an http or https URL' }]);
+    const hostname = parsed.hostname.replace(/^\[|\]$/g, '');
+    target = {
+      secure: parsed.protocol === 'https:',
+      refusal: net.isIP(hostname) ? this.egress.refusal(hostname) : null,
+      options: { protocol: parsed.protocol, hostname, port: parsed.port, path: parsed.pathname + parsed.search },
+    };
+    if (this.targets.size >= MAX_REMEMBERED) this.targets.clear();
+    this.targets.set(url, target);
+    return target;
   }
 }
 
-function wrap(res: IncomingMessage, signal: AbortSignal): UpstreamHttpResponse {
+/**
+ * One exchange in flight: cut when the caller's signal aborts or the timeout
+ * passes, with that reason remembered so that every failure of the exchange
+ * (the request's or its body's) reports it rather than the socket's error.
+ */
+class Exchange {
+  reason: unknown = undefined;
+  private readonly timer: NodeJS.Timeout | undefined;
+  private readonly onAbort = () => this.cut(this.signal.reason);
+
+  constructor(
+    private readonly req: http.ClientRequest,
+    private readonly signal: AbortSignal,
+    timeoutMs: number | undefined,
+  ) {
+    signal.addEventListener('abort', this.onAbort, { once: true });
+    if (timeoutMs !== undefined) {
+      this.timer = setTimeout(() => this.cut(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+      this.timer.unref();
+    }
+    // 'close' comes once the answer is read to its end, or the connection is gone.
+    req.once('close', () => this.end());
+  }
+
+  cut(reason: unknown): void {
+    if (this.reason !== undefined) return;
+    this.reason = reason;
+    this.req.destroy(reason instanceof Error ? reason : new Error(String(reason)));
+  }
+
+  end(): void {
+    clearTimeout(this.timer);
+    this.signal.removeEventListener('abort', this.onAbort);
+  }
+}
+
+function wrap(res: IncomingMessage, exchange: Exchange): UpstreamHttpResponse {
   const status = res.statusCode ?? 0;
+  async function* chunks(maxBytes: number): AsyncGenerator<Uint8Array> {
+    let total = 0;
+    try {
+      // The stream's iterator destroys it when reading stops early (a limit, a consumer that stops).
+      for await (const value of res as AsyncIterable<Buffer>) {
+        total += value.byteLength;
+        if (total > maxBytes) throw new ResponseTooLargeError(maxBytes);
+        yield value;
+      }
+    } catch (err) {
+      throw err instanceof ResponseTooLargeError ? err : (exchange.reason ?? err);
+    }
+  }
   return {
     status,
     ok: status >= 200 && status < 300,
@@ -126,16 +207,11 @@ function wrap(res: IncomingMessage, signal: AbortSignal): UpstreamHttpResponse {
       const value = res.headers[name];
       return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
     },
-    body: res,
-    text: async () => {
-      let text = '';
-      res.setEncoding('utf8');
-      try {
-        for await (const chunk of res) text += chunk as string;
-      } catch (err) {
-        throw signal.aborted ? signal.reason : err;
-      }
-      return text;
+    chunks,
+    text: async (maxBytes) => {
+      const parts: Uint8Array[] = [];
+      for await (const value of chunks(maxBytes)) parts.push(value);
+      return Buffer.concat(parts).toString('utf8');
     },
     discard: () => {
       const length = Number(res.headers['content-length'] ?? NaN);

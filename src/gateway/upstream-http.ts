@@ -1,5 +1,5 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { chunksWithin, readSseEvents } from './sse.js';
+import { readSseEvents } from './sse.js';
 import type { UpstreamFetch, UpstreamHttpResponse } from './upstream-client.js';
 
 /**
@@ -15,7 +15,10 @@ export interface UpstreamRequest {
   protocolVersion?: string | undefined;
   traceparent: string;
   tracestate?: string | null;
+  /** The host's: cuts the exchange when the host goes away. */
   signal: AbortSignal;
+  /** Cuts the whole exchange (a streamed answer included) after this long. */
+  timeoutMs?: number | undefined;
   maxResponseBytes: number;
   fetch: UpstreamFetch;
 }
@@ -47,12 +50,6 @@ const headersFor = (req: UpstreamRequest, accept: string): Record<string, string
   ...(req.protocolVersion ? { 'mcp-protocol-version': req.protocolVersion } : {}),
 });
 
-async function readLimited(body: AsyncIterable<Uint8Array>, maxBytes: number, signal?: AbortSignal): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  for await (const value of chunksWithin(body, maxBytes, signal)) chunks.push(value);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 async function* parseMessages(text: string): AsyncGenerator<JSONRPCMessage> {
   if (!text.trim()) return;
   const parsed = JSON.parse(text) as JSONRPCMessage | JSONRPCMessage[];
@@ -60,15 +57,15 @@ async function* parseMessages(text: string): AsyncGenerator<JSONRPCMessage> {
   else yield parsed;
 }
 
-async function* sseMessages(body: AsyncIterable<Uint8Array>, maxBytes: number, signal: AbortSignal): AsyncGenerator<JSONRPCMessage> {
-  for await (const event of readSseEvents(body, maxBytes, signal)) {
+async function* sseMessages(res: UpstreamHttpResponse, maxBytes: number): AsyncGenerator<JSONRPCMessage> {
+  for await (const event of readSseEvents(res.chunks(maxBytes))) {
     if (event.event !== 'message' || !event.data.trim()) continue;
     yield JSON.parse(event.data) as JSONRPCMessage;
   }
 }
 
 async function failure(res: UpstreamHttpResponse): Promise<UpstreamHttpError> {
-  const body = await readLimited(res.body, 4096).catch(() => '');
+  const body = await res.text(4096).catch(() => '');
   return new UpstreamHttpError(res.status, body.slice(0, 1000));
 }
 
@@ -79,6 +76,7 @@ export async function postToUpstream(req: UpstreamRequest, message: JSONRPCMessa
     headers: { ...headersFor(req, 'application/json, text/event-stream'), 'content-type': 'application/json' },
     body: JSON.stringify(message),
     signal: req.signal,
+    timeoutMs: req.timeoutMs,
   });
   const sessionId = res.header('mcp-session-id');
   if (res.status === 202 || res.status === 204) {
@@ -87,25 +85,25 @@ export async function postToUpstream(req: UpstreamRequest, message: JSONRPCMessa
   }
   if (!res.ok) throw await failure(res);
   const type = res.header('content-type') ?? '';
-  if (type.includes('text/event-stream')) return { status: res.status, sessionId, streamed: true, messages: sseMessages(res.body, req.maxResponseBytes, req.signal) };
-  const text = await readLimited(res.body, req.maxResponseBytes, req.signal);
+  if (type.includes('text/event-stream')) return { status: res.status, sessionId, streamed: true, messages: sseMessages(res, req.maxResponseBytes) };
+  const text = await res.text(req.maxResponseBytes);
   return { status: res.status, sessionId, streamed: false, messages: parseMessages(text) };
 }
 
 /** Opens the upstream's standalone event stream (GET); null when the upstream offers none (405). */
 export async function openUpstreamStream(req: UpstreamRequest): Promise<AsyncIterable<JSONRPCMessage> | null> {
-  const res = await req.fetch(req.url, { method: 'GET', headers: headersFor(req, 'text/event-stream'), signal: req.signal });
+  const res = await req.fetch(req.url, { method: 'GET', headers: headersFor(req, 'text/event-stream'), signal: req.signal, timeoutMs: req.timeoutMs });
   if (res.status === 405 || res.status === 404) {
     res.discard();
     return null;
   }
   if (!res.ok) throw await failure(res);
-  return sseMessages(res.body, Number.MAX_SAFE_INTEGER, req.signal);
+  return sseMessages(res, Number.MAX_SAFE_INTEGER);
 }
 
 /** Ends an upstream session (DELETE); failures are ignored, the upstream expires it anyway. */
 export async function deleteUpstreamSession(req: UpstreamRequest): Promise<void> {
   if (!req.sessionId) return;
-  const res = await req.fetch(req.url, { method: 'DELETE', headers: headersFor(req, 'application/json'), signal: req.signal }).catch(() => null);
+  const res = await req.fetch(req.url, { method: 'DELETE', headers: headersFor(req, 'application/json'), signal: req.signal, timeoutMs: req.timeoutMs }).catch(() => null);
   res?.discard();
 }

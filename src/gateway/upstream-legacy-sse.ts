@@ -46,13 +46,13 @@ async function openSession(req: UpstreamRequest): Promise<LegacySession> {
     traceparent: req.traceparent,
     ...(req.tracestate ? { tracestate: req.tracestate } : {}),
   };
-  const res = await req.fetch(req.url, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' }, signal });
+  const res = await req.fetch(req.url, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' }, signal, timeoutMs: req.timeoutMs });
   if (!res.ok) {
-    const body = await res.text().catch(() => '');
+    const body = await res.text(4096).catch(() => '');
     abort.abort();
     throw new UpstreamHttpError(res.status, body.slice(0, 1000));
   }
-  const events = readSseEvents(res.body, req.maxResponseBytes, signal);
+  const events = readSseEvents(res.chunks(req.maxResponseBytes));
   let endpoint: URL | null = null;
   for (let e = await events.next(); !e.done; e = await events.next()) {
     if (e.value.event === 'endpoint') {
@@ -73,8 +73,8 @@ async function openSession(req: UpstreamRequest): Promise<LegacySession> {
   const session: LegacySession = {
     pending: new Set(),
     async post(message) {
-      const posted = await req.fetch(target, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(message), signal });
-      const text = await posted.text().catch(() => '');
+      const posted = await req.fetch(target, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(message), signal, timeoutMs: req.timeoutMs });
+      const text = await posted.text(4096).catch(() => '');
       if (!posted.ok) throw new UpstreamHttpError(posted.status, text.slice(0, 1000));
     },
     async next() {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export type TokenKind = 'access' | 'gateway';
 
@@ -33,7 +33,7 @@ export function mintToken(kind: TokenKind): MintedToken {
   return { token, prefix, hash: hashToken(token) };
 }
 
-export const hashToken = (token: string): string => createHash('sha256').update(token, 'utf8').digest('hex');
+export const hashToken = (token: string): string => hash('sha256', token, 'hex');
 
 const TOKEN_SHAPE = /^(svcp|svcg)_[A-Za-z0-9]{8}_[A-Za-z0-9]{43}$/;
 
