@@ -271,8 +271,9 @@ export class GatewayProxy {
   /**
    * Relays an upstream's event stream to the host. The answer is the last message
    * the host gets (the transport ends the stream with it, so the host's response
-   * can end at once); the call log row is written as it passes. The upstream's
-   * stream is still read to its end, so that its connection can be reused.
+   * can end at once); the call log row is written right after it has been handed
+   * on. The upstream's stream is still read to its end, so that its connection can
+   * be reused.
    */
   private async *relayStream(ctx: HostContext, route: Route, message: JSONRPCMessage, messages: AsyncIterable<JSONRPCMessage>): AsyncGenerator<JSONRPCMessage> {
     const hostId = (message as { id: RequestId }).id;
@@ -283,9 +284,14 @@ export class GatewayProxy {
         if (final) continue;
         if ((msg as { id?: unknown }).id === hostId && ('result' in msg || 'error' in msg)) {
           final = msg;
-          this.observe(ctx, route, message, final);
-          ctx.record.finish(final, relayed);
-          yield final;
+          try {
+            yield final;
+          } finally {
+            // After the answer is on its way to the host, yet before the host can have read it:
+            // the consumer resumes this generator in the same turn of the event loop.
+            this.observe(ctx, route, message, final);
+            ctx.record.finish(final, relayed);
+          }
           continue;
         }
         const out = fromUpstream(route.assignmentGuid, msg);

@@ -89,7 +89,7 @@ export class UpstreamClient {
     let current = init;
     for (let hop = 0; ; hop++) {
       const res = await this.once(url, current);
-      const next = redirectHop(res.status, res.header('location'), new URL(url), current.method, hop);
+      const next = redirectHop(res.status, res.header('location'), url, current.method, hop);
       if (!next) return res;
       res.discard();
       url = next.url.href;
