@@ -16,8 +16,11 @@
  * make 16 SDK clients and the gateway share one event loop, which no host and
  * gateway ever do, and charge the clients' work to the gateway.)
  *
- * With --rounds N every row is measured N times, the rows alternating within each
- * round, and the median is shown. --profile DIR writes a V8 CPU profile of the
+ * With --rounds N every row is measured N times (every other round in reverse
+ * order) and the medians are shown; ratios are the medians of the ratios within
+ * each round. This machine's figures drift by tens of percent from one minute to
+ * the next, so prefer --rounds 3 or more, and the CPU time per call (the gateway
+ * process's, and its event loop's alone) over calls/s. --profile DIR writes a V8 CPU profile of the
  * gateway process under load into DIR (start-up and setup left out).
  */
 import { fork } from 'node:child_process';
@@ -116,7 +119,9 @@ async function main(): Promise<void> {
   try {
     for (let round = 0; round < rounds; round++) {
       for (const c of [1, concurrency]) {
-        for (const target of TARGETS) {
+        // Every other round runs the rows in reverse, so that neither the machine's drift nor
+        // the call-log inserts a logging-on row leaves behind (up to a second of them) favour one row.
+        for (const target of round % 2 === 0 ? TARGETS : [...TARGETS].reverse()) {
           const key = `${target}|${c}`;
           samples.set(key, [...(samples.get(key) ?? []), await measure(target, c)]);
         }
@@ -152,15 +157,20 @@ async function main(): Promise<void> {
   }
   console.log(`\ngateway process while idle (during the direct rows): ${(median(idleCpu) * 100).toFixed(1)}% of a core`);
   for (const c of [1, concurrency]) {
-    const direct = pick('direct', c);
-    const on = pick('gateway (logging on)', c);
-    const off = pick('gateway (logging off)', c);
+    // Ratios are taken within each round (rows measured minutes apart share no conditions), then the median.
+    const perRound = (f: (direct: Row, on: Row, off: Row) => number) =>
+      median(samples.get(`direct|${c}`)!.map((direct, i) => f(direct, samples.get(`gateway (logging on)|${c}`)![i]!, samples.get(`gateway (logging off)|${c}`)![i]!)));
+    const ratio = perRound((direct, on) => on.rps / direct.rps);
+    const added = perRound((direct, on) => on.p50 - direct.p50);
+    const logging = perRound((_direct, on, off) => (off.rps - on.rps) / off.rps);
+    const loggingCpu = perRound((_direct, on, off) => on.gatewayCpuUs! - off.gatewayCpuUs!);
+    const loggingLoop = perRound((_direct, on, off) => on.loopCpuUs! - off.loopCpuUs!);
     console.log(
-      `\nconcurrency ${c}: gateway/direct calls/s ${(on.rps / direct.rps).toFixed(2)}, added p50 ${(on.p50 - direct.p50).toFixed(2)} ms, ` +
-        `logging cost ${(((off.rps - on.rps) / off.rps) * 100).toFixed(1)}% of throughput, ${(on.gatewayCpuUs! - off.gatewayCpuUs!).toFixed(0)} µs CPU per call ` +
-        `(${(on.loopCpuUs! - off.loopCpuUs!).toFixed(0)} on the event loop)`,
+      `\nconcurrency ${c}: gateway/direct calls/s ${ratio.toFixed(2)}, added p50 ${added.toFixed(2)} ms, ` +
+        `logging cost ${(logging * 100).toFixed(1)}% of throughput, ${loggingCpu.toFixed(0)} µs CPU per call (${loggingLoop.toFixed(0)} on the event loop)`,
     );
   }
+  if (rounds > 1) console.log('\n(ratios: median of the ratios within each round)');
 }
 
 /** tools/call echo against `url` from `concurrency` clients, after a warm-up of 20 calls each. */
