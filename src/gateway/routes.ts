@@ -17,8 +17,8 @@ import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 
 const SESSION_HEADER = 'mcp-session-id';
-/** A JSON-RPC response (result or error), as opposed to a request or notification. */
-const isResponse = (message: JSONRPCMessage): boolean => !('method' in message) && ('result' in message || 'error' in message);
+/** Whether `message` is the response (result or error) to the host's request `id`. */
+const isAnswerTo = (id: unknown, message: JSONRPCMessage): boolean => (message as { id?: unknown }).id === id && !('method' in message) && ('result' in message || 'error' in message);
 const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({ jsonrpc: '2.0', id: null, error: { code, message, ...(data ? { data } : {}) } });
 
 /**
@@ -122,7 +122,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
     const record = new CallRecord(services, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), found.session?.id ?? null);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
-    return render(reply, answer, found.id);
+    return render(reply, answer, found.id, (message as { id?: unknown }).id);
   });
 
   registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, postOptions });
@@ -162,7 +162,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return reply.code(200).send();
   });
 
-  async function render(reply: FastifyReply, answer: HostReply, sessionId: string | null): Promise<FastifyReply> {
+  async function render(reply: FastifyReply, answer: HostReply, sessionId: string | null, requestId: unknown): Promise<FastifyReply> {
     if (answer.kind === 'accepted') return reply.code(202).send();
     if (answer.kind === 'session-expired') return reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
     if (answer.kind === 'json') {
@@ -175,7 +175,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     for await (const message of answer.messages) {
       if (reply.raw.destroyed || reply.raw.writableEnded) continue;
       // The answer to the host's request ends the response (headers, event and end in one write).
-      if (isResponse(message)) reply.raw.end(sseMessage(message));
+      if (isAnswerTo(requestId, message)) reply.raw.end(sseMessage(message));
       else reply.raw.write(sseMessage(message));
     }
     if (!reply.raw.writableEnded) reply.raw.end();

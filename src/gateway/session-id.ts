@@ -49,17 +49,20 @@ export function openSession(key: Buffer, id: string): GatewaySession | null {
   }
 }
 
-/** How many opened session ids a process remembers (a few hundred bytes each). */
-const REMEMBERED_SESSIONS = 10_000;
+/** How many opened session ids a process remembers, and the longest one it keeps (a typical id is under 1 KiB). */
+const REMEMBERED_SESSIONS = 5_000;
+const REMEMBERED_ID_CHARS = 4_096;
 
 /**
  * Session ids as the routes use them: sealed at initialize, opened on every later
  * request. Opening (AES-GCM) is the costliest step of a call's own work, and a
  * host sends the same id with every request of its session, so opened ids are
- * remembered (bounded; the oldest is forgotten first). That is safe because an id
- * is immutable: its content is authenticated, so the same string always opens to
- * the same session, and a forged or altered one never enters the map. Sessions
- * handed out are frozen, so no request can change what another one sees.
+ * remembered (bounded in number and size, so that hosts declaring huge
+ * capabilities cannot fill the memory; the oldest is forgotten first). That is
+ * safe because an id is immutable: its content is authenticated, so the same
+ * string always opens to the same session, and a forged or altered one never
+ * enters the map. Sessions handed out are frozen, so no request can change what
+ * another one sees.
  */
 export class SessionIds {
   private readonly opened = new Map<string, GatewaySession>();
@@ -81,6 +84,7 @@ export class SessionIds {
   }
 
   private remember(id: string, session: GatewaySession): void {
+    if (id.length > REMEMBERED_ID_CHARS) return;
     if (this.opened.size >= REMEMBERED_SESSIONS) this.opened.delete(this.opened.keys().next().value!);
     this.opened.set(id, deepFreeze(session));
   }
