@@ -120,6 +120,8 @@ describe('gateway proxy', () => {
     expect(call.request_body).toContain('team-notes__whoami');
     expect(call.response_body).toContain('header-server');
     expect(JSON.parse(call.request_headers).authorization).toBe('[REDACTED]');
+    // The sealed session id is kept as the session's short id.
+    expect(JSON.parse(call.request_headers)['mcp-session-id']).toMatch(/^[0-9a-f]{16}$/);
     // The upstream got the same trace, with the gateway's span as parent.
     const all = JSON.stringify(logs.body);
     expect(all).not.toContain(token);

@@ -29,6 +29,8 @@ export class CallRecord {
   /** Header names of the credential used (redacted from stored headers). */
   headerNames: string[] = [];
   private done = false;
+  /** The host's headers as kept (see keptRequestHeaders). */
+  private readonly requestHeaders: Record<string, string>;
 
   constructor(
     private readonly services: Services,
@@ -36,9 +38,11 @@ export class CallRecord {
     private readonly trace: TraceContext,
     private readonly request: JSONRPCMessage,
     private readonly requestBytes: number,
-    private readonly requestHeaders: Record<string, string>,
+    hostHeaders: Record<string, string | string[] | undefined>,
     private readonly sessionId: string | null,
-  ) {}
+  ) {
+    this.requestHeaders = keptRequestHeaders(hostHeaders, sessionId);
+  }
 
   get method(): string {
     return (this.request as { method?: string }).method ?? 'response';
@@ -83,12 +87,19 @@ export class CallRecord {
   }
 }
 
-/** The host's headers as a call log keeps them: the gateway token is never among them. */
-export function keptRequestHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+/**
+ * The host's headers as a call log keeps them: the gateway token is never among
+ * them, and the sealed session id (long and opaque, about half of the headers'
+ * size) is kept as the session's short id, the row's session_id.
+ */
+function keptRequestHeaders(headers: Record<string, string | string[] | undefined>, sessionId: string | null): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
-    out[name] = name.toLowerCase() === 'authorization' || name.toLowerCase() === 'cookie' ? '[REDACTED]' : Array.isArray(value) ? value.join(', ') : value;
+    const lower = name.toLowerCase();
+    if (lower === 'authorization' || lower === 'cookie') out[name] = '[REDACTED]';
+    else if (lower === 'mcp-session-id' && sessionId) out[name] = sessionId;
+    else out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   return out;
 }

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptio
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
-import { CallRecord, keptRequestHeaders } from './call-record.js';
+import { CallRecord } from './call-record.js';
 import type { Catalogs } from './catalog.js';
 import { ERRORS, type GatewayProxy } from './proxy.js';
 import type { GatewaySession } from './session-id.js';
@@ -82,7 +82,7 @@ export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Serv
     const message = body as JSONRPCMessage;
     const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
-    const record = new CallRecord(services, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), stream.session?.id ?? null);
+    const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, stream.session?.id ?? null);
     const catalog = await deps.catalogs.forCaller(caller);
     // Answered on the stream: the POST is accepted at once, the work goes on while the stream is open.
     void (async () => {

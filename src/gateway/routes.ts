@@ -3,7 +3,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { bearerToken } from '../core/auth/tokens.js';
 import type { Services } from '../core/services.js';
 import { GatewayAccess, GatewayAccessError, type GatewayCaller } from './access.js';
-import { CallRecord, keptRequestHeaders } from './call-record.js';
+import { CallRecord } from './call-record.js';
 import { Catalogs } from './catalog.js';
 import { ERRORS, GatewayProxy, type HostReply } from './proxy.js';
 import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits } from './rate-limits.js';
@@ -120,7 +120,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       if (!reply.raw.writableFinished) abort.abort();
     });
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
-    const record = new CallRecord(services, caller, trace, message, requestBytes, keptRequestHeaders(request.headers), found.session?.id ?? null);
+    const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, found.session?.id ?? null);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
     return render(reply, answer, found.id, (message as { id?: unknown }).id);
   });
