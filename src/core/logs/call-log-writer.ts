@@ -48,11 +48,18 @@ interface Segment {
   content: SegmentContent | null;
   startedAt: number;
   attempts: number;
-  handle?: fs.promises.FileHandle;
+  /** The open segment's file, appended to synchronously (see write()). */
+  fd?: number;
 }
 
 type Outcome = { ok: true } | { ok: false; error: unknown };
 
+
+/** Writes all of `text` at the end of the file (a write to a regular file can in principle be short). */
+function appendAll(fd: number, text: string): void {
+  const bytes = Buffer.from(text);
+  for (let written = 0; written < bytes.length; ) written += fs.writeSync(fd, bytes, written);
+}
 
 /** ClickHouse refused the data itself (not the connection): retrying the same segment forever would block the spool. */
 const isRejectedContent = (err: unknown): boolean => err instanceof ClickHouseError && /PARSE|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE|CANNOT_READ|SYNTAX/.test(err.type ?? '');
@@ -133,7 +140,11 @@ export class CallLogWriter implements CallLogSink {
       if (this.closing) throw new Error('The call-log writer is closed.');
       const segment = this.openSegment ?? (await this.startSegment());
       const bytes = Buffer.byteLength(text);
-      await segment.handle!.appendFile(text);
+      // A synchronous append: a small write lands in the page cache in about 1 µs of the
+      // event loop, where an async one cost 20-100 µs of it (a thread-pool round trip per
+      // row, measured in the gateway's profile). The spool is written before write()
+      // resolves either way; a disk that stalls would stall the event loop with it.
+      appendAll(segment.fd!, text);
       segment.content!.thin.push(...thin);
       segment.content!.detail.push(...detail);
       segment.rows += rows.length;
@@ -182,8 +193,8 @@ export class CallLogWriter implements CallLogSink {
 
   private async startSegment(): Promise<Segment> {
     const name = newSegmentName();
-    const handle = await fs.promises.open(path.join(this.opts.spoolDir, name), 'a', 0o600);
-    this.openSegment = { name, rows: 0, bytes: 0, content: { thin: [], detail: [] }, startedAt: Date.now(), attempts: 0, handle };
+    const fd = fs.openSync(path.join(this.opts.spoolDir, name), 'a', 0o600);
+    this.openSegment = { name, rows: 0, bytes: 0, content: { thin: [], detail: [] }, startedAt: Date.now(), attempts: 0, fd };
     return this.openSegment;
   }
 
@@ -192,8 +203,8 @@ export class CallLogWriter implements CallLogSink {
     const segment = this.openSegment;
     if (!segment) return;
     this.openSegment = null;
-    await segment.handle?.close();
-    delete segment.handle;
+    if (segment.fd !== undefined) fs.closeSync(segment.fd);
+    delete segment.fd;
     if (segment.rows === 0) {
       await fs.promises.rm(path.join(this.opts.spoolDir, segment.name), { force: true });
       return;
