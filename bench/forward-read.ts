@@ -15,6 +15,7 @@ import { CALL_LOG_COLUMNS } from '../src/forwarder/call-log-row.js';
 import { CallLogSource, clickhouseTime } from '../src/forwarder/call-log-source.js';
 import { migrateClickhouse, openClickhouse } from '../src/stores/clickhouse.js';
 import { waitForMergesToSettle } from './clickhouse-idle.js';
+import { median } from './stats.js';
 
 const { values } = parseArgs({ options: { backlog: { type: 'string', default: '1000000' }, batch: { type: 'string', default: '5000' }, reps: { type: 'string', default: '9' } } });
 const BACKLOG = Number(values.backlog);
@@ -31,7 +32,6 @@ const FORMER_READ = `SELECT ${CALL_LOG_COLUMNS.filter((c) => c !== 'organization
     AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String}) AND ingested_at < {before:DateTime64(3, 'UTC')}
   ORDER BY ingested_at, toString(guid) LIMIT {limit:UInt32}`;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-forward-read-'));

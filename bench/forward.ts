@@ -26,6 +26,7 @@ import { openRuntime } from '../src/runtime/open.js';
 import type { LogsFormat } from '../src/stores/schema.js';
 import { callLog, writeCallLogs } from '../test/helpers/forwarder-rows.js';
 import { waitForMergesToSettle } from './clickhouse-idle.js';
+import { median, percentile as pct } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -67,9 +68,6 @@ const until = async (check: () => boolean, timeoutMs: number) => {
   while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
 };
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 /** The strict receivers in their own thread; counts of accepted records come back through shared memory. */
 async function startReceivers() {

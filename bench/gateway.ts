@@ -31,6 +31,7 @@ import { parseArgs } from 'node:util';
 import { startEverything } from '../test/helpers/upstreams.js';
 import type { GatewayServiceReady } from './gateway-service.js';
 import { mcpToolLoad, type LoadFigures } from './mcp-load.js';
+import { median } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -91,7 +92,6 @@ async function startGatewayService(upstreamUrl: string) {
   };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
   const upstream = await startEverything('streamableHttp');

@@ -23,6 +23,7 @@ import { seedCallLogs } from '../src/core/logs/seed.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
+import { percentile as pct } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -103,7 +104,6 @@ const shapes: Record<string, Record<string, unknown> | (() => Record<string, unk
   detail_take_1000: { includeDetail: true, take: 1000 },
 };
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 async function measure(fn: () => Promise<void>): Promise<{ p50: number; p99: number }> {
   for (let i = 0; i < 3; i++) await fn();
   const times: number[] = [];

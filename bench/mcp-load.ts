@@ -1,5 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { percentile } from './stats.js';
 
 export interface LoadFigures {
   rps: number;
@@ -7,7 +8,6 @@ export interface LoadFigures {
   p99: number;
 }
 
-export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 /**
  * Calls one MCP tool in a loop from `concurrency` SDK clients for `seconds`, after an
@@ -44,6 +44,5 @@ export async function mcpToolLoad(opts: {
     }),
   );
   await Promise.all(clients.map((c) => c.close()));
-  latencies.sort((a, b) => a - b);
   return { rps: latencies.length / opts.seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }

@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -6,10 +5,9 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ConfigChanges } from '../src/core/config-changes.js';
 import { newGuid } from '../src/core/ids.js';
-import { buildApp } from '../src/http/app.js';
 import { CHANGE_CHANNEL, PgChangeRelay } from '../src/stores/pg-change-relay.js';
 import { CapturedLog, invoke, newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
+import { gatewayClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
 
 describe('the configuration notice board', () => {
@@ -103,9 +101,9 @@ describe.skipIf(storeKind() !== 'postgres')('the change relay between processes 
       const board = new ConfigChanges();
       const relay = await open((org) => board.deliver(org));
       board.relayTo((org) => relay.publish(org));
-      replicaApp = await buildApp({ services: { ...t.runtime.services, configChanges: board }, logger: false });
-      await replicaApp.listen({ port: 0, host: '127.0.0.1' });
-      const replicaUrl = `http://127.0.0.1:${(replicaApp.server.address() as AddressInfo).port}/gateways/${gw.body.guid}/mcp`;
+      const replica = await startReplica({ ...t.runtime.services, configChanges: board });
+      replicaApp = replica.app;
+      const replicaUrl = `${replica.base}/gateways/${gw.body.guid}/mcp`;
 
       let listChanged = 0;
       client = await gatewayClient(replicaUrl, issued.body.token);

@@ -1,13 +1,11 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { CreateMessageRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
-import { buildApp } from '../src/http/app.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
+import { alternatingFetch, gatewayClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
 
 /** An upstream that speaks only the legacy HTTP+SSE transport, reached through the gateway. */
@@ -78,18 +76,12 @@ describe('an SSE-only upstream', () => {
 
   it('serves requests alternating between two replicas (each exchange opens its own upstream stream)', async () => {
     const gw = await gateway();
-    const app = await buildApp({ services: t.runtime.services, logger: false });
-    extraApps.push(app);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const bases = [base, `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`];
-    let n = 0;
-    const alternating: typeof fetch = (input, init) => {
-      const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
-      return fetch(bases[n++ % 2]! + url.pathname + url.search, init);
-    };
-    const client = await connect(base + gw.path, gw.token, { fetch: alternating });
+    const second = await startReplica(t.runtime.services);
+    extraApps.push(second.app);
+    const seen: string[] = [];
+    const client = await connect(base + gw.path, gw.token, { fetch: alternatingFetch([base, second.base], seen) });
     for (let i = 0; i < 3; i++) expect(text(await client.callTool({ name: 'legacy__echo', arguments: { message: `r${i}` } }))).toBe(`Echo: r${i}`);
-    expect(n).toBeGreaterThanOrEqual(4);
+    expect(seen.length).toBeGreaterThanOrEqual(4);
   });
 });
 

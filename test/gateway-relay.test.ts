@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { CreateMessageRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -6,9 +5,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { NewAlert } from '../src/core/alerts.js';
 import type { Services } from '../src/core/services.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
-import { buildApp } from '../src/http/app.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
+import { alternatingFetch, gatewayClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
 import { insertServer } from './helpers/fixtures.js';
 import { captureAlerts } from './helpers/servers.js';
 import { startEverything, startHeaderServer, startSilentServer, type HeaderUpstream, type Upstream } from './helpers/upstreams.js';
@@ -38,12 +36,11 @@ async function gatewayWith(assignments: { serverGuid: string; identityGuid?: str
   return { gatewayGuid: gw.body.guid, token: issued.body.token, connectionGuid: issued.body.connectionGuid, path: `/gateways/${gw.body.guid}/mcp` };
 }
 
-/** Another replica: its own app (own caches, no shared memory with the first) over the same stores. */
+/** Another replica over `services`, closed after the file. */
 async function replica(services: Services): Promise<string> {
-  const app = await buildApp({ services, logger: false });
+  const { app, base } = await startReplica(services);
   extraApps.push(app);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  return base;
 }
 
 const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
@@ -100,15 +97,8 @@ describe('transparency', () => {
     const gw = await gatewayWith([{ serverGuid: everythingGuid }]);
     const second = await replica(t.runtime.services);
     const bases = [base, second];
-    let n = 0;
     const seen: string[] = [];
-    const alternating: typeof fetch = (input, init) => {
-      const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
-      const target = bases[n++ % 2]!;
-      seen.push(target);
-      return fetch(target + url.pathname + url.search, init);
-    };
-    const client = await connect(base + gw.path, gw.token, { fetch: alternating, capabilities: { sampling: {} } });
+    const client = await connect(base + gw.path, gw.token, { fetch: alternatingFetch(bases, seen), capabilities: { sampling: {} } });
     client.setRequestHandler(CreateMessageRequestSchema, async () => ({ model: 'replica-model', role: 'assistant', content: { type: 'text', text: 'ok' } }));
     for (let i = 0; i < 4; i++) expect(text(await client.callTool({ name: 'everything__echo', arguments: { message: `m${i}` } }))).toBe(`Echo: m${i}`);
     expect(text(await client.callTool({ name: 'everything__trigger-sampling-request', arguments: { prompt: 'x' } }))).toContain('replica-model');

@@ -46,9 +46,9 @@ export async function openRuntime(
     await migrateClickhouse(clickhouse, { retentionDays: config.logRetentionDays, cluster: clickhouse.cluster });
     // Other service processes on the same Postgres server hear of this one's changes, and it of theirs.
     if (config.databaseUrl) {
-      relay = await PgChangeRelay.open({ connectionString: config.databaseUrl, onNotice: (org) => configChanges.deliver(org), logger });
-      const publish = relay.publish.bind(relay);
-      configChanges.relayTo(publish);
+      const opened = await PgChangeRelay.open({ connectionString: config.databaseUrl, onNotice: (org) => configChanges.deliver(org), logger });
+      relay = opened;
+      configChanges.relayTo((org) => opened.publish(org));
     }
   } catch (err) {
     await relay?.close().catch(() => undefined);

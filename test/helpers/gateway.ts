@@ -1,7 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../src/core/services.js';
 import type { CreatedWorkspace } from '../../src/core/workspaces.js';
+import { buildApp } from '../../src/http/app.js';
 import { invoke, type TestApp } from './harness.js';
 import { validated } from './servers.js';
 
@@ -34,4 +37,25 @@ export async function gatewayClient(url: string, token: string, opts: { fetch?: 
   });
   await client.connect(transport);
   return client;
+}
+
+/**
+ * Another replica of the service: its own app (own caches, no memory shared with the
+ * first) over the given services, listening on 127.0.0.1. The caller closes `app`.
+ */
+export async function startReplica(services: Services): Promise<{ app: FastifyInstance; base: string }> {
+  const app = await buildApp({ services, logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return { app, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+}
+
+/** A fetch that sends each request to the next of `bases` in turn (a load balancer without affinity); `seen` records where each went. */
+export function alternatingFetch(bases: string[], seen: string[] = []): typeof fetch {
+  let n = 0;
+  return (input, init) => {
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    const target = bases[n++ % bases.length]!;
+    seen.push(target);
+    return fetch(target + url.pathname + url.search, init);
+  };
 }
