@@ -101,6 +101,46 @@ describe('the call-log writer', () => {
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
   });
 
+  it('replays what a crash left: a line cut short is skipped, a detail file without its thin file is still inserted', async () => {
+    const org = newGuid();
+    const dir = newSpoolDir();
+    const down = switchableInsert();
+    const first = await CallLogWriter.open({ insert: down.insert, spoolDir: dir, logger: new CapturedLog(), retryMinMs: 5 });
+    const rows = Array.from({ length: 3 }, () => logRow(org, { requestBody: 'req', responseBody: 'res' }));
+    await first.write(rows);
+    await first.close();
+    const [name] = listSegments(dir);
+    // The segment is the INSERT bodies: one JSONCompactEachRow line per row in each file.
+    expect(fs.readFileSync(path.join(dir, name!), 'utf8').trimEnd().split('\n')).toHaveLength(3);
+    expect(fs.readFileSync(path.join(dir, `${name}.detail`), 'utf8').trimEnd().split('\n')).toHaveLength(3);
+    // A crash mid-append: half a thin line at the end of the file.
+    fs.appendFileSync(path.join(dir, name!), `[${encodeCallLog(logRow(org)).thin.slice(0, 40)}`);
+    // A crash between a call's two appends: its detail row was written, its thin row never was.
+    const orphan = logRow(org, { requestBody: 'orphan' });
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}.detail`), `[${encodeCallLog(orphan).detail}]\n`);
+
+    const second = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
+    await second.flush();
+    await second.close();
+    expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
+    expect(await countRows(t, org, 'call_log_details')).toBe(4);
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
+
+  it('still replays segments in the earlier one-file layout (T and D lines)', async () => {
+    const org = newGuid();
+    const dir = newSpoolDir();
+    const rows = [logRow(org, { requestBody: 'old' }), logRow(org)];
+    const encoded = rows.map((r) => encodeCallLog(r));
+    fs.writeFileSync(path.join(dir, newSegmentName()), `T${encoded[0]!.thin}\nD${encoded[0]!.detail}\nT${encoded[1]!.thin}\n`);
+    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
+    await writer.flush();
+    await writer.close();
+    expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
+    expect(await countRows(t, org, 'call_log_details')).toBe(1);
+    expect(listSegments(dir)).toEqual([]);
+  });
+
   it('replays a batch whose acknowledgement was lost without duplicating it (deduplication token)', async () => {
     const org = newGuid();
     let lostAcks = 1;
