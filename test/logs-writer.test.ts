@@ -114,10 +114,10 @@ describe('the call-log writer', () => {
     expect(fs.readFileSync(path.join(dir, name!), 'utf8').trimEnd().split('\n')).toHaveLength(3);
     expect(fs.readFileSync(path.join(dir, `${name}.detail`), 'utf8').trimEnd().split('\n')).toHaveLength(3);
     // A crash mid-append: half a thin line at the end of the file.
-    fs.appendFileSync(path.join(dir, name!), `[${encodeCallLog(logRow(org)).thin.slice(0, 40)}`);
+    fs.appendFileSync(path.join(dir, name!), encodeCallLog(logRow(org)).thin.slice(0, 40));
     // A crash between a call's two appends: its detail row was written, its thin row never was.
     const orphan = logRow(org, { requestBody: 'orphan' });
-    fs.writeFileSync(path.join(dir, `${newSegmentName()}.detail`), `[${encodeCallLog(orphan).detail}]\n`);
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}.detail`), encodeCallLog(orphan).detail!);
 
     const second = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
     await second.flush();
@@ -131,7 +131,8 @@ describe('the call-log writer', () => {
     const org = newGuid();
     const dir = newSpoolDir();
     const rows = [logRow(org, { requestBody: 'old' }), logRow(org)];
-    const encoded = rows.map((r) => encodeCallLog(r));
+    // The earlier layout: the line prefix, then the row's columns without brackets.
+    const encoded = rows.map((r) => encodeCallLog(r)).map((e) => ({ thin: e.thin.slice(1, -2), detail: e.detail?.slice(1, -2) }));
     fs.writeFileSync(path.join(dir, newSegmentName()), `T${encoded[0]!.thin}\nD${encoded[0]!.detail}\nT${encoded[1]!.thin}\n`);
     const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
     await writer.flush();
@@ -206,8 +207,8 @@ describe('the call-log writer', () => {
     const dir = newSpoolDir();
     // A segment from an earlier run whose thin row ClickHouse cannot parse (a broken guid), then a good one.
     const good = encodeCallLog(logRow(org));
-    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), `T"${org}","not-a-uuid",${good.thin.split(',').slice(2).join(',')}\n`);
-    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), `T${good.thin}\n`);
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), `["${org}","not-a-uuid",${good.thin.split(',').slice(2).join(',')}`);
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), good.thin);
     const log = new CapturedLog();
     const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: log, retryMinMs: 1, retryMaxMs: 2 });
     await vi.waitFor(async () => expect(await countRows(t, org)).toBe(1), { timeout: 20_000, interval: 50 });
@@ -265,7 +266,7 @@ describe('the call-log writer', () => {
     // An INSERT after the writer's, with no token of its own: had the writer's token stuck to the
     // session, ClickHouse would take this one for a replay of the segment and drop it.
     const later = encodeCallLog(logRow(org));
-    await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(`[${later.thin}]\n`), settings: {} });
+    await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(later.thin), settings: {} });
     expect(await countRows(t, org)).toBe(2);
   });
 
@@ -302,16 +303,26 @@ describe('redaction', () => {
     const org = newGuid();
     const text = { method: 'tools/"call"\\', toolName: 'line\nbreak\u2028 😀', errorMessage: '</script>\t"quoted"\u0000', sessionId: '\\s"1' };
     const row = logRow(org.toUpperCase(), { ...text, status: 'error', createdAt: Date.UTC(2026, 10, 20, 12, 0, 0, 5), durationMs: 7.6 });
-    const columns = JSON.parse(`[${encodeCallLog(row).thin}]`) as unknown[];
+    const columns = JSON.parse(encodeCallLog(row).thin) as unknown[];
     expect(columns).toEqual([
       org, row.guid, `${Date.UTC(2026, 10, 20, 12) / 1000}.005`, 'tool_call', text.method, text.toolName, 'error', text.errorMessage, 8, 100, 200,
       row.gatewayConnectionGuid, row.userGuid, row.outboundGatewayGuid, row.inboundServerGuid, row.hostGuid, row.serverContainerGuid, row.teamGuid,
       row.traceId, row.spanId, text.sessionId,
     ]);
     // Absent optional values are empty strings, as ClickHouse stores them.
-    const bare = JSON.parse(`[${encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin}]`) as unknown[];
+    const bare = JSON.parse(encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin) as unknown[];
     expect(bare.slice(4, 8)).toEqual(['ping', '', 'ok', '']);
     expect(bare.slice(11, 18)).toEqual(['', '', '', '', '', '', '']);
+  });
+
+  it('gives a row without a guid a unique UUIDv7 carrying its call time', () => {
+    const createdAt = Date.UTC(2026, 10, 21, 9, 30, 0, 123);
+    const guids = Array.from({ length: 5000 }, () => (JSON.parse(encodeCallLog({ ...logRow(newGuid()), guid: undefined, createdAt }).thin) as string[])[1]!);
+    expect(new Set(guids).size).toBe(guids.length);
+    for (const guid of guids) {
+      expect(guid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(parseInt(guid.replace('-', '').slice(0, 12), 16)).toBe(createdAt);
+    }
   });
 
   it('never encodes a sensitive header value into a row', () => {

@@ -1,5 +1,5 @@
-import { isGuid, newGuid } from '../ids.js';
-import { randomHex } from './random-hex.js';
+import { isGuid } from '../ids.js';
+import { randomGuidV7, randomHex } from './random-hex.js';
 import { redactHeaders } from './redact.js';
 
 /** The log types of contract section 4. */
@@ -151,9 +151,9 @@ const hexId = (value: string | undefined, pattern: RegExp, bytes: number, field:
 };
 
 export interface EncodedCallLog {
-  /** JSON array of the thin columns without ingested_at, e.g. `"org","guid",...` (no brackets). */
+  /** The thin row as a JSONCompactEachRow line (without ingested_at): `["org","guid",...]\n`. */
   thin: string;
-  /** JSON array body of the detail columns, or null when the call carried no detail. */
+  /** The detail row as a JSONCompactEachRow line, or null when the call carried no detail. */
   detail: string | null;
 }
 
@@ -162,32 +162,32 @@ export interface EncodedCallLog {
  * JSONCompactEachRow insert. Throws TypeError on a malformed row (a producer bug).
  */
 export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly string[] = []): EncodedCallLog {
-  if (!isGuid(row.organizationGuid)) throw new TypeError('call log organizationGuid must be a guid');
+  const org = optionalGuid(row.organizationGuid, 'organizationGuid');
+  if (!org) throw new TypeError('call log organizationGuid must be a guid');
   const createdMs = Math.floor(row.createdAt instanceof Date ? row.createdAt.getTime() : row.createdAt);
   // DateTime64(3) holds 1900-2299; outside that ClickHouse would refuse the whole batch.
   if (!Number.isFinite(createdMs) || createdMs < 0 || createdMs >= MAX_CREATED_MS) throw new TypeError('call log createdAt must be a date between 1970 and 2299');
   if (!(LOG_TYPES as readonly string[]).includes(row.type)) throw new TypeError(`call log type must be one of ${LOG_TYPES.join(', ')}`);
   if (row.status !== 'ok' && row.status !== 'error') throw new TypeError("call log status must be 'ok' or 'error'");
-  const org = row.organizationGuid.toLowerCase();
-  const guid = row.guid === undefined ? newGuid() : optionalGuid(row.guid, 'guid');
+  const guid = row.guid === undefined ? randomGuidV7(createdMs) : optionalGuid(row.guid, 'guid');
   if (!guid) throw new TypeError('call log guid must be a guid');
   const createdAt = chEpochMs(createdMs);
   // Guids, hex ids, enums, numbers and the time were validated above and hold no
   // character JSON escapes: they are quoted as they are. Only free text goes through
   // JSON.stringify (a whole-array stringify was the writer's largest cost per row).
   const thin =
-    `"${org}","${guid}","${createdAt}","${row.type}",${JSON.stringify(String(row.method ?? '').slice(0, 200))},` +
+    `["${org}","${guid}","${createdAt}","${row.type}",${JSON.stringify(String(row.method ?? '').slice(0, 200))},` +
     `${JSON.stringify(String(row.toolName ?? '').slice(0, 500))},"${row.status}",${JSON.stringify(truncateUtf8(String(row.errorMessage ?? ''), MAX_ERROR_MESSAGE).text)},` +
     `${count(row.durationMs, 'durationMs')},${count(row.requestBytes, 'requestBytes')},${count(row.responseBytes, 'responseBytes')},` +
     `"${optionalGuid(row.gatewayConnectionGuid, 'gatewayConnectionGuid')}","${optionalGuid(row.userGuid, 'userGuid')}",` +
     `"${optionalGuid(row.outboundGatewayGuid, 'outboundGatewayGuid')}","${optionalGuid(row.inboundServerGuid, 'inboundServerGuid')}",` +
     `"${optionalGuid(row.hostGuid, 'hostGuid')}","${optionalGuid(row.serverContainerGuid, 'serverContainerGuid')}","${optionalGuid(row.teamGuid, 'teamGuid')}",` +
-    `"${hexId(row.traceId, HEX32, 16, 'traceId')}","${hexId(row.spanId, HEX16, 8, 'spanId')}",${JSON.stringify(String(row.sessionId ?? '').slice(0, 200))}`;
+    `"${hexId(row.traceId, HEX32, 16, 'traceId')}","${hexId(row.spanId, HEX16, 8, 'spanId')}",${JSON.stringify(String(row.sessionId ?? '').slice(0, 200))}]\n`;
   const hasDetail = row.requestBody != null || row.responseBody != null || row.requestHeaders != null || row.responseHeaders != null;
   let detail: string | null = null;
   if (hasDetail) {
     const sensitive = [...extraSensitiveHeaders, ...(row.sensitiveHeaderNames ?? [])];
-    detail = JSON.stringify([
+    detail = `${JSON.stringify([
       org,
       guid,
       createdAt,
@@ -195,7 +195,7 @@ export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly
       truncateUtf8(String(row.responseBody ?? ''), STORED_DETAIL_LIMIT).text,
       row.requestHeaders ? JSON.stringify(redactHeaders(row.requestHeaders, sensitive)) : '',
       row.responseHeaders ? JSON.stringify(redactHeaders(row.responseHeaders, sensitive)) : '',
-    ]).slice(1, -1);
+    ])}\n`;
   }
   return { thin, detail };
 }
