@@ -169,7 +169,7 @@ export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly
   if (!Number.isFinite(createdMs) || createdMs < 0 || createdMs >= MAX_CREATED_MS) throw new TypeError('call log createdAt must be a date between 1970 and 2299');
   if (!(LOG_TYPES as readonly string[]).includes(row.type)) throw new TypeError(`call log type must be one of ${LOG_TYPES.join(', ')}`);
   if (row.status !== 'ok' && row.status !== 'error') throw new TypeError("call log status must be 'ok' or 'error'");
-  const guid = row.guid === undefined ? randomGuidV7(createdMs) : optionalGuid(row.guid, 'guid');
+  const guid = row.guid === undefined ? randomGuidV7() : optionalGuid(row.guid, 'guid');
   if (!guid) throw new TypeError('call log guid must be a guid');
   const createdAt = chEpochMs(createdMs);
   // Guids, hex ids, enums, numbers and the time were validated above and hold no
