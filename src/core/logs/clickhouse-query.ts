@@ -29,16 +29,26 @@ export async function queryScoped<S extends z.ZodType>(store: Pick<ClickhouseSto
   return tracer.startActiveSpan(`clickhouse ${q.tag}`, async (span) => {
     try {
       const rows = await withNetworkRetry(async () => {
+        // Column names once, then one array per row: a 1000-row page is about a fifth
+        // cheaper to produce and parse than JSONEachRow, which repeats every name in every row.
         const result = await store.client.query({
           query: q.sql,
           query_params: { ...q.params, org: organizationGuid },
-          format: 'JSONEachRow',
+          format: 'JSONCompactEachRowWithNames',
           clickhouse_settings: { log_comment: q.tag },
         });
-        return result.json<unknown>();
+        return result.json<unknown[]>();
       });
-      span.setAttribute('db.response.returned_rows', rows.length);
-      return rows.map((r) => q.row.parse(r));
+      const names = (rows[0] ?? []) as string[];
+      span.setAttribute('db.response.returned_rows', Math.max(0, rows.length - 1));
+      const parsed: z.output<S>[] = new Array(Math.max(0, rows.length - 1));
+      for (let r = 1; r < rows.length; r++) {
+        const values = rows[r]!;
+        const record: Record<string, unknown> = {};
+        for (let c = 0; c < names.length; c++) record[names[c]!] = values[c];
+        parsed[r - 1] = q.row.parse(record);
+      }
+      return parsed;
     } catch (err) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
       throw err;
