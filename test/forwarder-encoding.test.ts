@@ -126,6 +126,15 @@ describe('forwarder encoding', () => {
     expect(encodeHecEvents([large])).toEqual(Buffer.from(referenceHec([large])));
   });
 
+  it('writes a batch far larger than one flush of the body writer byte for byte, every signal', () => {
+    // The writer joins a few records' text before encoding it: a batch crosses that
+    // boundary many times, multi-byte text included, and grows the body's buffer.
+    const many = Array.from({ length: 300 }, (_, i) => ({ ...rows[i % rows.length]!, tool_name: i % 7 === 0 ? `outil-é-${i}-🚀` : `tool_${i}` }));
+    expect(encodeOtlpLogs(many)).toEqual(Buffer.from(referenceLogs(many)));
+    expect(encodeOtlpTraces(many)).toEqual(Buffer.from(referenceTraces(many)));
+    expect(encodeHecEvents(many)).toEqual(Buffer.from(referenceHec(many)));
+  });
+
   it('writes OTLP traces byte for byte as the exporters\' JsonTraceSerializer', () => {
     expect(encodeOtlpTraces(rows)).toEqual(Buffer.from(referenceTraces(rows)));
     expect(encodeOtlpTraces([rows[2]!])).toEqual(Buffer.from(referenceTraces([rows[2]!])));
