@@ -29,8 +29,8 @@ export async function queryScoped<S extends z.ZodType>(store: Pick<ClickhouseSto
   return tracer.startActiveSpan(`clickhouse ${q.tag}`, async (span) => {
     try {
       const rows = await withNetworkRetry(async () => {
-        // Column names once, then one array per row: a 1000-row page is about a fifth
-        // cheaper to produce and parse than JSONEachRow, which repeats every name in every row.
+        // Column names once, then one array per row, instead of JSONEachRow's names in every
+        // row: a 1000-row page took about 8 % less time (20.8 -> 19.2 ms, alternating runs).
         const result = await store.client.query({
           query: q.sql,
           query_params: { ...q.params, org: organizationGuid },

@@ -51,10 +51,10 @@ export function listSegments(dir: string): string[] {
 }
 
 /** The bytes of a file up to its last newline: a line a crash cut short is ignored. Missing file: empty. */
-function completeLines(file: string): Buffer {
+async function completeLines(file: string): Promise<Buffer> {
   let bytes: Buffer;
   try {
-    bytes = fs.readFileSync(file);
+    bytes = await fs.promises.readFile(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0);
     throw err;
@@ -63,7 +63,7 @@ function completeLines(file: string): Buffer {
 }
 
 /** Parses a segment in the earlier one-file layout (`T` + thin row, `D` + detail row, no brackets). */
-export function parseLegacySegment(text: string): SegmentContent {
+function parseLegacySegment(text: string): SegmentContent {
   const thin: string[] = [];
   const detail: string[] = [];
   const end = text.lastIndexOf('\n');
@@ -77,10 +77,10 @@ export function parseLegacySegment(text: string): SegmentContent {
 }
 
 export async function readSegment(dir: string, name: string): Promise<SegmentContent> {
-  const thin = completeLines(thinPath(dir, name));
+  const thin = await completeLines(thinPath(dir, name));
   const first = thin[0];
   if (first === 0x54 /* T */ || first === 0x44 /* D */) return parseLegacySegment(thin.toString('utf8'));
-  const detail = completeLines(detailPath(dir, name));
+  const detail = await completeLines(detailPath(dir, name));
   return { thin: thin.length ? [thin] : [], detail: detail.length ? [detail] : [] };
 }
 
