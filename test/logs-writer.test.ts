@@ -101,45 +101,61 @@ describe('the call-log writer', () => {
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
   });
 
-  it('replays what a crash left: a line cut short is skipped, a detail file without its thin file is still inserted', async () => {
+  it('replays what a crash left: every whole frame, not the one cut short', async () => {
     const org = newGuid();
     const dir = newSpoolDir();
     const down = switchableInsert();
     const first = await CallLogWriter.open({ insert: down.insert, spoolDir: dir, logger: new CapturedLog(), retryMinMs: 5 });
     const rows = Array.from({ length: 3 }, () => logRow(org, { requestBody: 'req', responseBody: 'res' }));
-    await first.write(rows);
+    await first.write(rows.slice(0, 2));
+    await first.write(rows.slice(2));
     await first.close();
     const [name] = listSegments(dir);
-    // The segment is the INSERT bodies: one JSONCompactEachRow line per row in each file.
-    expect(fs.readFileSync(path.join(dir, name!), 'utf8').trimEnd().split('\n')).toHaveLength(3);
-    expect(fs.readFileSync(path.join(dir, `${name}.detail`), 'utf8').trimEnd().split('\n')).toHaveLength(3);
-    // A crash mid-append: half a thin line at the end of the file.
-    fs.appendFileSync(path.join(dir, name!), encodeCallLog(logRow(org)).thin.slice(0, 40));
-    // A crash between a call's two appends: its detail row was written, its thin row never was.
-    const orphan = logRow(org, { requestBody: 'orphan' });
-    fs.writeFileSync(path.join(dir, `${newSegmentName()}.detail`), encodeCallLog(orphan).detail!);
+    // One frame per write(): a header with the two bodies' sizes, then the INSERT bodies themselves.
+    const text = fs.readFileSync(path.join(dir, name!), 'utf8');
+    const frames = text.split(/^#\d+ \d+$/m).slice(1);
+    expect(frames).toHaveLength(2);
+    expect(text.trimEnd().split('\n').filter((line) => line.startsWith('[')).map((line) => (JSON.parse(line) as string[])[1])).toEqual([
+      // Each frame: its thin rows, then its detail rows.
+      rows[0]!.guid,
+      rows[1]!.guid,
+      rows[0]!.guid,
+      rows[1]!.guid,
+      rows[2]!.guid,
+      rows[2]!.guid,
+    ]);
+    // A crash mid-append: a frame whose bodies are shorter than its header says.
+    const cut = encodeCallLog(logRow(org, { requestBody: 'lost' }));
+    fs.appendFileSync(path.join(dir, name!), `#${Buffer.byteLength(cut.thin)} ${Buffer.byteLength(cut.detail!)}\n${cut.thin}${cut.detail!.slice(0, 20)}`);
 
     const second = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
     await second.flush();
     await second.close();
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
-    expect(await countRows(t, org, 'call_log_details')).toBe(4);
+    expect(await countRows(t, org, 'call_log_details')).toBe(3);
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 
-  it('still replays segments in the earlier one-file layout (T and D lines)', async () => {
+  it('still replays segments in the two earlier layouts (T and D lines; a thin file and a detail file)', async () => {
     const org = newGuid();
     const dir = newSpoolDir();
-    const rows = [logRow(org, { requestBody: 'old' }), logRow(org)];
-    // The earlier layout: the line prefix, then the row's columns without brackets.
-    const encoded = rows.map((r) => encodeCallLog(r)).map((e) => ({ thin: e.thin.slice(1, -2), detail: e.detail?.slice(1, -2) }));
-    fs.writeFileSync(path.join(dir, newSegmentName()), `T${encoded[0]!.thin}\nD${encoded[0]!.detail}\nT${encoded[1]!.thin}\n`);
+    const rows = [logRow(org, { requestBody: 'old' }), logRow(org), logRow(org, { requestBody: 'two-file' }), logRow(org)];
+    const encoded = rows.map((r) => encodeCallLog(r));
+    // One file: the line prefix, then the row's columns without brackets.
+    const bare = (line: string) => line.slice(1, -2);
+    fs.writeFileSync(path.join(dir, newSegmentName()), `T${bare(encoded[0]!.thin)}\nD${bare(encoded[0]!.detail!)}\nT${bare(encoded[1]!.thin)}\n`);
+    // Two files: bracketed thin lines, and the detail lines beside them; a crash cut the last thin line.
+    const twoFiles = newSegmentName();
+    fs.writeFileSync(path.join(dir, twoFiles), `${encoded[2]!.thin}${encoded[3]!.thin}${encodeCallLog(logRow(org)).thin.slice(0, 30)}`);
+    fs.writeFileSync(path.join(dir, `${twoFiles}.detail`), encoded[2]!.detail!);
+    // A detail file whose thin file a crash kept from being written.
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}.detail`), encodeCallLog(logRow(org, { requestBody: 'orphan' })).detail!);
     const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
     await writer.flush();
     await writer.close();
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
-    expect(await countRows(t, org, 'call_log_details')).toBe(1);
-    expect(listSegments(dir)).toEqual([]);
+    expect(await countRows(t, org, 'call_log_details')).toBe(3);
+    expect(fs.readdirSync(dir)).toEqual([]);
   });
 
   it('replays a batch whose acknowledgement was lost without duplicating it (deduplication token)', async () => {
@@ -207,8 +223,9 @@ describe('the call-log writer', () => {
     const dir = newSpoolDir();
     // A segment from an earlier run whose thin row ClickHouse cannot parse (a broken guid), then a good one.
     const good = encodeCallLog(logRow(org));
-    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), `["${org}","not-a-uuid",${good.thin.split(',').slice(2).join(',')}`);
-    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), good.thin);
+    const frame = (thin: string) => `#${Buffer.byteLength(thin)} 0\n${thin}`;
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), frame(`["${org}","not-a-uuid",${good.thin.split(',').slice(2).join(',')}`));
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), frame(good.thin));
     const log = new CapturedLog();
     const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: log, retryMinMs: 1, retryMaxMs: 2 });
     await vi.waitFor(async () => expect(await countRows(t, org)).toBe(1), { timeout: 20_000, interval: 50 });

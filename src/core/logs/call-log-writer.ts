@@ -3,7 +3,7 @@ import { ClickHouseError } from '@clickhouse/client';
 import type { InsertEncoded } from '../../stores/clickhouse.js';
 import type { Logger } from '../services.js';
 import { DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
-import { detailPath, listSegments, newSegmentName, quarantineSegment, readSegment, removeSegment, thinPath, type SegmentContent } from './spool.js';
+import { appendFrame, listSegments, newSegmentName, quarantineSegment, readSegment, removeSegment, segmentBytes, segmentPath, type SegmentContent } from './spool.js';
 
 /** The one way rows reach the call log: every producer (gateway, seed-logs) writes through it. */
 export interface CallLogSink {
@@ -47,27 +47,13 @@ interface Segment {
   content: SegmentContent | null;
   startedAt: number;
   attempts: number;
-  /** The open segment's files, appended to synchronously (see write()); the detail file opens with its first row. */
-  thinFd?: number;
-  detailFd?: number;
+  /** The open segment's file, appended to synchronously (see write()). */
+  fd?: number;
 }
 
 type Outcome = { ok: true } | { ok: false; error: unknown };
 
-/** Writes all of `bytes` at the end of the file (a write to a regular file can in principle be short). */
-function appendAll(fd: number, bytes: Buffer): void {
-  for (let written = 0; written < bytes.length; ) written += fs.writeSync(fd, bytes, written);
-}
-
 const joinBuffers = (chunks: Buffer[]): Buffer => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-
-function fileSize(file: string): number {
-  try {
-    return fs.statSync(file).size;
-  } catch {
-    return 0;
-  }
-}
 
 /** ClickHouse refused the data itself (not the connection): retrying the same segment forever would block the spool. */
 const isRejectedContent = (err: unknown): boolean => err instanceof ClickHouseError && /PARSE|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE|CANNOT_READ|SYNTAX/.test(err.type ?? '');
@@ -117,7 +103,7 @@ export class CallLogWriter implements CallLogSink {
     const writer = new CallLogWriter(opts);
     await fs.promises.mkdir(opts.spoolDir, { recursive: true });
     for (const name of listSegments(opts.spoolDir)) {
-      const size = fileSize(thinPath(opts.spoolDir, name)) + fileSize(detailPath(opts.spoolDir, name));
+      const size = segmentBytes(opts.spoolDir, name);
       writer.sealed.push({ name, rows: 0, bytes: size, content: null, startedAt: 0, attempts: 0 });
       writer.spoolBytes += size;
     }
@@ -149,19 +135,9 @@ export class CallLogWriter implements CallLogSink {
     await this.serial(async () => {
       if (this.closing) throw new Error('The call-log writer is closed.');
       const segment = this.openSegment ?? (await this.startSegment());
-      // Synchronous appends: a small write lands in the page cache in about 1 µs of the
-      // event loop, where an async one cost 20-100 µs of it (a thread-pool round trip per
-      // row, measured in the gateway's profile). The spool is written before write()
-      // resolves either way; a disk that stalls would stall the event loop with it.
-      // Detail first: a crash between the two appends never leaves a row without its detail.
-      if (detail) {
-        segment.detailFd ??= fs.openSync(detailPath(this.opts.spoolDir, segment.name), 'a', 0o600);
-        appendAll(segment.detailFd, detail);
-        segment.content!.detail.push(detail);
-      }
-      appendAll(segment.thinFd!, thin);
+      const bytes = appendFrame(segment.fd!, thin, detail);
       segment.content!.thin.push(thin);
-      const bytes = thin.length + (detail?.length ?? 0);
+      if (detail) segment.content!.detail.push(detail);
       segment.rows += rows.length;
       segment.bytes += bytes;
       this.bufferedRows += rows.length;
@@ -208,8 +184,8 @@ export class CallLogWriter implements CallLogSink {
 
   private async startSegment(): Promise<Segment> {
     const name = newSegmentName();
-    const thinFd = fs.openSync(thinPath(this.opts.spoolDir, name), 'a', 0o600);
-    this.openSegment = { name, rows: 0, bytes: 0, content: { thin: [], detail: [] }, startedAt: Date.now(), attempts: 0, thinFd };
+    const fd = fs.openSync(segmentPath(this.opts.spoolDir, name), 'a', 0o600);
+    this.openSegment = { name, rows: 0, bytes: 0, content: { thin: [], detail: [] }, startedAt: Date.now(), attempts: 0, fd };
     return this.openSegment;
   }
 
@@ -218,9 +194,8 @@ export class CallLogWriter implements CallLogSink {
     const segment = this.openSegment;
     if (!segment) return;
     this.openSegment = null;
-    for (const fd of [segment.thinFd, segment.detailFd]) if (fd !== undefined) fs.closeSync(fd);
-    delete segment.thinFd;
-    delete segment.detailFd;
+    if (segment.fd !== undefined) fs.closeSync(segment.fd);
+    delete segment.fd;
     if (segment.rows === 0) {
       await removeSegment(this.opts.spoolDir, segment.name);
       return;
