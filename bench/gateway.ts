@@ -3,7 +3,9 @@
  * loopback), direct to the upstream and through the gateway (with call logging on,
  * and with it off to show what logging costs), sequentially and at concurrency 16,
  * in one run: calls/s, p50/p99 latency, the gateway's CPU time per call and the
- * ratios. Figures only, never assertions.
+ * ratios. A bare node:http pass-through proxy in its own process (bench/pass-through-proxy.ts)
+ * is measured in the same rounds: the floor any proxy hop has on this machine.
+ * Figures only, never assertions.
  *
  *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR]
  *
@@ -46,8 +48,8 @@ const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-type Target = 'direct' | 'gateway (logging on)' | 'gateway (logging off)';
-const TARGETS: Target[] = ['direct', 'gateway (logging on)', 'gateway (logging off)'];
+type Target = 'direct' | 'pass-through proxy' | 'gateway (logging on)' | 'gateway (logging off)';
+const TARGETS: Target[] = ['direct', 'pass-through proxy', 'gateway (logging on)', 'gateway (logging off)'];
 interface Row extends LoadFigures {
   /** CPU time of the gateway process per call, in µs (gateway rows only). */
   gatewayCpuUs: number | null;
@@ -93,8 +95,20 @@ async function startGatewayService(upstreamUrl: string) {
 }
 
 
+/** The floor: a bare node:http proxy in its own process (bench/pass-through-proxy.ts). */
+async function startPassThroughProxy(upstreamUrl: string) {
+  const child = fork(path.join(here, 'pass-through-proxy.ts'), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, BENCH_UPSTREAM_URL: upstreamUrl }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const { port } = await new Promise<{ port: number }>((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`the pass-through proxy exited with ${code}`)));
+  });
+  const upstream = new URL(upstreamUrl);
+  return { url: `http://127.0.0.1:${port}${upstream.pathname}`, close: () => child.kill() };
+}
+
 async function main(): Promise<void> {
   const upstream = await startEverything('streamableHttp');
+  const proxy = await startPassThroughProxy(upstream.url);
   const service = await startGatewayService(upstream.url);
   const { ready } = service;
   const gatewayHeaders = { authorization: `Bearer ${ready.token}` };
@@ -106,6 +120,7 @@ async function main(): Promise<void> {
       idleCpu.push(((await service.cpuUs()).cpu - before.cpu) / ((performance.now() - started) * 1000));
       return { ...figures, gatewayCpuUs: null, loopCpuUs: null };
     }
+    if (target === 'pass-through proxy') return { ...(await load(proxy.url, {}, 'echo', c)), gatewayCpuUs: null, loopCpuUs: null };
     const base = target === 'gateway (logging on)' ? ready.withLogs : ready.withoutLogs;
     const before = await service.cpuUs();
     const figures = await load(base + ready.path, gatewayHeaders, 'everything__echo', c);
@@ -130,6 +145,7 @@ async function main(): Promise<void> {
     await service.flush();
   } finally {
     await service.close();
+    proxy.close();
     await upstream.close();
   }
   const pick = (target: Target, c: number): Row => {
@@ -161,12 +177,13 @@ async function main(): Promise<void> {
     const perRound = (f: (direct: Row, on: Row, off: Row) => number) =>
       median(samples.get(`direct|${c}`)!.map((direct, i) => f(direct, samples.get(`gateway (logging on)|${c}`)![i]!, samples.get(`gateway (logging off)|${c}`)![i]!)));
     const ratio = perRound((direct, on) => on.rps / direct.rps);
+    const floor = median(samples.get(`direct|${c}`)!.map((direct, i) => samples.get(`pass-through proxy|${c}`)![i]!.rps / direct.rps));
     const added = perRound((direct, on) => on.p50 - direct.p50);
     const logging = perRound((_direct, on, off) => (off.rps - on.rps) / off.rps);
     const loggingCpu = perRound((_direct, on, off) => on.gatewayCpuUs! - off.gatewayCpuUs!);
     const loggingLoop = perRound((_direct, on, off) => on.loopCpuUs! - off.loopCpuUs!);
     console.log(
-      `\nconcurrency ${c}: gateway/direct calls/s ${ratio.toFixed(2)}, added p50 ${added.toFixed(2)} ms, ` +
+      `\nconcurrency ${c}: gateway/direct calls/s ${ratio.toFixed(2)} (a bare pass-through proxy: ${floor.toFixed(2)}), added p50 ${added.toFixed(2)} ms, ` +
         `logging cost ${(logging * 100).toFixed(1)}% of throughput, ${loggingCpu.toFixed(0)} µs CPU per call (${loggingLoop.toFixed(0)} on the event loop)`,
     );
   }
