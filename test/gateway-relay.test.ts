@@ -93,6 +93,34 @@ describe('transparency', () => {
     expect(progress).toEqual([1, 2, 3]);
   });
 
+  it('answers with plain JSON when the upstream stream holds only the answer, and streams when it holds more or the host takes only a stream', async () => {
+    const gw = await gatewayWith([{ serverGuid: everythingGuid }]);
+    // server-everything answers every request with an event stream.
+    const seen: { method: string; contentType: string }[] = [];
+    let acceptOnlyStreams = false;
+    const recording: typeof fetch = async (input, init) => {
+      const headers = new Headers(init?.headers);
+      if (acceptOnlyStreams) headers.set('accept', 'text/event-stream');
+      const res = await fetch(input, { ...init, headers });
+      const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { method?: string }) : {};
+      if (init?.method === 'POST' && body.method) seen.push({ method: body.method, contentType: res.headers.get('content-type') ?? '' });
+      return res;
+    };
+    const client = await connect(base + gw.path, gw.token, { fetch: recording });
+    expect(text(await client.callTool({ name: 'everything__echo', arguments: { message: 'json' } }))).toBe('Echo: json');
+    const progress: number[] = [];
+    await client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 0.2, steps: 2 } }, undefined, { onprogress: (p) => progress.push(p.progress) });
+    expect(progress).toEqual([1, 2]);
+    acceptOnlyStreams = true;
+    expect(text(await client.callTool({ name: 'everything__echo', arguments: { message: 'stream' } }))).toBe('Echo: stream');
+    const calls = seen.filter((s) => s.method === 'tools/call').map((s) => s.contentType.split(';')[0]);
+    expect(calls).toEqual(['application/json', 'text/event-stream', 'text/event-stream']);
+    // Each call is logged once, whichever way it was answered.
+    await t.runtime.services.callLogs.flush();
+    const logged = await invoke(t, 'rest', ws.token, 'query_logs', { filters: { gateway_connection_guid: gw.connectionGuid, type: 'tool_call' } });
+    expect(logged.body.items).toHaveLength(3);
+  });
+
   it('serves one session from two replicas whose requests alternate, including a sampling answer that lands on the other replica', async () => {
     const gw = await gatewayWith([{ serverGuid: everythingGuid }]);
     const second = await replica(t.runtime.services);

@@ -122,7 +122,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
     const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, found.session?.id ?? null);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
-    return render(reply, answer, found.id, (message as { id?: unknown }).id);
+    return render(reply, answer, found.id, (message as { id?: unknown }).id, acceptsJson(request));
   });
 
   registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, postOptions });
@@ -162,7 +162,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return reply.code(200).send();
   });
 
-  async function render(reply: FastifyReply, answer: HostReply, sessionId: string | null, requestId: unknown): Promise<FastifyReply> {
+  async function render(reply: FastifyReply, answer: HostReply, sessionId: string | null, requestId: unknown, jsonAccepted: boolean): Promise<FastifyReply> {
     if (answer.kind === 'accepted') return reply.code(202).send();
     if (answer.kind === 'session-expired') return reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
     if (answer.kind === 'json') {
@@ -170,9 +170,23 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       if (id) reply.header(SESSION_HEADER, id);
       return reply.code(answer.status ?? 200).type('application/json').send(JSON.stringify(answer.message));
     }
+    const messages = answer.messages[Symbol.asyncIterator]();
+    let next = await messages.next();
+    // An upstream stream whose first message is already the answer (the common tool call)
+    // goes to the host as plain JSON, which the transport allows for any request and a
+    // host parses for less than an event stream. The stream is still read to its end
+    // afterwards: resuming it logs the call (in this turn of the event loop, before the
+    // host can have read the answer) and frees the upstream connection.
+    if (jsonAccepted && !next.done && isAnswerTo(requestId, next.value)) {
+      if (sessionId) reply.header(SESSION_HEADER, sessionId);
+      reply.code(200).type('application/json').send(JSON.stringify(next.value));
+      while (!(await messages.next()).done);
+      return reply;
+    }
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(sessionId ? { [SESSION_HEADER]: sessionId } : {}) });
-    for await (const message of answer.messages) {
+    for (; !next.done; next = await messages.next()) {
+      const message = next.value;
       if (reply.raw.destroyed || reply.raw.writableEnded) continue;
       // The answer to the host's request ends the response (headers, event and end in one write).
       if (isAnswerTo(requestId, message)) reply.raw.end(sseMessage(message));
@@ -181,4 +195,10 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     if (!reply.raw.writableEnded) reply.raw.end();
     return reply;
   }
+}
+
+/** Whether the host takes a JSON answer (the transport asks hosts to accept both JSON and an event stream). */
+function acceptsJson(request: FastifyRequest): boolean {
+  const accept = request.headers.accept;
+  return accept === undefined || /application\/json|application\/\*|\*\/\*/.test(accept);
 }
