@@ -11,16 +11,15 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { loadConfig } from '../src/config.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
+import { benchConfig, silentLogger } from './bench-config.js';
 import { mcpToolLoad } from './mcp-load.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '10' } } });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
-const silent = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
 
 interface Row {
   store: string;
@@ -43,15 +42,12 @@ async function loadRest(url: string, token: string) {
 }
 
 async function benchStore(store: 'pglite' | 'postgres'): Promise<Row[]> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-admin-'));
-  const config = loadConfig({
-    DATA_DIR: dataDir,
+  const { config, dataDir } = benchConfig('admin', {
     LOG_LEVEL: 'warn',
-    SECRET_KEY: Buffer.alloc(32, 1).toString('base64'),
     ADMIN_RATE_LIMIT_PER_MINUTE: '100000000',
     ...(store === 'postgres' ? { DATABASE_URL: process.env.DATABASE_URL! } : {}),
   });
-  const runtime = await openRuntime(config, { logger: silent });
+  const runtime = await openRuntime(config, { logger: silentLogger });
   const app = await buildApp({ services: runtime.services, logger: false });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/api/v1/svc-admin`;

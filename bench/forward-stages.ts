@@ -7,15 +7,13 @@
  *   npx tsx bench/forward-stages.ts [--rows 5000 --reps 7]
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { CallLogSource } from '../src/forwarder/call-log-source.js';
 import { encodeHecEvents } from '../src/forwarder/encode-hec.js';
 import { encodeOtlpLogs, encodeOtlpTraces } from '../src/forwarder/encode-otlp.js';
 import { openRuntime } from '../src/runtime/open.js';
+import { benchConfig, silentLogger } from './bench-config.js';
 import { callLog, writeCallLogs } from '../test/helpers/forwarder-rows.js';
 import { HecReceiver } from '../test/helpers/hec-receiver.js';
 import { OtlpReceiver } from '../test/helpers/otlp-receiver.js';
@@ -24,7 +22,6 @@ import { waitForMergesToSettle } from './clickhouse-idle.js';
 const { values } = parseArgs({ options: { rows: { type: 'string', default: '5000' }, reps: { type: 'string', default: '7' } } });
 const ROWS = Number(values.rows);
 const REPS = Number(values.reps);
-const silent = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
 
 /** Median CPU milliseconds of the process (user + system, every thread) over REPS runs: steadier than wall time on a shared machine. */
 async function median(fn: () => unknown): Promise<number> {
@@ -40,9 +37,8 @@ async function median(fn: () => unknown): Promise<number> {
 }
 
 async function main() {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-stages-'));
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', SECRET_KEY: Buffer.alloc(32, 3).toString('base64') });
-  const runtime = await openRuntime(config, { logger: silent, forwarder: { start: false } });
+  const { config, dataDir } = benchConfig('stages', { LOG_LEVEL: 'warn' });
+  const runtime = await openRuntime(config, { logger: silentLogger, forwarder: { start: false } });
   const { services } = runtime;
   try {
     const ws = await createWorkspace(services.db, { name: 'stages', adminEmail: 'stages@bench.test' });

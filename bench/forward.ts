@@ -14,15 +14,14 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { loadConfig } from '../src/config.js';
 import { saveCollectorConfiguration, syncForwarderCursors } from '../src/core/collector/config-repository.js';
 import type { Services } from '../src/core/services.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { Forwarder } from '../src/forwarder/forwarder.js';
 import { openRuntime } from '../src/runtime/open.js';
+import { benchConfig, silentLogger } from './bench-config.js';
 import type { LogsFormat } from '../src/stores/schema.js';
 import { callLog, writeCallLogs } from '../test/helpers/forwarder-rows.js';
 import { waitForMergesToSettle } from './clickhouse-idle.js';
@@ -49,7 +48,6 @@ const TARGET_RECORDS_PER_SECOND = 50_000;
 const TARGET_P99_LAG_MS = 2000;
 /** Slots of the counters shared with the receivers' worker. */
 const COUNTER = { otlpLogs: 0, otlpSpans: 1, hecEvents: 2 } as const;
-const silent = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
 
 async function configure(services: Services, org: string, c: { logs?: string; format?: LogsFormat; traces?: string; headers?: Record<string, string> }) {
   const secret = c.headers ? await services.secrets.put(services.db, org, c.headers) : null;
@@ -95,9 +93,8 @@ async function startReceivers() {
 }
 
 async function main() {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-forward-'));
-  const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', SECRET_KEY: Buffer.alloc(32, 3).toString('base64'), EGRESS_ALLOWED_CIDRS: '127.0.0.0/8' });
-  const runtime = await openRuntime(config, { logger: silent, forwarder: { start: false } });
+  const { config, dataDir } = benchConfig('forward', { LOG_LEVEL: 'warn', EGRESS_ALLOWED_CIDRS: '127.0.0.0/8' });
+  const runtime = await openRuntime(config, { logger: silentLogger, forwarder: { start: false } });
   const { services } = runtime;
   const rx = await startReceivers();
   const throughput: Record<string, unknown>[] = [];

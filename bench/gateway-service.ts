@@ -17,14 +17,13 @@
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { loadConfig } from '../src/config.js';
 import type { CallLogSink } from '../src/core/logs/call-log-writer.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
+import { benchConfig, silentLogger } from './bench-config.js';
 
 export interface GatewayServiceReady {
   type: 'ready';
@@ -37,18 +36,13 @@ export interface GatewayServiceReady {
 const upstreamUrl = process.env.BENCH_UPSTREAM_URL;
 if (!upstreamUrl || !process.send) throw new Error('bench/gateway-service.ts is started by bench/gateway.ts (BENCH_UPSTREAM_URL and an IPC channel).');
 const send = (message: unknown) => process.send!(message);
-const silent = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-gateway-'));
-const config = loadConfig({
-  DATA_DIR: dataDir,
-  LOG_LEVEL: 'silent',
-  SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
+const { config, dataDir } = benchConfig('gateway', {
   EGRESS_ALLOWED_CIDRS: '127.0.0.0/8',
   GATEWAY_RATE_LIMIT_PER_CONNECTION_PER_MINUTE: '0',
   GATEWAY_RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '0',
 });
-const runtime = await openRuntime(config, { logger: silent });
+const runtime = await openRuntime(config, { logger: silentLogger });
 const noLogs: CallLogSink = { write: async () => undefined, flush: async () => undefined, close: async () => undefined };
 const withLogs = await buildApp({ services: runtime.services, logger: false });
 const withoutLogs = await buildApp({ services: { ...runtime.services, callLogs: noLogs }, logger: false });

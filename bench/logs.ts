@@ -14,15 +14,14 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { loadConfig } from '../src/config.js';
 import { queryLogs, type LogQuery } from '../src/core/logs/query-logs.js';
 import { seedCallLogs } from '../src/core/logs/seed.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
+import { benchConfig, silentLogger } from './bench-config.js';
 import { percentile as pct } from './stats.js';
 
 const { values } = parseArgs({
@@ -38,13 +37,11 @@ const ROWS = Number(values.rows);
 const NOISE = Math.max(1000, Math.floor(ROWS / 10));
 const ITER = Number(values.iterations);
 const DAYS = Number(values.days);
-const quiet = { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) };
 const out = (line: string) => process.stdout.write(line + '\n');
 const load = () => `load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`;
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-logs-'));
-const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', SECRET_KEY: Buffer.alloc(32, 3).toString('base64'), ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
-const runtime = await openRuntime(config, { logger: quiet });
+const { config, dataDir } = benchConfig('logs', { ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
+const runtime = await openRuntime(config, { logger: silentLogger });
 const { services } = runtime;
 const app = await buildApp({ services, logger: false as never });
 await app.ready();

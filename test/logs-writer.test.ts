@@ -50,6 +50,13 @@ function switchableInsert() {
   return { insert, state };
 }
 
+/** A writer started on `dir` with the real insert path: it replays what the spool holds, then stops. */
+async function replaySpool(dir: string): Promise<void> {
+  const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
+  await writer.flush();
+  await writer.close();
+}
+
 const guidsIn = async (org: string): Promise<string[]> => {
   const res = await real.query({ query: 'SELECT toString(guid) AS g FROM call_logs WHERE organization_guid = {org:String}', query_params: { org }, format: 'JSONEachRow' });
   return (await res.json<{ g: string }>()).map((r) => r.g);
@@ -91,13 +98,9 @@ describe('the call-log writer', () => {
     expect(listSegments(dir).length).toBeGreaterThan(0);
     await expect(first.write([logRow(org)])).rejects.toThrow(/closed/);
 
-    const second = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
-    await second.flush();
-    await second.close();
+    await replaySpool(dir);
     // A third start finds nothing left to replay.
-    const third = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
-    await third.flush();
-    await third.close();
+    await replaySpool(dir);
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
   });
 
@@ -128,9 +131,7 @@ describe('the call-log writer', () => {
     const cut = encodeCallLog(logRow(org, { requestBody: 'lost' }));
     fs.appendFileSync(path.join(dir, name!), `#${Buffer.byteLength(cut.thin)} ${Buffer.byteLength(cut.detail!)}\n${cut.thin}${cut.detail!.slice(0, 20)}`);
 
-    const second = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
-    await second.flush();
-    await second.close();
+    await replaySpool(dir);
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
     expect(await countRows(t, org, 'call_log_details')).toBe(3);
     expect(fs.readdirSync(dir)).toEqual([]);
@@ -150,9 +151,7 @@ describe('the call-log writer', () => {
     fs.writeFileSync(path.join(dir, `${twoFiles}.detail`), encoded[2]!.detail!);
     // A detail file whose thin file a crash kept from being written.
     fs.writeFileSync(path.join(dir, `${newSegmentName()}.detail`), encodeCallLog(logRow(org, { requestBody: 'orphan' })).detail!);
-    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
-    await writer.flush();
-    await writer.close();
+    await replaySpool(dir);
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
     expect(await countRows(t, org, 'call_log_details')).toBe(3);
     expect(fs.readdirSync(dir)).toEqual([]);
@@ -186,9 +185,7 @@ describe('the call-log writer', () => {
     await writer.close();
     await unreachable.close();
     expect(log.text()).toMatch(/retried/);
-    const again = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
-    await again.flush();
-    await again.close();
+    await replaySpool(dir);
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
   });
 

@@ -246,6 +246,8 @@ export class Forwarder {
     const labels = { organization: organizationGuid, signal };
     const deadline = Date.now() + this.opts.passBudgetMs;
     let total = 0;
+    /** What the pass answers: the records sent so far, and whether the cursor was left caught up. */
+    const done = (caughtUp = false) => ({ records: total, caughtUp });
     let attempts = cursor.attempts;
     let checkpoint: Checkpoint = { at: cursor.checkpoint_at, guid: cursor.checkpoint_guid };
     let ahead: Promise<PreparedBatch> | undefined;
@@ -254,14 +256,14 @@ export class Forwarder {
         // Read before every batch: a changed URL, format or header set applies from the next batch on.
         const config = await findCollectorConfiguration(db, organizationGuid);
         const target = targetOf(config, signal);
-        if (!config || !target) return { records: total, caughtUp: false };
+        if (!config || !target) return done();
         const prepared = await (ahead ?? this.prepare(organizationGuid, signal, target.format, checkpoint, horizon));
         ahead = undefined;
         const rows = prepared.rows;
         if (rows.length === 0) {
           this.metrics.lag.set(labels, 0);
           await this.notePending(organizationGuid, checkpoint);
-          return { records: total, caughtUp: true };
+          return done(true);
         }
         this.metrics.lag.set(labels, Math.max(0, (Date.now() - epochMs(rows[0]!.ingested_at)) / 1000));
         const last = rows[rows.length - 1]!;
@@ -280,17 +282,17 @@ export class Forwarder {
           this.metrics.retried.inc(labels, rows.length);
           await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: rows.length, lastError: outcome.reason });
           logger.warn({ organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs }, 'collector export postponed');
-          return { records: total, caughtUp: false };
+          return done();
         }
         if (outcome.kind === 'refused') {
           attempts++;
           if (attempts < this.opts.maxRefusedAttempts) {
             await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs: this.backoff(attempts), attempts, retried: 0, lastError: `HTTP ${outcome.status}` });
             logger.warn({ organization: organizationGuid, signal, status: outcome.status, attempts }, 'collector refused a batch; trying again');
-            return { records: total, caughtUp: false };
+            return done();
           }
           await this.raiseRefused(organizationGuid, signal, target, outcome, headers, rows.length, attempts);
-          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: rows.length, lastError: `HTTP ${outcome.status}` }))) return { records: total, caughtUp: false };
+          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: rows.length, lastError: `HTTP ${outcome.status}` }))) return done();
           this.metrics.failed.inc(labels, rows.length);
           logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: rows.length }, 'collector kept refusing a batch; skipped it');
         } else {
@@ -305,7 +307,7 @@ export class Forwarder {
           });
           if (!advanced) {
             logger.warn({ organization: organizationGuid, signal }, 'forwarder lease lost; another process continues this workspace');
-            return { records: total, caughtUp: false };
+            return done();
           }
           this.metrics.sent.inc(labels, rows.length - rejected);
           if (rejected > 0) {
@@ -318,11 +320,11 @@ export class Forwarder {
         total += rows.length;
         if (!ahead) {
           if (rows.length < this.opts.batchSize) await this.notePending(organizationGuid, checkpoint);
-          return { records: total, caughtUp: rows.length < this.opts.batchSize };
+          return done(rows.length < this.opts.batchSize);
         }
         // No separate lease renewal: advanceCursor just extended the lease it is fenced on.
       }
-      return { records: total, caughtUp: false };
+      return done();
     } finally {
       // Never leave a ClickHouse read running behind us (closing the store under a running query aborts chDB).
       if (ahead) await ahead.catch(() => undefined);

@@ -6,8 +6,8 @@
  * piece); one native write per piece (some 60 a record) cost about a quarter more
  * than this (bench/forward-stages.ts: 44 vs 36 ms per 5,000 OTLP log records).
  *
- * `raw` takes text the encoder knows is ASCII (punctuation, member names, numbers,
- * hex ids); `string` writes any value as a JSON string literal, byte for byte what
+ * `raw` takes text that is already JSON (punctuation, member names, numbers, hex
+ * ids); `string` writes any value as a JSON string literal, byte for byte what
  * JSON.stringify writes encoded as UTF-8. Most values (guids, names, ids) need no
  * escaping: those are only quoted. Anything with a quote, backslash, control
  * character or surrogate (which JSON.stringify escapes when unpaired) goes through
@@ -41,7 +41,7 @@ export class JsonBodyWriter {
     this.buf = Buffer.allocUnsafe(Math.max(1024, sizeHint)) as Buffer & DirectWrites;
   }
 
-  /** ASCII text written as is. */
+  /** Text that is already JSON, written as is. */
   raw(text: string): void {
     this.pending += text;
     if (this.pending.length >= FLUSH_AT) this.flush();

@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import { randomHex } from '../core/logs/random-hex.js';
 
 /** W3C trace context for one call: continued from the host's `traceparent`, else a new trace. */
 export interface TraceContext {
@@ -9,22 +9,6 @@ export interface TraceContext {
   parentSpanId: string | null;
   flags: string;
   tracestate: string | null;
-}
-
-/**
- * Random ids for traces and spans, cut from a pool filled 4 KiB at a time: a
- * randomBytes call per id cost more than the rest of the trace context. Every byte
- * is used once, so ids are as random and as unique as before.
- */
-const pool = Buffer.alloc(4096);
-let used = pool.length;
-function randomHex(bytes: number): string {
-  if (used + bytes > pool.length) {
-    randomFillSync(pool);
-    used = 0;
-  }
-  used += bytes;
-  return pool.toString('hex', used - bytes, used);
 }
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;

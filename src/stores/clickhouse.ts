@@ -17,7 +17,7 @@ export type InsertEncoded = (insert: EncodedInsert) => Promise<void>;
 
 export interface ClickhouseStore {
   client: ClickHouseClient;
-  /** The bulk insert path: zero-copy into chDB's parallel parser when embedded, the HTTP body for a server. */
+  /** The bulk insert path: the body handed to chDB without a copy when embedded, the HTTP body for a server. */
   insertEncoded: InsertEncoded;
   kind: 'chdb' | 'server';
   /** Set when the DDL should be generated for a cluster (Replicated engines, Distributed tables). */

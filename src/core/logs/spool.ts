@@ -49,8 +49,9 @@ const detailPath = (dir: string, name: string): string => path.join(dir, name + 
  * Returns the bytes written.
  */
 export function appendFrame(fd: number, thin: Buffer, detail: Buffer | null): number {
-  const parts = [Buffer.from(`#${thin.length} ${detail?.length ?? 0}\n`, 'latin1'), thin, ...(detail ? [detail] : [])];
-  const total = parts.reduce((sum, part) => sum + part.length, 0);
+  const header = Buffer.from(`#${thin.length} ${detail?.length ?? 0}\n`, 'latin1');
+  const parts = detail ? [header, thin, detail] : [header, thin];
+  const total = header.length + thin.length + (detail?.length ?? 0);
   const written = fs.writevSync(fd, parts);
   // A write to a regular file can in principle be short: finish it from where it stopped.
   if (written < total) {
