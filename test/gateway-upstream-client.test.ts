@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EgressPolicy } from '../src/core/egress.js';
 import { AppError } from '../src/core/errors.js';
 import { UpstreamClient } from '../src/gateway/upstream-client.js';
@@ -64,10 +64,20 @@ describe('gateway upstream client', () => {
 
   it('cuts an exchange at its timeout, body included, with a TimeoutError, and leaves no timer behind a finished one', async () => {
     const client = new UpstreamClient(new EgressPolicy(['127.0.0.0/8']));
-    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-    const before = timers();
-    for (let i = 0; i < 3; i++) await (await client.fetch(`${base}/echo`, { method: 'GET', headers: {}, signal: new AbortController().signal, timeoutMs: 60_000 })).text(4096);
-    expect(timers()).toBe(before);
+    // Watch the timers the exchanges start, not the process's count of timers: the
+    // loopback server's own socket timers come and go while the test runs.
+    const started = vi.spyOn(globalThis, 'setTimeout');
+    const cleared = vi.spyOn(globalThis, 'clearTimeout');
+    try {
+      for (let i = 0; i < 3; i++) await (await client.fetch(`${base}/echo`, { method: 'GET', headers: {}, signal: new AbortController().signal, timeoutMs: 60_000 })).text(4096);
+      const exchangeTimers = started.mock.results.filter((_, i) => started.mock.calls[i]![1] === 60_000).map((r) => r.value as unknown);
+      expect(exchangeTimers).toHaveLength(3);
+      const clearedTimers = new Set(cleared.mock.calls.map((call) => call[0] as unknown));
+      expect(exchangeTimers.filter((timer) => !clearedTimers.has(timer))).toEqual([]);
+    } finally {
+      started.mockRestore();
+      cleared.mockRestore();
+    }
     const res = await client.fetch(`${base}/hang`, { method: 'GET', headers: {}, signal: new AbortController().signal, timeoutMs: 50 });
     await expect(res.text(4096)).rejects.toMatchObject({ name: 'TimeoutError' });
     client.close();
