@@ -7,7 +7,7 @@ import type { GatewayCaller } from './access.js';
 import { LIST_CAPABILITY, LIST_KEY, namespaceItems, resolveName, routeForUri, type ListMethod } from './aggregate.js';
 import type { CallRecord } from './call-record.js';
 import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';
-import { cancelledTarget, fromUpstream, unrelayId } from './relay.js';
+import { cancelledTarget, fromUpstream, isAnswerTo, unrelayId } from './relay.js';
 import type { GatewaySession } from './session-id.js';
 import { upstreamTraceparent, type TraceContext } from './trace-context.js';
 import { ResponseTooLargeError, type UpstreamFetch } from './upstream-client.js';
@@ -282,7 +282,7 @@ export class GatewayProxy {
     try {
       for await (const msg of messages) {
         if (final) continue;
-        if ((msg as { id?: unknown }).id === hostId && ('result' in msg || 'error' in msg)) {
+        if (isAnswerTo(hostId, msg)) {
           final = msg;
           try {
             yield final;
@@ -419,7 +419,7 @@ export class GatewayProxy {
           try {
             yield* reply.messages;
           } finally {
-            void deleteUpstreamSession({ ...closeAfter, signal: AbortSignal.timeout(5_000), timeoutMs: 5_000 });
+            void deleteUpstreamSession({ ...closeAfter, signal: AbortSignal.timeout(5_000) });
           }
         })(),
       };

@@ -46,3 +46,6 @@ export function cancelledTarget(message: JSONRPCMessage): { assignmentGuid: stri
   if (!target) return null;
   return { assignmentGuid: target.assignmentGuid, message: { ...message, params: { ...m.params, requestId: target.id } } as JSONRPCMessage };
 }
+
+/** Whether `message` is the response (result or error) to the host's request `id`. */
+export const isAnswerTo = (id: unknown, message: JSONRPCMessage): boolean => (message as { id?: unknown }).id === id && !('method' in message) && ('result' in message || 'error' in message);

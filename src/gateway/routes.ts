@@ -6,6 +6,7 @@ import { GatewayAccess, GatewayAccessError, type GatewayCaller } from './access.
 import { CallRecord } from './call-record.js';
 import { Catalogs } from './catalog.js';
 import { ERRORS, GatewayProxy, type HostReply } from './proxy.js';
+import { isAnswerTo } from './relay.js';
 import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits } from './rate-limits.js';
 import { SessionIds, type GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
@@ -17,8 +18,6 @@ import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 
 const SESSION_HEADER = 'mcp-session-id';
-/** Whether `message` is the response (result or error) to the host's request `id`. */
-const isAnswerTo = (id: unknown, message: JSONRPCMessage): boolean => (message as { id?: unknown }).id === id && !('method' in message) && ('result' in message || 'error' in message);
 const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({ jsonrpc: '2.0', id: null, error: { code, message, ...(data ? { data } : {}) } });
 
 /**
