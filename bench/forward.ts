@@ -2,9 +2,15 @@
  * bench:forward — records per second the forwarder delivers to the loopback test
  * receivers (strict validation on) for OTLP logs, HEC logs and OTLP traces, and the
  * lag from ingest to delivery (p50/p99) while rows keep arriving at a steady rate.
+ * The rows are shaped like one workspace's traffic (workspaceCallLogs: its few
+ * gateways, servers, users, teams and connections; fresh ids per call).
  * The receivers run in a worker thread (bench/forward-receivers.ts), as a collector
  * runs apart from the service. Each throughput case runs `--runs` times on a fresh
- * backlog; the median is reported with the ratio to the issue's target. Figures
+ * backlog, the cases taking turns run by run; the median is reported with the ratio
+ * to the issue's target. After each run the floor (bench/forward-floor.ts) drains
+ * the same backlog again reading only the rows' columns, and replays one batch's body
+ * to the same receiver: the cost of reading and delivering, without building a
+ * single record. "forwarder / floor" stays comparable across noisy runs. Figures
  * only, never assertions.
  *
  *   npm run bench:forward [-- --rows 20000 --batch 5000 --runs 3 --rate 5000 --seconds 10 --settle MS]
@@ -19,11 +25,14 @@ import { Worker } from 'node:worker_threads';
 import { saveCollectorConfiguration, syncForwarderCursors } from '../src/core/collector/config-repository.js';
 import type { Services } from '../src/core/services.js';
 import { createWorkspace } from '../src/core/workspaces.js';
+import { CallLogSource } from '../src/forwarder/call-log-source.js';
 import { Forwarder } from '../src/forwarder/forwarder.js';
+import type { BodyKind } from '../src/forwarder/record-sql.js';
+import { floorRate } from './forward-floor.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, silentLogger } from './bench-config.js';
 import type { LogsFormat } from '../src/stores/schema.js';
-import { callLog, writeCallLogs } from '../test/helpers/forwarder-rows.js';
+import { workspaceCallLogs, writeCallLogs } from '../test/helpers/forwarder-rows.js';
 import { waitForMergesToSettle } from './clickhouse-idle.js';
 import { median, percentile as pct } from './stats.js';
 
@@ -56,8 +65,9 @@ async function configure(services: Services, org: string, c: { logs?: string; fo
 }
 
 async function writeRows(services: Services, org: string, n: number) {
+  const row = workspaceCallLogs(org);
   for (let done = 0; done < n; done += 10_000) {
-    await writeCallLogs(services, Array.from({ length: Math.min(10_000, n - done) }, () => callLog(org)));
+    await writeCallLogs(services, Array.from({ length: Math.min(10_000, n - done) }, row));
   }
 }
 
@@ -102,15 +112,18 @@ async function main() {
   const loadBefore = os.loadavg()[0]!;
   try {
     // Throughput: a backlog of ROWS per signal, drained by one forwarder; RUNS times each.
-    const cases: { signal: string; slot: number; setup: (org: string) => Promise<void> }[] = [
-      { signal: 'otlp logs', slot: COUNTER.otlpLogs, setup: (org) => configure(services, org, { logs: rx.otlpUrl('/v1/logs') }) },
-      { signal: 'hec logs', slot: COUNTER.hecEvents, setup: (org) => configure(services, org, { logs: rx.hecUrl('/services/collector/event'), format: 'collector_hec', headers: { Authorization: `Splunk ${HEC_TOKEN}` } }) },
-      { signal: 'otlp traces', slot: COUNTER.otlpSpans, setup: (org) => configure(services, org, { traces: rx.otlpUrl('/v1/traces') }) },
+    const hecHeaders = { Authorization: `Splunk ${HEC_TOKEN}` };
+    const cases: { signal: string; slot: number; url: string; headers: Record<string, string>; kind: BodyKind; setup: (org: string) => Promise<void> }[] = [
+      { signal: 'otlp logs', slot: COUNTER.otlpLogs, url: rx.otlpUrl('/v1/logs'), headers: {}, kind: 'otlp_logs', setup: (org) => configure(services, org, { logs: rx.otlpUrl('/v1/logs') }) },
+      { signal: 'hec logs', slot: COUNTER.hecEvents, url: rx.hecUrl('/services/collector/event'), headers: hecHeaders, kind: 'hec', setup: (org) => configure(services, org, { logs: rx.hecUrl('/services/collector/event'), format: 'collector_hec', headers: hecHeaders }) },
+      { signal: 'otlp traces', slot: COUNTER.otlpSpans, url: rx.otlpUrl('/v1/traces'), headers: {}, kind: 'otlp_traces', setup: (org) => configure(services, org, { traces: rx.otlpUrl('/v1/traces') }) },
     ];
-    for (const c of cases) {
-      const rates: number[] = [];
-      const cpuPerThousand: number[] = [];
-      for (let run = 0; run < RUNS; run++) {
+    // Round-robin over the signals, run by run: a run's place in the process (the
+    // table's size, the heaps' state) then weighs on every signal alike. Measured one
+    // signal after the other, the last signal's runs came out up to a quarter slower.
+    const results = cases.map(() => ({ rates: [] as number[], floors: [] as number[], cpuPerThousand: [] as number[] }));
+    for (let run = 0; run < RUNS; run++) {
+      for (const [i, c] of cases.entries()) {
         const ws = await createWorkspace(services.db, { name: `bench-${c.signal}-${run}`, adminEmail: `${c.signal.replace(' ', '-')}-${run}@bench.test` });
         await c.setup(ws.organizationGuid);
         await writeRows(services, ws.organizationGuid, ROWS);
@@ -124,16 +137,31 @@ async function main() {
         const seconds = (performance.now() - started) / 1000;
         const cpu = process.cpuUsage(cpu0);
         await forwarder.stop();
-        rates.push((rx.count(c.slot) - before) / seconds);
-        cpuPerThousand.push((cpu.user + cpu.system) / 1000 / (ROWS / 1000));
+        results[i]!.rates.push((rx.count(c.slot) - before) / seconds);
+        results[i]!.cpuPerThousand.push((cpu.user + cpu.system) / 1000 / (ROWS / 1000));
+        // The floor over the same rows, right after: the same reads and receiver, no record built.
+        const source = new CallLogSource(services.clickhouse);
+        const firstBatch = await source.nextEncodedBatch(ws.organizationGuid, { at: new Date(0), guid: '' }, BATCH, await source.deliveryHorizon(0), c.kind);
+        results[i]!.floors.push(await floorRate(services, { organizationGuid: ws.organizationGuid, records: ROWS, batchSize: BATCH, url: c.url, headers: c.headers, body: Buffer.concat(firstBatch.body) }));
+        // The run's workspace stops forwarding: each run starts a new forwarder (a cold
+        // process), whose first pass would otherwise also read an empty batch for every
+        // earlier run's cursor, a cost that grew with the run number.
+        await syncForwarderCursors(services.db, ws.organizationGuid, { logs: false, traces: false });
       }
+    }
+    for (const [i, c] of cases.entries()) {
+      const { rates, floors, cpuPerThousand } = results[i]!;
       const rate = median(rates);
+      const floor = median(floors);
       throughput.push({
         signal: c.signal,
         'records/s (median)': Math.round(rate),
         runs: rates.map((r) => Math.round(r)).join(' '),
         'target ratio': `${(rate / TARGET_RECORDS_PER_SECOND).toFixed(2)}x of ${TARGET_RECORDS_PER_SECOND}`,
         'cpu ms / 1k records': +median(cpuPerThousand).toFixed(1),
+        'floor records/s (median)': Math.round(floor),
+        'floor runs': floors.map((r) => Math.round(r)).join(' '),
+        'forwarder / floor': +(rate / floor).toFixed(2),
       });
     }
 
@@ -141,6 +169,7 @@ async function main() {
     const ws = await createWorkspace(services.db, { name: 'bench-lag', adminEmail: 'lag@bench.test' });
     await configure(services, ws.organizationGuid, { logs: rx.otlpUrl('/lag/v1/logs') });
     const forwarder = new Forwarder(services, services.metricsRegistry!, { batchSize: BATCH, settleMs: SETTLE });
+    const lagRow = workspaceCallLogs(ws.organizationGuid);
     forwarder.start();
     const startCount = rx.count(COUNTER.otlpLogs);
     const tickMs = 100;
@@ -149,7 +178,7 @@ async function main() {
     let written = 0;
     while (Date.now() < end) {
       const t0 = Date.now();
-      await writeCallLogs(services, Array.from({ length: perTick }, () => callLog(ws.organizationGuid)));
+      await writeCallLogs(services, Array.from({ length: perTick }, lagRow));
       written += perTick;
       await new Promise((r) => setTimeout(r, Math.max(0, tickMs - (Date.now() - t0))));
     }
@@ -169,7 +198,7 @@ async function main() {
       'p99 vs target': `${(p99 / TARGET_P99_LAG_MS).toFixed(2)}x of ${TARGET_P99_LAG_MS} ms (lower is better)`,
     });
     console.log(`\nbench:forward  rows/run=${ROWS} batch=${BATCH} runs=${RUNS}  load average ${loadBefore.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores`);
-    console.log('\nThroughput (records delivered per second, receivers validating in a worker thread):');
+    console.log('\nThroughput (records delivered per second, receivers validating in a worker thread; the floor reads the same rows without building records and replays one body, bench/forward-floor.ts):');
     console.table(throughput);
     console.log('\nIngest-to-delivery lag (received at the collector minus the row\'s ingested_at):');
     console.table(lag);

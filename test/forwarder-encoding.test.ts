@@ -1,97 +1,46 @@
-import { JsonLogsSerializer, JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { describe, expect, it } from 'vitest';
-import { SERVICE_NAME, callAttributes, logBody, spanName } from '../src/forwarder/attributes.js';
-import { epochMs, integer, present, type CallLogRow } from '../src/forwarder/call-log-row.js';
-import { encodeHecEvents, hecTime } from '../src/forwarder/encode-hec.js';
-import { callSpanIds, encodeOtlpLogs, encodeOtlpTraces, logSpanContext } from '../src/forwarder/encode-otlp.js';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { epochMs, type CallLogRow } from '../src/forwarder/call-log-row.js';
+import { CallLogSource } from '../src/forwarder/call-log-source.js';
+import type { EncodedBatch } from '../src/forwarder/encoded-batch.js';
+import type { BodyKind } from '../src/forwarder/record-sql.js';
+import { startTestApp, type TestApp } from './helpers/harness.js';
+import { referenceHec, referenceLogs, referenceTraces } from './helpers/forwarder-reference.js';
 import { HecReceiver } from './helpers/hec-receiver.js';
 import { OtlpReceiver } from './helpers/otlp-receiver.js';
 
 /**
- * The forwarder writes its OTLP JSON and HEC bodies as text for speed. These tests
- * hold that fast path to the reference: the OpenTelemetry exporters' own serializers
- * (@opentelemetry/otlp-transformer) fed ReadableLogRecord/ReadableSpan objects built
- * from the same rows, byte for byte, and JSON.stringify of the HEC event object. The
- * strict receivers must accept the bodies too.
+ * ClickHouse writes the forwarder's records (src/forwarder/record-sql.ts). These tests
+ * store rows in the real call_logs table, read them back both ways and hold the
+ * bodies to the reference: the OpenTelemetry exporters' own serializers
+ * (@opentelemetry/otlp-transformer) and JSON.stringify for HEC, fed from the same
+ * rows by an independent statement of the mapping (test/helpers/forwarder-reference.ts).
+ * The strict receivers must accept the bodies too.
  */
-type ReadableLogRecord = Parameters<typeof JsonLogsSerializer.serializeRequest>[0][number];
-type ReadableSpan = Parameters<typeof JsonTraceSerializer.serializeRequest>[0][number];
-const hrTime = (ms: number): [number, number] => [Math.floor(ms / 1000), (ms % 1000) * 1_000_000];
-const SCOPE = { name: `${SERVICE_NAME}/forwarder`, version: '1' };
-const resources = new Map<string, ReturnType<typeof resourceFromAttributes>>();
-const resourceOf = (org: string) => {
-  if (!resources.has(org)) resources.set(org, resourceFromAttributes({ 'service.name': SERVICE_NAME, 'mcp_gateway.organization.guid': org }));
-  return resources.get(org)!;
-};
+let t: TestApp;
+let source: CallLogSource;
 
-function referenceLogRecord(row: CallLogRow): ReadableLogRecord {
-  const spanContext = logSpanContext(row);
-  return {
-    hrTime: hrTime(epochMs(row.created_at)),
-    hrTimeObserved: hrTime(epochMs(row.ingested_at)),
-    ...(spanContext ? { spanContext } : {}),
-    severityNumber: row.status === 'error' ? 17 : 9, // API SeverityNumber ERROR / INFO
-    severityText: row.status === 'error' ? 'ERROR' : 'INFO',
-    body: logBody(row),
-    resource: resourceOf(row.organization_guid),
-    instrumentationScope: SCOPE,
-    attributes: callAttributes(row),
-    droppedAttributesCount: 0,
-  } as ReadableLogRecord;
-}
-
-function referenceSpan(row: CallLogRow): ReadableSpan {
-  const { traceId, spanId } = callSpanIds(row);
-  const startMs = epochMs(row.created_at);
-  const durationMs = Math.max(0, integer(row.duration_ms));
-  const isError = row.status === 'error';
-  return {
-    name: spanName(row),
-    kind: 1, // API SpanKind.SERVER; the serializer writes OTLP's 2
-    spanContext: () => ({ traceId, spanId, traceFlags: 1 }),
-    startTime: hrTime(startMs),
-    endTime: hrTime(startMs + durationMs),
-    duration: hrTime(durationMs),
-    ended: true,
-    status: isError ? { code: 2, message: present(row.error_message) ?? 'error' } : { code: 1 },
-    attributes: callAttributes(row),
-    links: [],
-    events: [],
-    resource: resourceOf(row.organization_guid),
-    instrumentationScope: SCOPE,
-    droppedAttributesCount: 0,
-    droppedEventsCount: 0,
-    droppedLinksCount: 0,
-  } as unknown as ReadableSpan;
-}
-
-const text = (bytes: Uint8Array | undefined) => Buffer.from(bytes!).toString('utf8');
-const referenceLogs = (rows: CallLogRow[]) => text(JsonLogsSerializer.serializeRequest(rows.map(referenceLogRecord)));
-const referenceTraces = (rows: CallLogRow[]) => text(JsonTraceSerializer.serializeRequest(rows.map(referenceSpan)));
-const referenceHec = (rows: CallLogRow[]) =>
-  rows
-    .map((row) => {
-      const fields = Object.fromEntries(Object.entries(callAttributes(row)).map(([k, v]) => [k, String(v)]));
-      const rest = JSON.stringify({ host: SERVICE_NAME, source: SERVICE_NAME, sourcetype: 'mcp:call', event: logBody(row), fields });
-      return `{"time":${hecTime(epochMs(row.created_at))},${rest.slice(1)}`;
-    })
-    .join('\n');
+beforeAll(async () => {
+  t = await startTestApp();
+  await t.runtime.forwarder.stop();
+  source = new CallLogSource(t.runtime.services.clickhouse);
+});
+afterAll(async () => {
+  await t?.close();
+});
 
 const ZERO = '00000000-0000-0000-0000-000000000000';
-const base: CallLogRow = {
-  organization_guid: 'a8c3a7de-5a3e-4d0c-9f0e-0f4b7c1d2e3f',
-  guid: '0b6f7c1e-1111-4222-8333-444455556666',
+type StoredRow = Omit<CallLogRow, 'organization_guid' | 'guid' | 'ingested_at' | 'duration_ms' | 'request_bytes' | 'response_bytes'> & { duration_ms: number; request_bytes: number; response_bytes: number };
+const base: StoredRow = {
   created_at: '2026-11-21 10:00:00.123',
-  ingested_at: '2026-11-21 10:00:01.456',
   type: 'tool_call',
   method: 'tools/call',
   tool_name: 'search_docs',
   status: 'ok',
   error_message: '',
-  duration_ms: '42',
-  request_bytes: '120',
-  response_bytes: '2048',
+  duration_ms: 42,
+  request_bytes: 120,
+  response_bytes: 2048,
   gateway_connection_guid: 'c1c1c1c1-0000-4000-8000-000000000001',
   user_guid: 'c1c1c1c1-0000-4000-8000-000000000002',
   outbound_gateway_guid: 'c1c1c1c1-0000-4000-8000-000000000003',
@@ -104,79 +53,140 @@ const base: CallLogRow = {
   session_id: 'sess-1',
 };
 
-/** Rows that exercise every branch: errors, absent and invalid ids, odd text, two workspaces interleaved, epoch edges. */
-const rows: CallLogRow[] = [
-  base,
-  { ...base, guid: '0b6f7c1e-1111-4222-8333-444455556667', status: 'error', error_message: 'upstream said "no"\n\ttab \\ back \u0001 ctl', duration_ms: '0' },
-  { ...base, guid: '0b6f7c1e-1111-4222-8333-444455556668', trace_id: '', span_id: '', method: '', tool_name: '', type: 'initialize' },
-  { ...base, guid: '0b6f7c1e-1111-4222-8333-444455556669', trace_id: '4BF92F3577B34DA6A3CE929D0E0E4736', span_id: '00F067AA0BA902B7', method: 'resources/read' },
-  { ...base, guid: '0b6f7c1e-1111-4222-8333-44445555666a', trace_id: '0'.repeat(32), span_id: 'not-hex-at-all!!', status: 'error', error_message: '', method: 'prompts/get' },
-  { ...base, organization_guid: 'b9d4b8ef-6b4f-4e1d-8a1f-1a5c8d2e3f40', guid: '0b6f7c1e-1111-4222-8333-44445555666b', tool_name: 'ünïcødé 🚀 \u2028 name', session_id: '' },
-  { ...base, guid: '0b6f7c1e-1111-4222-8333-44445555666c', created_at: '1970-01-01 00:00:00.000', ingested_at: '1970-01-01 00:00:00.007', duration_ms: '4294967295', request_bytes: '', response_bytes: 'x' },
-  { ...base, guid: '0b6f7c1e-1111-4222-8333-44445555666d', user_guid: ZERO, team_guid: '', gateway_connection_guid: '', status: 'error', error_message: 'x'.repeat(500) },
+/** Rows that exercise every branch: errors, absent and invalid ids, odd text, millisecond edges. */
+const rows: Partial<StoredRow>[] = [
+  {},
+  { status: 'error', error_message: 'upstream said "no"\n\ttab \\ back \u0001 ctl / slash', duration_ms: 0 },
+  { trace_id: '', span_id: '', method: '', tool_name: '', type: 'initialize' },
+  { trace_id: '4BF92F3577B34DA6A3CE929D0E0E4736', span_id: '00F067AA0BA902B7', method: 'resources/read' },
+  { trace_id: '0'.repeat(32), span_id: 'not-hex-at-all!!', status: 'error', error_message: '', method: 'prompts/get' },
+  { tool_name: 'ünïcødé 🚀 name', session_id: '' },
+  { created_at: '2026-11-21 10:00:00.007', duration_ms: 4294967295, request_bytes: 0, response_bytes: 4294967295 },
+  { created_at: '2026-11-21 10:00:00.000', user_guid: ZERO, team_guid: '', gateway_connection_guid: '', status: 'error', error_message: 'x'.repeat(500) },
+  { method: 'ping', type: 'other', status: 'error', tool_name: '' },
 ];
 
-describe('forwarder encoding', () => {
-  it('writes OTLP logs byte for byte as the exporters\' JsonLogsSerializer', () => {
-    expect(encodeOtlpLogs(rows)).toEqual(Buffer.from(referenceLogs(rows)));
-    expect(encodeOtlpLogs([rows[1]!])).toEqual(Buffer.from(referenceLogs([rows[1]!])));
-    // A record far larger than the body's first buffer (which then grows), multi-byte text included.
-    const large = { ...rows[1]!, error_message: `${'é'.repeat(3000)} "${'🚀'.repeat(500)}"` };
-    expect(encodeOtlpLogs([large])).toEqual(Buffer.from(referenceLogs([large])));
-    expect(encodeHecEvents([large])).toEqual(Buffer.from(referenceHec([large])));
+/** Stores the rows for a new workspace (ingested one millisecond apart, in this order); returns the workspace guid. */
+async function store(list: Partial<StoredRow>[]): Promise<string> {
+  const org = randomUUID();
+  const ingestedFrom = Date.parse('2026-11-21T10:00:01.000Z');
+  await t.runtime.services.clickhouse.client.insert({
+    table: 'call_logs',
+    values: list.map((row, i) => ({ ...base, ...row, organization_guid: org, guid: randomUUID(), ingested_at: new Date(ingestedFrom + i).toISOString().replace('T', ' ').replace('Z', '') })),
+    format: 'JSONEachRow',
+    clickhouse_settings: { insert_deduplicate: 0, date_time_input_format: 'best_effort' },
+  });
+  return org;
+}
+
+const START = { at: new Date(0), guid: '' };
+
+/** The batch ClickHouse writes, and the same rows read back as text for the reference. */
+async function readBoth(org: string, kind: BodyKind, limit = 1000): Promise<{ batch: EncodedBatch; body: string; stored: CallLogRow[] }> {
+  const horizon = await source.deliveryHorizon(0);
+  const batch = await source.nextEncodedBatch(org, START, limit, horizon, kind);
+  return { batch, body: Buffer.concat(batch.body).toString('utf8'), stored: await source.nextBatch(org, START, limit, horizon) };
+}
+
+const REFERENCE: Record<BodyKind, (rows: CallLogRow[]) => string> = { otlp_logs: referenceLogs, otlp_traces: referenceTraces, hec: referenceHec };
+const KINDS: BodyKind[] = ['otlp_logs', 'otlp_traces', 'hec'];
+
+/**
+ * ClickHouse's JSON escapes that JSON.stringify writes differently but that decode to
+ * the same string: U+2028/U+2029 escaped, other control characters in upper-case hex.
+ */
+const asJsonStringify = (body: string): string =>
+  body.replace(/\\u2028/g, '\u2028').replace(/\\u2029/g, '\u2029').replace(/\\u00([01][0-9A-F])/g, (_m, hex: string) => `\\u00${hex.toLowerCase()}`);
+
+describe('forwarder records written by ClickHouse', () => {
+  it.each(KINDS)('%s: byte for byte what the reference serializer writes for the same rows', async (kind) => {
+    const org = await store(rows);
+    const { body, stored } = await readBoth(org, kind);
+    expect(stored).toHaveLength(rows.length);
+    expect(body).toBe(REFERENCE[kind](stored));
+    // One row on its own, and a record far larger than the rest (multi-byte text included).
+    const single = await readBoth(await store([rows[1]!]), kind);
+    expect(single.body).toBe(REFERENCE[kind](single.stored));
+    const large = await readBoth(await store([{ ...rows[1], error_message: `${'é'.repeat(3000)} "${'🚀'.repeat(500)}"` }]), kind);
+    expect(large.body).toBe(REFERENCE[kind](large.stored));
   });
 
-  it('writes a batch far larger than one flush of the body writer byte for byte, every signal', () => {
-    // The writer joins a few records' text before encoding it: a batch crosses that
-    // boundary many times, multi-byte text included, and grows the body's buffer.
-    const many = Array.from({ length: 300 }, (_, i) => ({ ...rows[i % rows.length]!, tool_name: i % 7 === 0 ? `outil-é-${i}-🚀` : `tool_${i}` }));
-    expect(encodeOtlpLogs(many)).toEqual(Buffer.from(referenceLogs(many)));
-    expect(encodeOtlpTraces(many)).toEqual(Buffer.from(referenceTraces(many)));
-    expect(encodeHecEvents(many)).toEqual(Buffer.from(referenceHec(many)));
+  it('a batch of hundreds of varied rows, every signal byte for byte', async () => {
+    const many = Array.from({ length: 300 }, (_, i) => ({ ...rows[i % rows.length], tool_name: i % 7 === 0 ? `outil-é-${i}-🚀` : `tool_${i}` }));
+    const org = await store(many);
+    for (const kind of KINDS) {
+      const { body, stored } = await readBoth(org, kind);
+      expect(body).toBe(REFERENCE[kind](stored));
+    }
   });
 
-  it('writes OTLP traces byte for byte as the exporters\' JsonTraceSerializer', () => {
-    expect(encodeOtlpTraces(rows)).toEqual(Buffer.from(referenceTraces(rows)));
-    expect(encodeOtlpTraces([rows[2]!])).toEqual(Buffer.from(referenceTraces([rows[2]!])));
+  it('escapes any text to the same JSON strings as JSON.stringify: every control character, U+2028/U+2029, quotes, backslashes', async () => {
+    const controls = Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('');
+    const odd = `${controls}\x7f \u2028 \u2029 "q" \\ / é 🚀 <>&`;
+    const org = await store([{ tool_name: odd, error_message: odd, session_id: odd, status: 'error' }]);
+    for (const kind of KINDS) {
+      const { body, stored } = await readBoth(org, kind);
+      expect(stored[0]!.tool_name).toBe(odd);
+      const reference = REFERENCE[kind](stored);
+      expect(body).not.toBe(reference); // ClickHouse's own escapes
+      expect(asJsonStringify(body)).toBe(reference); // and only those
+      expect(JSON.parse(body)).toEqual(JSON.parse(reference));
+    }
   });
 
-  it('writes HEC events exactly as JSON.stringify of the event object, time as a plain decimal', () => {
-    expect(encodeHecEvents(rows)).toEqual(Buffer.from(referenceHec(rows)));
-    expect(encodeHecEvents([rows[6]!]).toString()).toMatch(/^\{"time":0\.000,/);
+  it('HEC time is epoch seconds with three decimals, never scientific notation', async () => {
+    const { body } = await readBoth(await store([rows[6]!, rows[7]!]), 'hec');
+    const times = body.split('\n').map((event) => /^\{"time":([^,]+),/.exec(event)![1]);
+    expect(times).toEqual([`${Date.parse('2026-11-21T10:00:00.007Z') / 1000}`.replace(/\.(\d+)$/, (_m, d: string) => `.${d.padEnd(3, '0')}`), `${Date.parse('2026-11-21T10:00:00.000Z') / 1000}.000`]);
   });
 
-  it('groups records per workspace, in first-seen order, with the workspace on the resource', () => {
-    const doc = JSON.parse(encodeOtlpLogs([rows[0]!, rows[5]!, rows[1]!]).toString()) as { resourceLogs: { resource: { attributes: { key: string; value: { stringValue: string } }[] }; scopeLogs: { logRecords: unknown[] }[] }[] };
-    expect(doc.resourceLogs.map((r) => r.resource.attributes[1]!.value.stringValue)).toEqual([base.organization_guid, rows[5]!.organization_guid]);
-    expect(doc.resourceLogs.map((r) => r.scopeLogs[0]!.logRecords.length)).toEqual([2, 1]);
+  it('one workspace per batch, named on the resource; the batch knows its size, first ingest time and end', async () => {
+    const org = await store(rows.slice(0, 3));
+    const { batch, body, stored } = await readBoth(org, 'otlp_logs');
+    const doc = JSON.parse(body) as { resourceLogs: { resource: { attributes: { key: string; value: { stringValue: string } }[] }; scopeLogs: { logRecords: unknown[] }[] }[] };
+    expect(doc.resourceLogs).toHaveLength(1);
+    expect(doc.resourceLogs[0]!.resource.attributes[1]).toEqual({ key: 'mcp_gateway.organization.guid', value: { stringValue: org } });
+    expect(doc.resourceLogs[0]!.scopeLogs[0]!.logRecords).toHaveLength(3);
+    expect(batch.count).toBe(3);
+    expect(batch.firstIngestedMs).toBe(epochMs(stored[0]!.ingested_at));
+    expect(batch.end).toEqual({ at: new Date(epochMs(stored[2]!.ingested_at)), guid: stored[2]!.guid });
+    // From its end on there is nothing: an empty batch keeps the checkpoint.
+    const after = await source.nextEncodedBatch(org, batch.end, 10, await source.deliveryHorizon(0), 'hec');
+    expect(after).toEqual({ count: 0, firstIngestedMs: 0, end: batch.end, body: [] });
+    // A limit cuts the batch in checkpoint order.
+    const two = await source.nextEncodedBatch(org, START, 2, await source.deliveryHorizon(0), 'hec');
+    expect(two.count).toBe(2);
+    expect(two.end).toEqual({ at: new Date(epochMs(stored[1]!.ingested_at)), guid: stored[1]!.guid });
   });
 
-  it('produces bodies the strict receivers accept', () => {
+  it('produces bodies the strict receivers accept', async () => {
+    const org = await store(rows);
     const otlp = new OtlpReceiver() as unknown as { validate(r: unknown): unknown };
     const hec = new HecReceiver('tok') as unknown as { validate(r: unknown): unknown };
     const json = { 'content-type': 'application/json' };
     // The receivers refuse all-zero and malformed span ids: spans are derived from the guid then.
-    expect(otlp.validate({ path: '/', headers: json, body: encodeOtlpLogs(rows).toString() })).toBeNull();
-    expect(otlp.validate({ path: '/', headers: json, body: encodeOtlpTraces(rows).toString() })).toBeNull();
-    expect(hec.validate({ path: '/', headers: { ...json, authorization: 'Splunk tok' }, body: encodeHecEvents(rows).toString() })).toBeNull();
+    expect(otlp.validate({ path: '/', headers: json, body: (await readBoth(org, 'otlp_logs')).body })).toBeNull();
+    expect(otlp.validate({ path: '/', headers: json, body: (await readBoth(org, 'otlp_traces')).body })).toBeNull();
+    expect(hec.validate({ path: '/', headers: { ...json, authorization: 'Splunk tok' }, body: (await readBoth(org, 'hec')).body })).toBeNull();
   });
 
-  it('the strict receivers still refuse what breaks the encoding', () => {
+  it('the strict receivers still refuse what breaks the encoding', async () => {
+    const org = await store([{}]);
     const otlp = new OtlpReceiver() as unknown as { validate(r: unknown): { reason: string } | null };
     const json = { 'content-type': 'application/json' };
-    const good = encodeOtlpLogs([base]).toString();
+    const good = (await readBoth(org, 'otlp_logs')).body;
     expect(otlp.validate({ path: '/', headers: json, body: good.replace(/"timeUnixNano":"(\d+)"/, '"timeUnixNano":$1') })?.reason).toMatch(/resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords\[0\]\.timeUnixNano/);
     expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":"4x2"') })?.reason).toMatch(/attributes\[mcp_gateway\.call\.duration_ms\]\.intValue/);
     expect(otlp.validate({ path: '/', headers: json, body: good.replace(base.trace_id, base.trace_id.toUpperCase()) })?.reason).toMatch(/traceId/);
     expect(otlp.validate({ path: '/', headers: json, body: good.replace('"attributes":[{"key":"log.record.uid"', '"attributes":[{"key":"log.record.uid","value":{"stringValue":"x"}},{"key":"log.record.uid"') })?.reason).toMatch(/logRecords\[0\]\.attributes: duplicate attribute log\.record\.uid/);
     expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":42,"stringValue":"42"') })?.reason).toMatch(/attributes\[mcp_gateway\.call\.duration_ms\]: AnyValue must have exactly one member/);
     expect(otlp.validate({ path: '/', headers: json, body: good.replace('"attributes":[', '"attributes":[{"key":"","value":{"stringValue":"x"}},') })?.reason).toMatch(/resource\.attributes\[0\]: KeyValue needs a key/);
-    const span = encodeOtlpTraces([base]).toString();
+    const span = (await readBoth(org, 'otlp_traces')).body;
     expect(otlp.validate({ path: '/', headers: json, body: span.replace('"kind":2', '"kind":"SPAN_KIND_SERVER"') })?.reason).toMatch(/spans\[0\]\.kind/);
     expect(otlp.validate({ path: '/', headers: json, body: span.replace(/"endTimeUnixNano":"\d+"/, '"endTimeUnixNano":"1"') })?.reason).toMatch(/end before start/);
     const hec = new HecReceiver('tok') as unknown as { validate(r: unknown): { reason: string } | null };
     const auth = { ...json, authorization: 'Splunk tok' };
-    const event = encodeHecEvents([base]).toString();
+    const event = (await readBoth(org, 'hec')).body;
     expect(hec.validate({ path: '/', headers: auth, body: event.replace(/"time":[\d.]+/, '"time":1.7e9') })?.reason).toMatch(/time/);
     expect(hec.validate({ path: '/', headers: auth, body: event.replace('"fields":{', '"fields":{"nested":{"a":"b"},') })?.reason).toMatch(/nested/);
     expect(hec.validate({ path: '/', headers: auth, body: `[${event}]` })?.reason).toMatch(/between events/);

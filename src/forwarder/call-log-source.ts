@@ -1,5 +1,7 @@
 import type { ClickhouseStore } from '../stores/clickhouse.js';
 import { CALL_LOG_COLUMNS, epochMs, type CallLogRow } from './call-log-row.js';
+import { joinRecords, type EncodedBatch } from './encoded-batch.js';
+import { RECORD_SQL, envelopeOf, type BodyKind } from './record-sql.js';
 
 /**
  * Reads the next batch of a workspace's call logs after a checkpoint, in
@@ -107,7 +109,8 @@ export class CallLogSource {
   }
 
   /**
-   * The next `limit` rows after the checkpoint and before the horizon, in checkpoint order.
+   * The query of the next `limit` rows after the checkpoint and before the horizon,
+   * in checkpoint order, selecting `select`.
    *
    * One query in two steps: the batch's last key and created_at range come from the
    * forwarder_order projection (keys only, in exactly this order, so it stops after
@@ -115,9 +118,9 @@ export class CallLogSource {
    * from the table by its own key (workspace, created_at range) and sorted, only
    * the batch's rows.
    */
-  async nextBatch(organizationGuid: string, after: Checkpoint, limit: number, before: Date): Promise<CallLogRow[]> {
+  private async batchQuery(select: string, organizationGuid: string, after: Checkpoint, limit: number, before: Date): Promise<{ query: string; query_params: Record<string, unknown> }> {
     const orgType = await this.organizationType();
-    const result = await this.store.client.query({
+    return {
       query: `WITH (
           SELECT (max(batch_key), min(batch_created), max(batch_created)) FROM (
             SELECT (ingested_at, toString(guid)) AS batch_key, created_at AS batch_created FROM call_logs
@@ -129,7 +132,7 @@ export class CallLogSource {
             LIMIT {limit:UInt32}
           )
         ) AS batch
-        SELECT ${SELECT_LIST} FROM call_logs
+        SELECT ${select} FROM call_logs
         WHERE organization_guid = {org:${orgType}}
           AND created_at >= batch.2 AND created_at <= batch.3
           AND ingested_at >= {at:DateTime64(3, 'UTC')} AND ingested_at <= batch.1.1
@@ -139,13 +142,45 @@ export class CallLogSource {
         -- Never more rows than the batch; the LIMIT lets ClickHouse read the other columns for them only.
         LIMIT {limit:UInt32}`,
       query_params: { org: organizationGuid, at: clickhouseTime(after.at), guid: after.guid, before: clickhouseTime(before), limit },
-      // TabSeparated: ClickHouse writes it cheaper than JSON (no quoting, fewer escapes)
-      // and splitting it costs about what JSON.parse did (measured 38 vs 45 CPU ms per
-      // 5,000-row batch, docs/forwarding.md).
+    };
+  }
+
+  /**
+   * The next batch as the body to send: ClickHouse writes every record (record-sql.ts)
+   * and this only copies their bytes between the envelope's head and tail.
+   */
+  async nextEncodedBatch(organizationGuid: string, after: Checkpoint, limit: number, before: Date, kind: BodyKind): Promise<EncodedBatch> {
+    const { query, query_params } = await this.batchQuery(`toUnixTimestamp64Milli(ingested_at), toString(guid), ${RECORD_SQL[kind]}`, organizationGuid, after, limit, before);
+    // exec: the answer's bytes as they come, with the format and settings in the statement itself
+    // (chDB would make clickhouse_settings session-wide).
+    const result = await this.store.client.exec({
+      query: `${query}
+        SETTINGS output_format_json_escape_forward_slashes = 0, log_comment = 'forwarder.next_encoded_batch'
+        FORMAT TabSeparatedRaw`,
+      query_params,
+    });
+    const chunks: Buffer[] = [];
+    for await (const chunk of result.stream as AsyncIterable<Buffer>) chunks.push(chunk);
+    return joinRecords(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), envelopeOf(kind, organizationGuid), after);
+  }
+
+  /** The next batch as rows, every column as text (tests and benches compare the records with them). */
+  async nextBatch(organizationGuid: string, after: Checkpoint, limit: number, before: Date): Promise<CallLogRow[]> {
+    return toRows(organizationGuid, await this.nextBatchText(organizationGuid, after, limit, before));
+  }
+
+  /**
+   * The batch as the TabSeparated text ClickHouse answers (one line per row,
+   * READ_COLUMNS in order, ingested_at and guid first): the rows' columns without a
+   * record built. bench:forward's floor reads through it.
+   */
+  async nextBatchText(organizationGuid: string, after: Checkpoint, limit: number, before: Date): Promise<string> {
+    const result = await this.store.client.query({
+      ...(await this.batchQuery(SELECT_LIST, organizationGuid, after, limit, before)),
       format: 'TabSeparated',
       clickhouse_settings: { log_comment: 'forwarder.next_batch' },
     });
-    return toRows(organizationGuid, await result.text());
+    return result.text();
   }
 
   /**

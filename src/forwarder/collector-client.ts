@@ -1,4 +1,3 @@
-import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -23,7 +22,8 @@ export type SendOutcome =
 export interface SendRequest {
   url: string;
   headers: Record<string, string>;
-  body: Uint8Array | string;
+  /** The body, or its pieces, sent back to back. */
+  body: Uint8Array | string | readonly Uint8Array[];
   contentType: string;
   timeoutMs: number;
   /** OTLP: read partialSuccess from the answer. */
@@ -74,23 +74,17 @@ export function sendToCollector(egress: EgressPolicy, req: SendRequest): Promise
         return;
       }
     }
-    const lookup: net.LookupFunction = (hostname, options, callback) => {
-      dns.lookup(hostname, { ...options, all: false }, (err, address, family) => {
-        if (err) return callback(err, address, family);
-        const why = egress.refusal(address as string);
-        if (why) return callback(Object.assign(new Error(`egress refused: ${hostname} ${why}`), { code: 'EGRESS_REFUSED' }), address, family);
-        callback(null, address, family);
-      });
-    };
-    const body = typeof req.body === 'string' ? Buffer.from(req.body, 'utf8') : Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
+    const pieces = typeof req.body === 'string' ? [Buffer.from(req.body, 'utf8')] : Array.isArray(req.body) ? req.body : [req.body as Uint8Array];
+    let length = 0;
+    for (const piece of pieces) length += piece.byteLength;
     const client = url.protocol === 'https:' ? https : http;
     const request = client.request(
       url,
       {
         method: 'POST',
         agent: url.protocol === 'https:' ? agents.https : agents.http,
-        lookup,
-        headers: { ...req.headers, 'content-type': req.contentType, 'content-length': String(body.length), 'user-agent': 'mcp-gateway-manager-forwarder/1' },
+        lookup: egress.connectLookup('collectorUrl'),
+        headers: { ...req.headers, 'content-type': req.contentType, 'content-length': String(length), 'user-agent': 'mcp-gateway-manager-forwarder/1' },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -111,7 +105,8 @@ export function sendToCollector(egress: EgressPolicy, req: SendRequest): Promise
     );
     request.setTimeout(req.timeoutMs, () => request.destroy(Object.assign(new Error(`no answer within ${req.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
     request.on('error', (err: NodeJS.ErrnoException) => resolve({ kind: 'retry', status: null, retryAfterMs: null, reason: err.code ? `${err.code}: ${err.message}` : err.message }));
-    request.end(body);
+    for (const piece of pieces) request.write(piece);
+    request.end();
   });
 }
 

@@ -5,13 +5,12 @@ import { findCollectorConfiguration, openCollectorHeaders } from '../core/collec
 import { resolveLogsFormat } from '../core/collector/rules.js';
 import type { Services } from '../core/services.js';
 import type { CollectorConfiguration, ForwardedSignal, LogsFormat } from '../stores/schema.js';
-import { epochMs, type CallLogRow } from './call-log-row.js';
 import { CallLogSource, type Checkpoint } from './call-log-source.js';
 import { sendToCollector, type SendOutcome } from './collector-client.js';
 import { advanceCursor, claimCursor, listDueCursors, postponeCursor, releaseLeases } from './cursors.js';
-import { encodeHecEvents } from './encode-hec.js';
-import { encodeOtlpLogs, encodeOtlpTraces } from './encode-otlp.js';
+import type { EncodedBatch } from './encoded-batch.js';
 import { createForwarderMetrics, type ForwarderMetrics } from './metrics.js';
+import type { BodyKind } from './record-sql.js';
 
 /**
  * Delivers every call-log row of every workspace with a collector, at least once, in
@@ -87,24 +86,14 @@ function targetOf(config: CollectorConfiguration | undefined, signal: ForwardedS
   return config.logs_url ? { url: config.logs_url, format: resolveLogsFormat(config.logs_format) } : null;
 }
 
-interface Encoded {
-  body: Buffer;
-  contentType: string;
-  partialSuccessKey?: 'rejectedLogRecords' | 'rejectedSpans';
-}
+/** What a signal's batches are written as. */
+const bodyKindOf = (signal: ForwardedSignal, format: LogsFormat): BodyKind => (signal === 'traces' ? 'otlp_traces' : format === 'collector_hec' ? 'hec' : 'otlp_logs');
 
-function encode(signal: ForwardedSignal, format: LogsFormat, rows: CallLogRow[]): Encoded {
-  if (signal === 'traces') return { body: encodeOtlpTraces(rows), contentType: 'application/json', partialSuccessKey: 'rejectedSpans' };
-  if (format === 'collector_hec') return { body: encodeHecEvents(rows), contentType: 'application/json' };
-  return { body: encodeOtlpLogs(rows), contentType: 'application/json', partialSuccessKey: 'rejectedLogRecords' };
-}
+/** Where an OTLP answer counts the records it refused (partial success); HEC has none. */
+const PARTIAL_SUCCESS_KEY: Record<BodyKind, 'rejectedLogRecords' | 'rejectedSpans' | undefined> = { otlp_logs: 'rejectedLogRecords', otlp_traces: 'rejectedSpans', hec: undefined };
 
-/** A batch read and encoded ahead of its turn, in the format that was configured then. */
-interface PreparedBatch {
-  rows: CallLogRow[];
-  format: LogsFormat;
-  encoded: Encoded | null;
-}
+/** A batch read (and written by ClickHouse) ahead of its turn, in the body kind configured then. */
+type PreparedBatch = EncodedBatch & { kind: BodyKind };
 
 /** A collector's answer for an alert: cut short, with every configured header value masked. */
 export function redactBody(body: string, headers: Record<string, string>): string {
@@ -223,9 +212,9 @@ export class Forwarder {
     return due.filter((c) => !quiet.has(c));
   }
 
-  /** Reads the batch after `after` and encodes it; the encoding runs as soon as the rows arrive. */
-  private prepare(organizationGuid: string, signal: ForwardedSignal, format: LogsFormat, after: Checkpoint, horizon: Date): Promise<PreparedBatch> {
-    return this.source.nextBatch(organizationGuid, after, this.opts.batchSize, horizon).then((rows) => ({ rows, format, encoded: rows.length ? encode(signal, format, rows) : null }));
+  /** Reads the batch after `after` as the body to send (ClickHouse writes the records). */
+  private prepare(organizationGuid: string, kind: BodyKind, after: Checkpoint, horizon: Date): Promise<PreparedBatch> {
+    return this.source.nextEncodedBatch(organizationGuid, after, this.opts.batchSize, horizon, kind).then((batch) => ({ ...batch, kind }));
   }
 
   /**
@@ -233,11 +222,11 @@ export class Forwarder {
    * budget is spent, or a batch is not accepted.
    *
    * Pipelined: while batch N is on the wire, batch N+1 (the rows after N's last row)
-   * is already read from ClickHouse and encoded. Nothing about delivery changes: the
-   * checkpoint still moves only after the collector accepted N, N+1 is sent only
+   * is already being read and written by ClickHouse. Nothing about delivery changes:
+   * the checkpoint still moves only after the collector accepted N, N+1 is sent only
    * after that, and when N is not accepted the read-ahead is dropped and read again
    * on the next attempt. The configuration is still read before every batch is sent:
-   * a read-ahead encoded for a format that changed meanwhile is encoded again.
+   * a read-ahead written for a format that changed meanwhile is read again.
    */
   private async forwardCursor(organizationGuid: string, signal: ForwardedSignal, horizon: Date): Promise<{ records: number; caughtUp: boolean }> {
     const { db, logger } = this.deps;
@@ -257,30 +246,37 @@ export class Forwarder {
         const config = await findCollectorConfiguration(db, organizationGuid);
         const target = targetOf(config, signal);
         if (!config || !target) return done();
-        const prepared = await (ahead ?? this.prepare(organizationGuid, signal, target.format, checkpoint, horizon));
+        const kind = bodyKindOf(signal, target.format);
+        let batch = await (ahead ?? this.prepare(organizationGuid, kind, checkpoint, horizon));
         ahead = undefined;
-        const rows = prepared.rows;
-        if (rows.length === 0) {
+        if (batch.kind !== kind) batch = await this.prepare(organizationGuid, kind, checkpoint, horizon);
+        const records = batch.count;
+        if (records === 0) {
           this.metrics.lag.set(labels, 0);
           await this.notePending(organizationGuid, checkpoint);
           return done(true);
         }
-        this.metrics.lag.set(labels, Math.max(0, (Date.now() - epochMs(rows[0]!.ingested_at)) / 1000));
-        const last = rows[rows.length - 1]!;
-        const batchEnd = { at: new Date(epochMs(last.ingested_at)), guid: last.guid };
-        if (rows.length === this.opts.batchSize && Date.now() < deadline && !this.stopping) {
-          ahead = this.prepare(organizationGuid, signal, target.format, batchEnd, horizon);
+        this.metrics.lag.set(labels, Math.max(0, (Date.now() - batch.firstIngestedMs) / 1000));
+        const batchEnd = batch.end;
+        if (records === this.opts.batchSize && Date.now() < deadline && !this.stopping) {
+          ahead = this.prepare(organizationGuid, kind, batchEnd, horizon);
           ahead.catch(() => undefined); // awaited (and its error surfaced) on the next turn, or dropped
         }
-        const encoded = prepared.format === target.format && prepared.encoded ? prepared.encoded : encode(signal, target.format, rows);
         const headers = await openCollectorHeaders(db, this.deps.secrets, config);
-        const outcome = await sendToCollector(this.deps.egress, { url: target.url, headers, timeoutMs: this.opts.requestTimeoutMs, ...encoded });
+        const outcome = await sendToCollector(this.deps.egress, {
+          url: target.url,
+          headers,
+          timeoutMs: this.opts.requestTimeoutMs,
+          body: batch.body,
+          contentType: 'application/json',
+          partialSuccessKey: PARTIAL_SUCCESS_KEY[kind],
+        });
 
         if (outcome.kind === 'retry') {
           attempts++;
           const delayMs = Math.min(MAX_RETRY_AFTER_MS, Math.max(outcome.retryAfterMs ?? 0, this.backoff(attempts)));
-          this.metrics.retried.inc(labels, rows.length);
-          await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: rows.length, lastError: outcome.reason });
+          this.metrics.retried.inc(labels, records);
+          await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: records, lastError: outcome.reason });
           logger.warn({ organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs }, 'collector export postponed');
           return done();
         }
@@ -291,16 +287,16 @@ export class Forwarder {
             logger.warn({ organization: organizationGuid, signal, status: outcome.status, attempts }, 'collector refused a batch; trying again');
             return done();
           }
-          await this.raiseRefused(organizationGuid, signal, target, outcome, headers, rows.length, attempts);
-          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: rows.length, lastError: `HTTP ${outcome.status}` }))) return done();
-          this.metrics.failed.inc(labels, rows.length);
-          logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: rows.length }, 'collector kept refusing a batch; skipped it');
+          await this.raiseRefused(organizationGuid, signal, target, outcome, headers, records, attempts);
+          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: records, lastError: `HTTP ${outcome.status}` }))) return done();
+          this.metrics.failed.inc(labels, records);
+          logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: records }, 'collector kept refusing a batch; skipped it');
         } else {
-          const rejected = Math.min(rows.length, outcome.rejected);
+          const rejected = Math.min(records, outcome.rejected);
           const advanced = await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, {
             checkpointAt: batchEnd.at,
             checkpointGuid: batchEnd.guid,
-            sent: rows.length - rejected,
+            sent: records - rejected,
             rejected,
             failed: 0,
             lastError: rejected > 0 ? `partial success: ${rejected} rejected` : null,
@@ -309,18 +305,18 @@ export class Forwarder {
             logger.warn({ organization: organizationGuid, signal }, 'forwarder lease lost; another process continues this workspace');
             return done();
           }
-          this.metrics.sent.inc(labels, rows.length - rejected);
+          this.metrics.sent.inc(labels, records - rejected);
           if (rejected > 0) {
             this.metrics.rejected.inc(labels, rejected);
-            await this.raisePartial(organizationGuid, signal, outcome, headers, rows.length, rejected);
+            await this.raisePartial(organizationGuid, signal, outcome, headers, records, rejected);
           }
         }
         attempts = 0;
         checkpoint = batchEnd;
-        total += rows.length;
+        total += records;
         if (!ahead) {
-          if (rows.length < this.opts.batchSize) await this.notePending(organizationGuid, checkpoint);
-          return done(rows.length < this.opts.batchSize);
+          if (records < this.opts.batchSize) await this.notePending(organizationGuid, checkpoint);
+          return done(records < this.opts.batchSize);
         }
         // No separate lease renewal: advanceCursor just extended the lease it is fenced on.
       }

@@ -33,6 +33,34 @@ export function callLog(organizationGuid: string, over: Partial<TestCallLog> = {
   };
 }
 
+/**
+ * A maker of rows shaped like one workspace's traffic: its few gateways, servers,
+ * users, teams and host connections (the sizes seedCallLogs assumes when a workspace
+ * has none: 4, 8, 12, 3 and 30), a session per connection, fresh trace and span ids
+ * per call. callLog alone puts a new random guid in every column, the worst case for
+ * the LowCardinality columns they are stored in.
+ */
+export function workspaceCallLogs(organizationGuid: string): () => TestCallLog {
+  const pool = (n: number) => Array.from({ length: n }, () => randomUUID());
+  const pick = (list: string[]) => list[Math.floor(Math.random() * list.length)]!;
+  const gateways = pool(4);
+  const servers = pool(8);
+  const users = pool(12);
+  const teams = pool(3);
+  const connections = pool(30).map((guid, i) => ({ guid, gateway: gateways[i % gateways.length]!, user: users[i % users.length]!, session: `sess-${guid.slice(0, 8)}` }));
+  return () => {
+    const connection = connections[Math.floor(Math.random() * connections.length)]!;
+    return callLog(organizationGuid, {
+      gatewayConnectionGuid: connection.guid,
+      outboundGatewayGuid: connection.gateway,
+      userGuid: connection.user,
+      sessionId: connection.session,
+      inboundServerGuid: pick(servers),
+      teamGuid: pick(teams),
+    });
+  };
+}
+
 /** Writes rows through the service's one ingest writer and waits until ClickHouse holds them. */
 export async function writeCallLogs(services: Services, rows: TestCallLog[]): Promise<void> {
   await services.callLogs.write(rows);

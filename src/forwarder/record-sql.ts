@@ -1,0 +1,218 @@
+/**
+ * What the forwarder sends for one call-log row, written as ClickHouse SQL: the
+ * batch query returns every record as finished JSON text (an OTLP LogRecord, an OTLP
+ * Span or a HEC event), so the event loop only copies bytes into the request body.
+ * Building a record in ClickHouse costs a fraction of building it in JS, and no JS
+ * string or object per row is left for the GC (docs/forwarding.md, "Records built
+ * by ClickHouse").
+ *
+ * This file is the one definition of the mapping: the attributes (names after the
+ * OpenTelemetry semantic conventions for MCP where they exist: mcp.method.name,
+ * gen_ai.tool.name, mcp.session.id, gen_ai.operation.name, error.type; the row's own
+ * ids and figures under `mcp_gateway.`; the row guid as `log.record.uid`, so a
+ * duplicate delivery is recognisable), the log body, the span name and ids.
+ *
+ * The text is what the OpenTelemetry exporters' serializers (and JSON.stringify for
+ * HEC) write for the same record, member for member;
+ * test/forwarder-encoding.test.ts holds it to them. Strings go through
+ * toJSONString, which escapes like JSON.stringify except that it also escapes
+ * U+2028/U+2029 and writes other control characters as upper-case `\u001F`: the same
+ * JSON values, different bytes. Forward slashes are left alone by the query's
+ * `output_format_json_escape_forward_slashes = 0`.
+ */
+export type BodyKind = 'otlp_logs' | 'otlp_traces' | 'hec';
+
+export const SERVICE_NAME = 'mcp-gateway-manager';
+export const SCOPE_NAME = `${SERVICE_NAME}/forwarder`;
+export const SCOPE_VERSION = '1';
+
+/** A piece of a record: SQL that yields a String, or constant text. */
+type Part = { sql: string } | { text: string };
+const sql = (s: string): Part => ({ sql: s });
+const lit = (s: string): Part => ({ text: s });
+
+/** A ClickHouse string literal. */
+const quote = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+/** concat() of the parts, adjacent constants merged into one literal. */
+function concat(parts: Part[]): string {
+  const merged: string[] = [];
+  let pending = '';
+  for (const p of parts) {
+    if ('text' in p) pending += p.text;
+    else {
+      if (pending) merged.push(quote(pending));
+      pending = '';
+      merged.push(p.sql);
+    }
+  }
+  if (pending) merged.push(quote(pending));
+  return merged.length === 1 ? `toString(${merged[0]})` : `concat(${merged.join(', ')})`;
+}
+
+/** A string as a quoted, escaped JSON string. */
+const jsonText = (expr: string): Part => sql(`toJSONString(${expr})`);
+
+const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+/** The UUID and Enum columns as String. */
+const col = (name: string): string => `toString(${name})`;
+// The LowCardinality(String) columns (type, method, tool_name and the guids) are used
+// bare: functions of them then run once per distinct value, not once per row.
+/** Set: neither empty nor the zero UUID (how the call log stores "absent"). */
+const present = (expr: string): string => `(${expr} != '' AND ${expr} != '${ZERO_UUID}')`;
+
+const METHOD = 'method';
+const TOOL = 'tool_name';
+const TYPE = 'type';
+const IS_ERROR = `status = 'error'`;
+const CREATED_MS = 'toUnixTimestamp64Milli(created_at)';
+const INGESTED_MS = 'toUnixTimestamp64Milli(ingested_at)';
+
+interface Attribute {
+  key: string;
+  /** SQL of the value: a String, or an integer for `int`. */
+  value: string;
+  type: 'string' | 'int';
+  /** SQL condition; the attribute is left out where it is false. */
+  when?: string;
+}
+
+/** The row's guid columns and their attribute names (the tests' reference reads the same list). */
+export const GUID_ATTRIBUTES: [string, string][] = [
+  ['gateway_connection_guid', 'mcp_gateway.gateway_connection.guid'],
+  ['user_guid', 'mcp_gateway.user.guid'],
+  ['outbound_gateway_guid', 'mcp_gateway.outbound_gateway.guid'],
+  ['inbound_server_guid', 'mcp_gateway.inbound_server.guid'],
+  ['host_guid', 'mcp_gateway.host.guid'],
+  ['server_container_guid', 'mcp_gateway.server_container.guid'],
+  ['team_guid', 'mcp_gateway.team.guid'],
+];
+
+/** The attributes of a call, in this order, shared by OTLP logs, OTLP spans and HEC fields. The first is always set. */
+const CALL_ATTRIBUTES: Attribute[] = [
+  { key: 'log.record.uid', value: col('guid'), type: 'string' },
+  { key: 'mcp.method.name', value: METHOD, type: 'string', when: present(METHOD) },
+  { key: 'gen_ai.operation.name', value: `'execute_tool'`, type: 'string', when: `${METHOD} = 'tools/call'` },
+  { key: 'gen_ai.tool.name', value: TOOL, type: 'string', when: present(TOOL) },
+  { key: 'mcp.session.id', value: 'session_id', type: 'string', when: present('session_id') },
+  { key: 'error.type', value: `if(${METHOD} = 'tools/call', 'tool_error', '_OTHER')`, type: 'string', when: IS_ERROR },
+  { key: 'mcp_gateway.call.type', value: TYPE, type: 'string' },
+  { key: 'mcp_gateway.call.status', value: col('status'), type: 'string' },
+  { key: 'mcp_gateway.call.duration_ms', value: 'duration_ms', type: 'int' },
+  { key: 'mcp_gateway.request.bytes', value: 'request_bytes', type: 'int' },
+  { key: 'mcp_gateway.response.bytes', value: 'response_bytes', type: 'int' },
+  { key: 'mcp_gateway.error.message', value: 'error_message', type: 'string', when: present('error_message') },
+  ...GUID_ATTRIBUTES.map(([column, key]): Attribute => ({ key, value: column, type: 'string', when: present(column) })),
+];
+
+/** The attributes as parts, each written by `item`; optional ones through if(), comma first (the first attribute is always set). */
+function attributeParts(item: (a: Attribute) => Part[]): Part[] {
+  return CALL_ATTRIBUTES.flatMap((a, i): Part[] => {
+    const parts = i === 0 ? item(a) : [lit(','), ...item(a)];
+    return a.when ? [sql(`if(${a.when}, ${concat(parts)}, '')`)] : parts;
+  });
+}
+
+/** An OTLP KeyValue, the value an AnyValue as the serializer maps a JS string or integer. */
+const keyValue = (a: Attribute): Part[] =>
+  a.type === 'int' ? [lit(`{"key":${JSON.stringify(a.key)},"value":{"intValue":`), sql(`toString(${a.value})`), lit('}}')] : [lit(`{"key":${JSON.stringify(a.key)},"value":{"stringValue":`), jsonText(a.value), lit('}}')];
+
+/** A HEC field: flat, every value a string. */
+const hecField = (a: Attribute): Part[] => [lit(`${JSON.stringify(a.key)}:`), jsonText(a.type === 'int' ? `toString(${a.value})` : a.value)];
+
+/** The span name the MCP conventions ask for: "{mcp.method.name} {target}" (the call type when there is no method). */
+const SPAN_NAME = (() => {
+  const method = `if(${present(METHOD)}, ${METHOD}, ${TYPE})`;
+  return `multiIf(${method} != '' AND ${present(TOOL)}, concat(${method}, ' ', ${TOOL}), ${method} != '', ${method}, ${present(TOOL)}, ${TOOL}, '')`;
+})();
+
+/** The log body: one readable line per call ("tools/call search ok in 42 ms"; rows are thin: no request or response body). */
+const LOG_BODY = `if(${IS_ERROR}, concat(${SPAN_NAME}, ' failed after ', toString(duration_ms), ' ms', if(${present('error_message')}, concat(': ', error_message), '')), concat(${SPAN_NAME}, ' ok in ', toString(duration_ms), ' ms'))`;
+
+/** Epoch milliseconds as OTLP's decimal nanoseconds (exact: text, no multiplication). */
+const nanos = (ms: string): Part => sql(`if(${ms} = 0, '0', concat(toString(${ms}), '000000'))`);
+
+/** A valid W3C id of `hexDigits`: that many hex digits (any case), not all zero. */
+const validId = (column: string, hexDigits: number): string => `(match(lower(${column}), '^[0-9a-f]{${hexDigits}}$') AND NOT match(${column}, '^0+$'))`;
+const VALID_TRACE = validId('trace_id', 32);
+const VALID_SPAN = validId('span_id', 16);
+/** Ids for a row without valid ones of its own, derived from its guid so a re-delivered span keeps them. */
+const GUID_DIGEST = `lower(hex(SHA256(${col('guid')})))`;
+
+// OTLP enums as they appear on the wire.
+const SEVERITY = { info: 9, error: 17 };
+const SPAN_KIND_SERVER = 2;
+const STATUS = { ok: 1, error: 2 };
+const TRACE_FLAG_SAMPLED = 1;
+/** Span flags: the W3C trace flags plus "has is_remote" (0x100) with is_remote false, as the serializer writes them. */
+const SPAN_FLAGS = 0x100 | TRACE_FLAG_SAMPLED;
+
+/** One OTLP LogRecord: time = created_at, observed = ingested_at, severity from the result, the trace context when the row has valid ids. */
+const LOG_RECORD = concat([
+  lit('{"timeUnixNano":"'),
+  nanos(CREATED_MS),
+  lit('","observedTimeUnixNano":"'),
+  nanos(INGESTED_MS),
+  sql(`if(${IS_ERROR}, '","severityNumber":${SEVERITY.error},"severityText":"ERROR","body":{"stringValue":', '","severityNumber":${SEVERITY.info},"severityText":"INFO","body":{"stringValue":')`),
+  jsonText(LOG_BODY),
+  lit('},"attributes":['),
+  ...attributeParts(keyValue),
+  lit('],"droppedAttributesCount":0'),
+  sql(`if(${VALID_TRACE} AND ${VALID_SPAN}, concat(',"flags":${TRACE_FLAG_SAMPLED},"traceId":"', lower(trace_id), '","spanId":"', lower(span_id), '"'), '')`),
+  lit('}'),
+]);
+
+/** One OTLP Span per call: start at created_at, end after duration_ms, status from the result. */
+const SPAN = concat([
+  lit('{"traceId":"'),
+  sql(`if(${VALID_TRACE}, lower(trace_id), substring(${GUID_DIGEST}, 1, 32))`),
+  lit('","spanId":"'),
+  sql(`if(${VALID_SPAN}, lower(span_id), substring(${GUID_DIGEST}, 33, 16))`),
+  lit('","name":'),
+  jsonText(SPAN_NAME),
+  lit(`,"kind":${SPAN_KIND_SERVER},"startTimeUnixNano":"`),
+  nanos(CREATED_MS),
+  lit('","endTimeUnixNano":"'),
+  nanos(`(${CREATED_MS} + duration_ms)`),
+  lit('","attributes":['),
+  ...attributeParts(keyValue),
+  lit('],"droppedAttributesCount":0,"events":[],"droppedEventsCount":0,"status":'),
+  sql(`if(${IS_ERROR}, concat('{"code":${STATUS.error},"message":', toJSONString(if(${present('error_message')}, error_message, 'error')), '}'), '{"code":${STATUS.ok}}')`),
+  lit(`,"links":[],"droppedLinksCount":0,"flags":${SPAN_FLAGS}}`),
+]);
+
+/** HEC `time`: epoch seconds with three decimals, written as text so it is never in scientific notation. */
+const HEC_TIME = `concat(toString(toInt64(floor(${CREATED_MS} / 1000))), '.', leftPad(toString(${CREATED_MS} - toInt64(floor(${CREATED_MS} / 1000)) * 1000), 3, '0'))`;
+
+/** One HEC event: `event` the log body, `fields` the attributes as flat strings. */
+const HEC_EVENT = concat([
+  lit('{"time":'),
+  sql(HEC_TIME),
+  lit(`,"host":${JSON.stringify(SERVICE_NAME)},"source":${JSON.stringify(SERVICE_NAME)},"sourcetype":"mcp:call","event":`),
+  jsonText(LOG_BODY),
+  lit(',"fields":{'),
+  ...attributeParts(hecField),
+  lit('}}'),
+]);
+
+/** The SQL of one row's record in a body of `kind`. */
+export const RECORD_SQL: Record<BodyKind, string> = { otlp_logs: LOG_RECORD, otlp_traces: SPAN, hec: HEC_EVENT };
+
+/** What surrounds the records of one workspace's batch, and what goes between them. */
+export interface Envelope {
+  head: string;
+  separator: string;
+  tail: string;
+}
+
+/** The request envelope: OTLP wraps the records in one resource (the workspace) and scope; HEC concatenates events, one per line. */
+export function envelopeOf(kind: BodyKind, organizationGuid: string): Envelope {
+  if (kind === 'hec') return { head: '', separator: '\n', tail: '' };
+  const [top, scopes, leaves] = kind === 'otlp_logs' ? ['resourceLogs', 'scopeLogs', 'logRecords'] : ['resourceSpans', 'scopeSpans', 'spans'];
+  const resource = `{"attributes":[{"key":"service.name","value":{"stringValue":${JSON.stringify(SERVICE_NAME)}}},{"key":"mcp_gateway.organization.guid","value":{"stringValue":${JSON.stringify(organizationGuid)}}}],"droppedAttributesCount":0}`;
+  return {
+    head: `{"${top}":[{"resource":${resource},"${scopes}":[{"scope":{"name":${JSON.stringify(SCOPE_NAME)},"version":${JSON.stringify(SCOPE_VERSION)}},"${leaves}":[`,
+    separator: ',',
+    tail: ']}]}]}',
+  };
+}
