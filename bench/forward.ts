@@ -112,12 +112,14 @@ async function main() {
   const loadBefore = os.loadavg()[0]!;
   try {
     // Throughput: a backlog of ROWS per signal, drained by one forwarder; RUNS times each.
-    const hecHeaders = { Authorization: `Splunk ${HEC_TOKEN}` };
-    const cases: { signal: string; slot: number; url: string; headers: Record<string, string>; kind: BodyKind; setup: (org: string) => Promise<void> }[] = [
-      { signal: 'otlp logs', slot: COUNTER.otlpLogs, url: rx.otlpUrl('/v1/logs'), headers: {}, kind: 'otlp_logs', setup: (org) => configure(services, org, { logs: rx.otlpUrl('/v1/logs') }) },
-      { signal: 'hec logs', slot: COUNTER.hecEvents, url: rx.hecUrl('/services/collector/event'), headers: hecHeaders, kind: 'hec', setup: (org) => configure(services, org, { logs: rx.hecUrl('/services/collector/event'), format: 'collector_hec', headers: hecHeaders }) },
-      { signal: 'otlp traces', slot: COUNTER.otlpSpans, url: rx.otlpUrl('/v1/traces'), headers: {}, kind: 'otlp_traces', setup: (org) => configure(services, org, { traces: rx.otlpUrl('/v1/traces') }) },
+    const cases: { signal: string; slot: number; url: string; headers: Record<string, string>; kind: BodyKind }[] = [
+      { signal: 'otlp logs', slot: COUNTER.otlpLogs, url: rx.otlpUrl('/v1/logs'), headers: {}, kind: 'otlp_logs' },
+      { signal: 'hec logs', slot: COUNTER.hecEvents, url: rx.hecUrl('/services/collector/event'), headers: { Authorization: `Splunk ${HEC_TOKEN}` }, kind: 'hec' },
+      { signal: 'otlp traces', slot: COUNTER.otlpSpans, url: rx.otlpUrl('/v1/traces'), headers: {}, kind: 'otlp_traces' },
     ];
+    /** The workspace's collector configuration for a case: its URL for its signal, HEC with its token header. */
+    const setup = (org: string, c: (typeof cases)[number]) =>
+      configure(services, org, c.kind === 'otlp_traces' ? { traces: c.url } : c.kind === 'hec' ? { logs: c.url, format: 'collector_hec', headers: c.headers } : { logs: c.url });
     // Round-robin over the signals, run by run: a run's place in the process (the
     // table's size, the heaps' state) then weighs on every signal alike. Measured one
     // signal after the other, the last signal's runs came out up to a quarter slower.
@@ -125,7 +127,7 @@ async function main() {
     for (let run = 0; run < RUNS; run++) {
       for (const [i, c] of cases.entries()) {
         const ws = await createWorkspace(services.db, { name: `bench-${c.signal}-${run}`, adminEmail: `${c.signal.replace(' ', '-')}-${run}@bench.test` });
-        await c.setup(ws.organizationGuid);
+        await setup(ws.organizationGuid, c);
         await writeRows(services, ws.organizationGuid, ROWS);
         await waitForMergesToSettle(services.clickhouse.client);
         const before = rx.count(c.slot);

@@ -257,9 +257,8 @@ export class Forwarder {
           return done(true);
         }
         this.metrics.lag.set(labels, Math.max(0, (Date.now() - batch.firstIngestedMs) / 1000));
-        const batchEnd = batch.end;
         if (records === this.opts.batchSize && Date.now() < deadline && !this.stopping) {
-          ahead = this.prepare(organizationGuid, kind, batchEnd, horizon);
+          ahead = this.prepare(organizationGuid, kind, batch.end, horizon);
           ahead.catch(() => undefined); // awaited (and its error surfaced) on the next turn, or dropped
         }
         const headers = await openCollectorHeaders(db, this.deps.secrets, config);
@@ -288,14 +287,14 @@ export class Forwarder {
             return done();
           }
           await this.raiseRefused(organizationGuid, signal, target, outcome, headers, records, attempts);
-          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batchEnd.at, checkpointGuid: batchEnd.guid, sent: 0, rejected: 0, failed: records, lastError: `HTTP ${outcome.status}` }))) return done();
+          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batch.end.at, checkpointGuid: batch.end.guid, sent: 0, rejected: 0, failed: records, lastError: `HTTP ${outcome.status}` }))) return done();
           this.metrics.failed.inc(labels, records);
           logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: records }, 'collector kept refusing a batch; skipped it');
         } else {
           const rejected = Math.min(records, outcome.rejected);
           const advanced = await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, {
-            checkpointAt: batchEnd.at,
-            checkpointGuid: batchEnd.guid,
+            checkpointAt: batch.end.at,
+            checkpointGuid: batch.end.guid,
             sent: records - rejected,
             rejected,
             failed: 0,
@@ -312,7 +311,7 @@ export class Forwarder {
           }
         }
         attempts = 0;
-        checkpoint = batchEnd;
+        checkpoint = batch.end;
         total += records;
         if (!ahead) {
           if (records < this.opts.batchSize) await this.notePending(organizationGuid, checkpoint);

@@ -182,7 +182,7 @@ const SPAN = concat([
 ]);
 
 /** HEC `time`: epoch seconds with three decimals, written as text so it is never in scientific notation. */
-const HEC_TIME = `concat(toString(toInt64(floor(${CREATED_MS} / 1000))), '.', leftPad(toString(${CREATED_MS} - toInt64(floor(${CREATED_MS} / 1000)) * 1000), 3, '0'))`;
+const HEC_TIME = `concat(toString(intDiv(${CREATED_MS}, 1000)), '.', leftPad(toString(${CREATED_MS} % 1000), 3, '0'))`;
 
 /** One HEC event: `event` the log body, `fields` the attributes as flat strings. */
 const HEC_EVENT = concat([

@@ -165,9 +165,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     if (answer.kind === 'accepted') return reply.code(202).send();
     if (answer.kind === 'session-expired') return reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
     if (answer.kind === 'json') {
-      const id = answer.newSession ? sessionIds.seal(answer.newSession) : sessionId;
-      if (id) reply.header(SESSION_HEADER, id);
-      return reply.code(answer.status ?? 200).type('application/json').send(JSON.stringify(answer.message));
+      return sendJson(reply, answer.status ?? 200, answer.newSession ? sessionIds.seal(answer.newSession) : sessionId, answer.message);
     }
     const messages = answer.messages[Symbol.asyncIterator]();
     let next = await messages.next();
@@ -177,8 +175,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     // afterwards: resuming it logs the call (in this turn of the event loop, before the
     // host can have read the answer) and frees the upstream connection.
     if (jsonAccepted && !next.done && isAnswerTo(requestId, next.value)) {
-      if (sessionId) reply.header(SESSION_HEADER, sessionId);
-      reply.code(200).type('application/json').send(JSON.stringify(next.value));
+      sendJson(reply, 200, sessionId, next.value);
       while (!(await messages.next()).done);
       return reply;
     }
@@ -194,6 +191,12 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     if (!reply.raw.writableEnded) reply.raw.end();
     return reply;
   }
+}
+
+/** One JSON-RPC message as the whole answer, with the session header when there is a session. */
+function sendJson(reply: FastifyReply, status: number, sessionId: string | null, message: unknown): FastifyReply {
+  if (sessionId) reply.header(SESSION_HEADER, sessionId);
+  return reply.code(status).type('application/json').send(JSON.stringify(message));
 }
 
 /** Whether the host takes a JSON answer (the transport asks hosts to accept both JSON and an event stream). */

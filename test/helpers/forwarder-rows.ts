@@ -42,14 +42,14 @@ export function callLog(organizationGuid: string, over: Partial<TestCallLog> = {
  */
 export function workspaceCallLogs(organizationGuid: string): () => TestCallLog {
   const pool = (n: number) => Array.from({ length: n }, () => randomUUID());
-  const pick = (list: string[]) => list[Math.floor(Math.random() * list.length)]!;
+  const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
   const gateways = pool(4);
   const servers = pool(8);
   const users = pool(12);
   const teams = pool(3);
   const connections = pool(30).map((guid, i) => ({ guid, gateway: gateways[i % gateways.length]!, user: users[i % users.length]!, session: `sess-${guid.slice(0, 8)}` }));
   return () => {
-    const connection = connections[Math.floor(Math.random() * connections.length)]!;
+    const connection = pick(connections);
     return callLog(organizationGuid, {
       gatewayConnectionGuid: connection.guid,
       outboundGatewayGuid: connection.gateway,
