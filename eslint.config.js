@@ -26,7 +26,10 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['**/http/**', '**/mcp/**', '**/gateway/**', '**/forwarder/**', '**/cli/**', '**/runtime/**'], message: 'src/core must not import an adapter (STYLE.md: dependency direction).' },
+            {
+              group: ['**/http/**', '**/mcp/**', '**/gateway/**', '**/forwarder/**', '**/cli/**', '**/runtime/**'],
+              message: 'src/core must not import an adapter (STYLE.md: dependency direction).',
+            },
             { group: ['fastify', 'fastify/*', '@fastify/*'], message: 'src/core knows nothing of HTTP.' },
           ],
         },

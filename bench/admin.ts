@@ -53,10 +53,17 @@ async function benchStore(store: 'pglite' | 'postgres'): Promise<Row[]> {
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/api/v1/svc-admin`;
   const ws = await createWorkspace(runtime.services.db, { name: 'bench', adminEmail: `bench-${Date.now()}@example.test` });
   for (const name of ['a', 'b', 'c', 'd', 'e']) {
-    await fetch(`${base}/teams`, { method: 'POST', headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
+    await fetch(`${base}/teams`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name }),
+    });
   }
   const rows: Row[] = [];
-  for (const [operation, urlPath] of [['whoami', '/whoami'], ['list_teams', '/teams']] as const) {
+  for (const [operation, urlPath] of [
+    ['whoami', '/whoami'],
+    ['list_teams', '/teams'],
+  ] as const) {
     const r = await loadRest(base + urlPath, ws.token);
     if (r.non2xx > 0 || r.errors > 0) throw new Error(`${operation}: ${r.non2xx} non-2xx, ${r.errors} errors`);
     rows.push({ store, surface: 'rest', operation, concurrency: connections, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 });

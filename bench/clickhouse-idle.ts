@@ -7,7 +7,10 @@ import type { ClickHouseClient } from '@clickhouse/client';
  */
 export async function waitForMergesToSettle(client: ClickHouseClient): Promise<void> {
   for (let i = 0; i < 600; i++) {
-    const res = await client.query({ query: 'SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS busy', format: 'JSONEachRow' });
+    const res = await client.query({
+      query: 'SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS busy',
+      format: 'JSONEachRow',
+    });
     if (Number((await res.json<{ busy: string | number }>())[0]!.busy) === 0) return;
     await new Promise((r) => setTimeout(r, 100));
   }

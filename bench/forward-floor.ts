@@ -47,7 +47,13 @@ export async function floorRate(services: Services, req: FloorRequest): Promise<
     const batch = await ahead;
     if (!batch.text) throw new Error(`the floor ran out of rows after ${sent} of ${req.records}`);
     if (sent + req.batchSize < req.records) ahead = read(batch.end);
-    const outcome = await sendToCollector(services.egress, { url: req.url, headers: req.headers, body: req.body, contentType: 'application/json', timeoutMs: 30_000 });
+    const outcome = await sendToCollector(services.egress, {
+      url: req.url,
+      headers: req.headers,
+      body: req.body,
+      contentType: 'application/json',
+      timeoutMs: 30_000,
+    });
     if (outcome.kind !== 'accepted') throw new Error(`the receiver did not accept the floor's batch: ${JSON.stringify(outcome)}`);
     sent += req.batchSize;
   }

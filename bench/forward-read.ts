@@ -17,7 +17,9 @@ import { migrateClickhouse, openClickhouse } from '../src/stores/clickhouse.js';
 import { waitForMergesToSettle } from './clickhouse-idle.js';
 import { median } from './stats.js';
 
-const { values } = parseArgs({ options: { backlog: { type: 'string', default: '1000000' }, batch: { type: 'string', default: '5000' }, reps: { type: 'string', default: '9' } } });
+const { values } = parseArgs({
+  options: { backlog: { type: 'string', default: '1000000' }, batch: { type: 'string', default: '5000' }, reps: { type: 'string', default: '9' } },
+});
 const BACKLOG = Number(values.backlog);
 const BATCH = Number(values.batch);
 const REPS = Number(values.reps);
@@ -27,11 +29,12 @@ const ORG = '11111111-1111-4111-8111-111111111111';
 const OTHERS = ['22222222-2222-4222-8222-222222222222', '33333333-3333-4333-8333-333333333333'];
 
 /** The read before clickhouse/0004: one query, every row after the checkpoint sorted for the LIMIT. */
-const FORMER_READ = `SELECT ${CALL_LOG_COLUMNS.filter((c) => c !== 'organization_guid').map((c) => `toString(${c})`).join(', ')} FROM call_logs
+const FORMER_READ = `SELECT ${CALL_LOG_COLUMNS.filter((c) => c !== 'organization_guid')
+  .map((c) => `toString(${c})`)
+  .join(', ')} FROM call_logs
   WHERE organization_guid = {org:String} AND ingested_at >= {at:DateTime64(3, 'UTC')}
     AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String}) AND ingested_at < {before:DateTime64(3, 'UTC')}
   ORDER BY ingested_at, toString(guid) LIMIT {limit:UInt32}`;
-
 
 async function main() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-forward-read-'));
@@ -81,13 +84,24 @@ async function main() {
     // The projection step of nextBatch on its own: what it reads and how it is planned.
     const keysStep = `SELECT ingested_at, toString(guid), created_at FROM call_logs WHERE organization_guid = {org:String} AND ingested_at >= {at:DateTime64(3, 'UTC')}
         AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String}) ORDER BY organization_guid, ingested_at, toString(guid) LIMIT {limit:UInt32}`;
-    const keysRead = ((await (await client.query({ query: keysStep, query_params: params, format: 'JSONCompact' })).json()) as unknown as { statistics: { rows_read: number } }).statistics.rows_read;
+    const keysRead = (
+      (await (await client.query({ query: keysStep, query_params: params, format: 'JSONCompact' })).json()) as unknown as { statistics: { rows_read: number } }
+    ).statistics.rows_read;
     const plan = await client.query({ query: `EXPLAIN indexes = 1 ${keysStep}`, query_params: params, format: 'TabSeparatedRaw' });
-    const planLines = (await plan.text()).split('\n').filter((l) => /ReadFromMergeTree|Read type|Granules: \d+\/\d+$/.test(l)).map((l) => l.trim());
-    console.log(`\nbench:forward-read  backlog ${BACKLOG} rows of one workspace (+${BACKLOG * 2} of two others), batch ${BATCH}, load average ${os.loadavg()[0]!.toFixed(1)}`);
+    const planLines = (await plan.text())
+      .split('\n')
+      .filter((l) => /ReadFromMergeTree|Read type|Granules: \d+\/\d+$/.test(l))
+      .map((l) => l.trim());
+    console.log(
+      `\nbench:forward-read  backlog ${BACKLOG} rows of one workspace (+${BACKLOG * 2} of two others), batch ${BATCH}, load average ${os.loadavg()[0]!.toFixed(1)}`,
+    );
     console.table([
       { read: 'former single query (sorts the backlog)', 'cpu ms / batch (median)': +median(cpu.former).toFixed(1), 'rows read': formerRows },
-      { read: 'forwarder_order projection, then the batch', 'cpu ms / batch (median)': +median(cpu.projection).toFixed(1), 'rows read': `${keysRead} (keys step)` },
+      {
+        read: 'forwarder_order projection, then the batch',
+        'cpu ms / batch (median)': +median(cpu.projection).toFixed(1),
+        'rows read': `${keysRead} (keys step)`,
+      },
     ]);
     console.log(`Plan of the projection step: ${planLines.join(' | ')}`);
   } finally {

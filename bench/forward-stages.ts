@@ -51,7 +51,11 @@ async function main() {
     const horizon = await source.deliveryHorizon(0);
     const read = (kind: BodyKind) => source.nextEncodedBatch(org, start, ROWS, horizon, kind);
     // The receivers validate the text they decode from the request's bytes.
-    const bodies = { otlpLogs: Buffer.concat((await read('otlp_logs')).body).toString(), otlpTraces: Buffer.concat((await read('otlp_traces')).body).toString(), hec: Buffer.concat((await read('hec')).body).toString() };
+    const bodies = {
+      otlpLogs: Buffer.concat((await read('otlp_logs')).body).toString(),
+      otlpTraces: Buffer.concat((await read('otlp_traces')).body).toString(),
+      hec: Buffer.concat((await read('hec')).body).toString(),
+    };
     const otlp = new OtlpReceiver() as unknown as { validate(r: unknown): unknown };
     const hecRx = new HecReceiver('t') as unknown as { validate(r: unknown): unknown };
     const req = (body: string, headers: Record<string, string>) => ({ path: '/', headers: { 'content-type': 'application/json', ...headers }, body });
@@ -64,7 +68,11 @@ async function main() {
       validateOtlpLogsMs: await median(() => otlp.validate(req(bodies.otlpLogs, {}))),
       validateHecMs: await median(() => hecRx.validate(req(bodies.hec, { authorization: 'Splunk t' }))),
       validateOtlpTracesMs: await median(() => otlp.validate(req(bodies.otlpTraces, {}))),
-      bytesPerRecord: { otlpLogs: Math.round(bodies.otlpLogs.length / ROWS), hec: Math.round(bodies.hec.length / ROWS), otlpTraces: Math.round(bodies.otlpTraces.length / ROWS) },
+      bytesPerRecord: {
+        otlpLogs: Math.round(bodies.otlpLogs.length / ROWS),
+        hec: Math.round(bodies.hec.length / ROWS),
+        otlpTraces: Math.round(bodies.otlpTraces.length / ROWS),
+      },
     };
     console.log(figures);
   } finally {

@@ -60,7 +60,13 @@ const COUNTER = { otlpLogs: 0, otlpSpans: 1, hecEvents: 2 } as const;
 
 async function configure(services: Services, org: string, c: { logs?: string; format?: LogsFormat; traces?: string; headers?: Record<string, string> }) {
   const secret = c.headers ? await services.secrets.put(services.db, org, c.headers) : null;
-  await saveCollectorConfiguration(services.db, org, { logs_url: c.logs ?? null, logs_format: c.format ?? 'otlp', traces_url: c.traces ?? null, header_names: Object.keys(c.headers ?? {}), headers_secret_guid: secret });
+  await saveCollectorConfiguration(services.db, org, {
+    logs_url: c.logs ?? null,
+    logs_format: c.format ?? 'otlp',
+    traces_url: c.traces ?? null,
+    header_names: Object.keys(c.headers ?? {}),
+    headers_secret_guid: secret,
+  });
   await syncForwarderCursors(services.db, org, { logs: !!c.logs, traces: !!c.traces });
 }
 
@@ -75,7 +81,6 @@ const until = async (check: () => boolean, timeoutMs: number) => {
   const end = Date.now() + timeoutMs;
   while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
 };
-
 
 /** The strict receivers in their own thread; counts of accepted records come back through shared memory. */
 async function startReceivers() {
@@ -114,12 +119,22 @@ async function main() {
     // Throughput: a backlog of ROWS per signal, drained by one forwarder; RUNS times each.
     const cases: { signal: string; slot: number; url: string; headers: Record<string, string>; kind: BodyKind }[] = [
       { signal: 'otlp logs', slot: COUNTER.otlpLogs, url: rx.otlpUrl('/v1/logs'), headers: {}, kind: 'otlp_logs' },
-      { signal: 'hec logs', slot: COUNTER.hecEvents, url: rx.hecUrl('/services/collector/event'), headers: { Authorization: `Splunk ${HEC_TOKEN}` }, kind: 'hec' },
+      {
+        signal: 'hec logs',
+        slot: COUNTER.hecEvents,
+        url: rx.hecUrl('/services/collector/event'),
+        headers: { Authorization: `Splunk ${HEC_TOKEN}` },
+        kind: 'hec',
+      },
       { signal: 'otlp traces', slot: COUNTER.otlpSpans, url: rx.otlpUrl('/v1/traces'), headers: {}, kind: 'otlp_traces' },
     ];
     /** The workspace's collector configuration for a case: its URL for its signal, HEC with its token header. */
     const setup = (org: string, c: (typeof cases)[number]) =>
-      configure(services, org, c.kind === 'otlp_traces' ? { traces: c.url } : c.kind === 'hec' ? { logs: c.url, format: 'collector_hec', headers: c.headers } : { logs: c.url });
+      configure(
+        services,
+        org,
+        c.kind === 'otlp_traces' ? { traces: c.url } : c.kind === 'hec' ? { logs: c.url, format: 'collector_hec', headers: c.headers } : { logs: c.url },
+      );
     // Round-robin over the signals, run by run: a run's place in the process (the
     // table's size, the heaps' state) then weighs on every signal alike. Measured one
     // signal after the other, the last signal's runs came out up to a quarter slower.
@@ -144,7 +159,16 @@ async function main() {
         // The floor over the same rows, right after: the same reads and receiver, no record built.
         const source = new CallLogSource(services.clickhouse);
         const firstBatch = await source.nextEncodedBatch(ws.organizationGuid, { at: new Date(0), guid: '' }, BATCH, await source.deliveryHorizon(0), c.kind);
-        results[i]!.floors.push(await floorRate(services, { organizationGuid: ws.organizationGuid, records: ROWS, batchSize: BATCH, url: c.url, headers: c.headers, body: Buffer.concat(firstBatch.body) }));
+        results[i]!.floors.push(
+          await floorRate(services, {
+            organizationGuid: ws.organizationGuid,
+            records: ROWS,
+            batchSize: BATCH,
+            url: c.url,
+            headers: c.headers,
+            body: Buffer.concat(firstBatch.body),
+          }),
+        );
         // The run's workspace stops forwarding: each run starts a new forwarder (a cold
         // process), whose first pass would otherwise also read an empty batch for every
         // earlier run's cursor, a cost that grew with the run number.
@@ -199,10 +223,14 @@ async function main() {
       'max ms': lags.at(-1),
       'p99 vs target': `${(p99 / TARGET_P99_LAG_MS).toFixed(2)}x of ${TARGET_P99_LAG_MS} ms (lower is better)`,
     });
-    console.log(`\nbench:forward  rows/run=${ROWS} batch=${BATCH} runs=${RUNS}  load average ${loadBefore.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores`);
-    console.log('\nThroughput (records delivered per second, receivers validating in a worker thread; the floor reads the same rows without building records and replays one body, bench/forward-floor.ts):');
+    console.log(
+      `\nbench:forward  rows/run=${ROWS} batch=${BATCH} runs=${RUNS}  load average ${loadBefore.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores`,
+    );
+    console.log(
+      '\nThroughput (records delivered per second, receivers validating in a worker thread; the floor reads the same rows without building records and replays one body, bench/forward-floor.ts):',
+    );
     console.table(throughput);
-    console.log('\nIngest-to-delivery lag (received at the collector minus the row\'s ingested_at):');
+    console.log("\nIngest-to-delivery lag (received at the collector minus the row's ingested_at):");
     console.table(lag);
     console.log(`\nRequests the strict receivers refused: ${invalid.length}${invalid.length ? ` (${invalid.slice(0, 3).join('; ')})` : ''}`);
   } finally {

@@ -98,4 +98,10 @@ process.on('message', (message: { type: string }) => {
   } else if (message.type === 'close') void close();
 });
 process.on('disconnect', () => void close());
-send({ type: 'ready', withLogs: urlOf(withLogs), withoutLogs: urlOf(withoutLogs), path: `/gateways/${gateway.guid}/mcp`, token: issued.token } satisfies GatewayServiceReady);
+send({
+  type: 'ready',
+  withLogs: urlOf(withLogs),
+  withoutLogs: urlOf(withoutLogs),
+  path: `/gateways/${gateway.guid}/mcp`,
+  token: issued.token,
+} satisfies GatewayServiceReady);

@@ -94,10 +94,13 @@ async function startGatewayService(upstreamUrl: string) {
   };
 }
 
-
 /** The floor: a bare node:http proxy in its own process (bench/pass-through-proxy.ts). */
 async function startPassThroughProxy(upstreamUrl: string) {
-  const child = fork(path.join(here, 'pass-through-proxy.ts'), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, BENCH_UPSTREAM_URL: upstreamUrl }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(path.join(here, 'pass-through-proxy.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, BENCH_UPSTREAM_URL: upstreamUrl },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const { port } = await new Promise<{ port: number }>((resolve, reject) => {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`the pass-through proxy exited with ${code}`)));
@@ -161,7 +164,12 @@ async function main(): Promise<void> {
     };
   };
   console.log(`\nbench:gateway — tools/call echo, server-everything (Streamable HTTP) on loopback, ${seconds} s per row, ${rounds} round(s), median shown`);
-  console.log(`load average before the run ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  console.log(
+    `load average before the run ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}\n`,
+  );
   console.log('target                  conc   calls/s    p50 ms    p99 ms   gateway CPU µs/call (process, event loop)');
   for (const c of [1, concurrency]) {
     for (const target of TARGETS) {
@@ -175,7 +183,11 @@ async function main(): Promise<void> {
   for (const c of [1, concurrency]) {
     // Ratios are taken within each round (rows measured minutes apart share no conditions), then the median.
     const perRound = (f: (direct: Row, on: Row, off: Row) => number) =>
-      median(samples.get(`direct|${c}`)!.map((direct, i) => f(direct, samples.get(`gateway (logging on)|${c}`)![i]!, samples.get(`gateway (logging off)|${c}`)![i]!)));
+      median(
+        samples
+          .get(`direct|${c}`)!
+          .map((direct, i) => f(direct, samples.get(`gateway (logging on)|${c}`)![i]!, samples.get(`gateway (logging off)|${c}`)![i]!)),
+      );
     const ratio = perRound((direct, on) => on.rps / direct.rps);
     const floor = median(samples.get(`direct|${c}`)!.map((direct, i) => samples.get(`pass-through proxy|${c}`)![i]!.rps / direct.rps));
     const added = perRound((direct, on) => on.p50 - direct.p50);

@@ -38,7 +38,11 @@ const NOISE = Math.max(1000, Math.floor(ROWS / 10));
 const ITER = Number(values.iterations);
 const DAYS = Number(values.days);
 const out = (line: string) => process.stdout.write(line + '\n');
-const load = () => `load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`;
+const load = () =>
+  `load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`;
 
 const { config, dataDir } = benchConfig('logs', { ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
 const runtime = await openRuntime(config, { logger: silentLogger });
@@ -57,16 +61,30 @@ for (let i = 0; i < 3; i++) {
   const other = await createWorkspace(services.db, { name: `noise-${i}`, adminEmail: `noise${i}@example.test` });
   await seedCallLogs(services, { organizationGuid: other.organizationGuid, rows: Math.floor(NOISE / 3), days: DAYS });
 }
-out(`ingest: ${ROWS} rows in ${ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / ingestSeconds)} rows/s (through CallLogWriter, generation included; ${load()})`);
+out(
+  `ingest: ${ROWS} rows in ${ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / ingestSeconds)} rows/s (through CallLogWriter, generation included; ${load()})`,
+);
 
 const ch = services.clickhouse.client;
-const one = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T> => (await (await ch.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>())[0]!;
+const one = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T> =>
+  (await (await ch.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>())[0]!;
 t0 = performance.now();
 await ch.command({ query: 'OPTIMIZE TABLE call_logs FINAL' });
 out(`optimize final: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-const disk = await one<{ rows: string; bytes: string; parts: string }>(`SELECT sum(rows) AS rows, sum(bytes_on_disk) AS bytes, count() AS parts FROM system.parts WHERE active AND table = 'call_logs'`);
-out(`disk: call_logs ${disk.rows} rows, ${disk.bytes} bytes in ${disk.parts} parts = ${(Number(disk.bytes) / Number(disk.rows)).toFixed(1)} bytes/row (indexes included)`);
-const cols = await (await ch.query({ query: `SELECT name, sum(data_compressed_bytes) AS c FROM system.columns_parts WHERE table = 'call_logs' GROUP BY name ORDER BY c DESC`, format: 'JSONEachRow' }).catch(() => null))?.json<{ name: string; c: string }>();
+const disk = await one<{ rows: string; bytes: string; parts: string }>(
+  `SELECT sum(rows) AS rows, sum(bytes_on_disk) AS bytes, count() AS parts FROM system.parts WHERE active AND table = 'call_logs'`,
+);
+out(
+  `disk: call_logs ${disk.rows} rows, ${disk.bytes} bytes in ${disk.parts} parts = ${(Number(disk.bytes) / Number(disk.rows)).toFixed(1)} bytes/row (indexes included)`,
+);
+const cols = await (
+  await ch
+    .query({
+      query: `SELECT name, sum(data_compressed_bytes) AS c FROM system.columns_parts WHERE table = 'call_logs' GROUP BY name ORDER BY c DESC`,
+      format: 'JSONEachRow',
+    })
+    .catch(() => null)
+)?.json<{ name: string; c: string }>();
 if (cols) out(`  per column bytes/row: ${cols.map((c) => `${c.name}=${(Number(c.c) / Number(disk.rows)).toFixed(1)}`).join(' ')}`);
 
 // 2. Probe values for the filters.
@@ -121,7 +139,12 @@ for (const [name, shape] of Object.entries(shapes)) {
   // Timed until the whole response is in hand; parsing it is the client's work, done after.
   const r = await measure(async () => {
     const body = bodyOf();
-    const res = await app.inject({ method: 'POST', url: '/api/v1/svc-admin/logs/query', headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/svc-admin/logs/query',
+      headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' },
+      payload: JSON.stringify(body),
+    });
     if (res.statusCode !== 200) throw new Error(`${name}: ${res.statusCode} ${res.body}`);
     lastBody = res.body;
   });
@@ -157,12 +180,37 @@ if (!values['no-pg']) {
     tool_name text, status text NOT NULL, error_message text, duration_ms int NOT NULL, request_bytes int NOT NULL, response_bytes int NOT NULL,
     gateway_connection_guid uuid, user_guid uuid, outbound_gateway_guid uuid, inbound_server_guid uuid, host_guid uuid, server_container_guid uuid, team_guid uuid,
     trace_id text NOT NULL, span_id text NOT NULL)`);
-  await db.query(`CREATE UNLOGGED TABLE call_log_details (guid uuid PRIMARY KEY, request_body text, response_body text, request_headers text, response_headers text)`);
+  await db.query(
+    `CREATE UNLOGGED TABLE call_log_details (guid uuid PRIMARY KEY, request_body text, response_body text, request_headers text, response_headers text)`,
+  );
   t0 = performance.now();
   const columns = `organization_guid, guid, created_at, type, method, tool_name, status, error_message, duration_ms, request_bytes, response_bytes, gateway_connection_guid, user_guid, outbound_gateway_guid, inbound_server_guid, host_guid, server_container_guid, team_guid, trace_id, span_id`;
-  const types = ['uuid', 'uuid', 'timestamptz', 'text', 'text', 'text', 'text', 'text', 'int', 'int', 'int', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'text', 'text'];
+  const types = [
+    'uuid',
+    'uuid',
+    'timestamptz',
+    'text',
+    'text',
+    'text',
+    'text',
+    'text',
+    'int',
+    'int',
+    'int',
+    'uuid',
+    'uuid',
+    'uuid',
+    'uuid',
+    'uuid',
+    'uuid',
+    'uuid',
+    'text',
+    'text',
+  ];
   const nil = (v: unknown) => (v === '' ? null : v);
-  const start = await one<{ lo: string | number; hi: string | number }>(`SELECT toUnixTimestamp64Milli(min(created_at)) AS lo, toUnixTimestamp64Milli(max(created_at)) AS hi FROM call_logs`);
+  const start = await one<{ lo: string | number; hi: string | number }>(
+    `SELECT toUnixTimestamp64Milli(min(created_at)) AS lo, toUnixTimestamp64Milli(max(created_at)) AS hi FROM call_logs`,
+  );
   // Six-hour slices: fewer round trips than hourly ones (the per-slice overhead dominated at 1M rows).
   const step = 6 * 3_600_000;
   let copied = 0;
@@ -178,12 +226,18 @@ if (!values['no-pg']) {
       const arrays = types.map((_, c) => chunk.map((r) => (c === 2 ? new Date(Number(r[c])).toISOString() : nil(r[c]))));
       await db.query(`INSERT INTO call_logs SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`, arrays);
     }
-    const det = await (await ch.query({
-      query: `SELECT guid, request_body, response_body, request_headers, response_headers FROM call_log_details WHERE created_at >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND created_at < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
-      query_params: { a: from, b: from + step },
-      format: 'JSONCompactEachRow',
-    })).json<string[]>();
-    if (det.length) await db.query(`INSERT INTO call_log_details SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])`, [0, 1, 2, 3, 4].map((c) => det.map((r) => r[c])));
+    const det = await (
+      await ch.query({
+        query: `SELECT guid, request_body, response_body, request_headers, response_headers FROM call_log_details WHERE created_at >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND created_at < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
+        query_params: { a: from, b: from + step },
+        format: 'JSONCompactEachRow',
+      })
+    ).json<string[]>();
+    if (det.length)
+      await db.query(
+        `INSERT INTO call_log_details SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])`,
+        [0, 1, 2, 3, 4].map((c) => det.map((r) => r[c])),
+      );
     copied += rows.length;
   }
   out(`postgres: loaded ${copied} rows in ${((performance.now() - t0) / 1000).toFixed(0)} s; building indexes`);
@@ -203,23 +257,32 @@ if (!values['no-pg']) {
   const order = `ORDER BY created_at DESC, guid DESC`;
   pgShapes.newest_page = { sql: `${base} ${order} LIMIT 101`, params: [org] };
   pgShapes.one_filter = { sql: `${base} AND user_guid = $2 ${order} LIMIT 101`, params: [org, probe.user_guid] };
-  pgShapes.three_filters = { sql: `${base} AND user_guid = $2 AND inbound_server_guid = $3 AND type = 'tool_call' ${order} LIMIT 101`, params: [org, probe.user_guid, probe.inbound_server_guid] };
+  pgShapes.three_filters = {
+    sql: `${base} AND user_guid = $2 AND inbound_server_guid = $3 AND type = 'tool_call' ${order} LIMIT 101`,
+    params: [org, probe.user_guid, probe.inbound_server_guid],
+  };
   pgShapes.trace_id = { sql: `${base} AND trace_id = $2 ${order} LIMIT 101`, params: () => [org, nextTrace()] };
-  pgShapes.time_window = { sql: `${base} AND created_at BETWEEN $2 AND $3 ${order} LIMIT 101`, params: [org, new Date(windowTo - 3_600_000), new Date(windowTo)] };
+  pgShapes.time_window = {
+    sql: `${base} AND created_at BETWEEN $2 AND $3 ${order} LIMIT 101`,
+    params: [org, new Date(windowTo - 3_600_000), new Date(windowTo)],
+  };
   pgShapes.deep_page_50k = { sql: `${base} ${order} LIMIT 101 OFFSET 50000`, params: [org] };
   pgShapes.detail_take_1000 = {
     sql: `SELECT l.*, left(d.request_body, 4096), left(d.response_body, 4096), left(d.request_headers, 4096), left(d.response_headers, 4096) FROM (${base} ${order} LIMIT 1001) l LEFT JOIN call_log_details d ON d.guid = l.guid ORDER BY l.created_at DESC, l.guid DESC`,
     params: [org],
   };
   out(`postgres: measuring (${load()})`);
-  for (const [name, q] of Object.entries(pgShapes)) pgResults[name] = await measure(async () => void (await db.query(q.sql, typeof q.params === 'function' ? q.params() : q.params)));
+  for (const [name, q] of Object.entries(pgShapes))
+    pgResults[name] = await measure(async () => void (await db.query(q.sql, typeof q.params === 'function' ? q.params() : q.params)));
   const size = await db.query(`SELECT pg_total_relation_size('call_logs') AS b`);
   out(`postgres: call_logs with indexes ${(Number(size.rows[0].b) / copied).toFixed(1)} bytes/row`);
   await db.end();
 }
 
 out('');
-out(`query_logs at ${ROWS} rows, ${ITER} runs each, p50 / p99 ms. ClickHouse through REST and at the store level (queryLogs); Postgres at the store level (pg).`);
+out(
+  `query_logs at ${ROWS} rows, ${ITER} runs each, p50 / p99 ms. ClickHouse through REST and at the store level (queryLogs); Postgres at the store level (pg).`,
+);
 out(`ratio = Postgres store p50 / ClickHouse store p50 (like for like); conservative = Postgres store p50 / ClickHouse REST p50.`);
 out(`${'shape'.padEnd(18)} ${'CH REST'.padStart(15)} ${'CH store'.padStart(15)}   rows | ${'PG store'.padStart(15)} | ratio  conservative`);
 const pair = (r: { p50: number; p99: number }) => `${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}`;
@@ -227,7 +290,9 @@ for (const name of Object.keys(shapes)) {
   const c = chResults[name]!;
   const st = storeResults[name]!;
   const p = pgResults[name];
-  out(`${name.padEnd(18)} ${pair(c)} ${pair(st)} ${String(c.rows).padStart(6)} | ${p ? `${pair(p)} | ${(p.p50 / st.p50).toFixed(1).padStart(5)}x ${(p.p50 / c.p50).toFixed(1).padStart(6)}x` : 'skipped'}`);
+  out(
+    `${name.padEnd(18)} ${pair(c)} ${pair(st)} ${String(c.rows).padStart(6)} | ${p ? `${pair(p)} | ${(p.p50 / st.p50).toFixed(1).padStart(5)}x ${(p.p50 / c.p50).toFixed(1).padStart(6)}x` : 'skipped'}`,
+  );
 }
 await app.close();
 await runtime.close();

@@ -8,7 +8,6 @@ export interface LoadFigures {
   p99: number;
 }
 
-
 /**
  * Calls one MCP tool in a loop from `concurrency` SDK clients for `seconds`, after an
  * optional warm-up per client; answers calls/s and p50/p99 latency in ms. A tool

@@ -11,10 +11,7 @@ const ConfigSchema = z
   .object({
     PORT: z.coerce.number().int().min(0).max(65535).default(8080),
     HOST: z.string().min(1).default('127.0.0.1'),
-    PUBLIC_BASE_URL: z
-      .string()
-      .url('PUBLIC_BASE_URL must be an absolute URL such as https://gateway.example.com')
-      .optional(),
+    PUBLIC_BASE_URL: z.string().url('PUBLIC_BASE_URL must be an absolute URL such as https://gateway.example.com').optional(),
     DATA_DIR: z.string().min(1).default('./data'),
     DATABASE_URL: z
       .string()
@@ -23,8 +20,14 @@ const ConfigSchema = z
     CLICKHOUSE_URL: z.string().url('CLICKHOUSE_URL must be an http(s) URL of a ClickHouse server').optional(),
     CLICKHOUSE_USER: z.string().optional(),
     CLICKHOUSE_PASSWORD: z.string().optional(),
-    CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'CLICKHOUSE_DATABASE must be a plain identifier').default('default'),
-    CLICKHOUSE_CLUSTER: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'CLICKHOUSE_CLUSTER must be a plain identifier').optional(),
+    CLICKHOUSE_DATABASE: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'CLICKHOUSE_DATABASE must be a plain identifier')
+      .default('default'),
+    CLICKHOUSE_CLUSTER: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'CLICKHOUSE_CLUSTER must be a plain identifier')
+      .optional(),
     SECRET_KEY: z
       .string()
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'SECRET_KEY must be 32 bytes, base64-encoded (openssl rand -base64 32)')
@@ -35,7 +38,12 @@ const ConfigSchema = z
       .string()
       .default('')
       .refine(
-        (v) => v.split(',').map((c) => c.trim()).filter(Boolean).every((c) => ipaddr.isValidCIDR(c)),
+        (v) =>
+          v
+            .split(',')
+            .map((c) => c.trim())
+            .filter(Boolean)
+            .every((c) => ipaddr.isValidCIDR(c)),
         'EGRESS_ALLOWED_CIDRS must be comma-separated CIDRs such as 10.0.0.0/8,127.0.0.1/32',
       ),
     /** Requests per minute per access token on the admin interface. */
@@ -55,9 +63,19 @@ const ConfigSchema = z
     /** Gateway: how long one upstream exchange (a whole tools/call, streamed or not) may take. */
     GATEWAY_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
     /** Gateway: the largest JSON-RPC message a host may send (bytes). */
-    GATEWAY_MAX_REQUEST_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    GATEWAY_MAX_REQUEST_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(1024 * 1024),
     /** Gateway: the most an upstream may answer to one request (bytes, all streamed messages together). */
-    GATEWAY_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+    GATEWAY_MAX_RESPONSE_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 * 1024 * 1024)
+      .default(10 * 1024 * 1024),
     /** Gateway: MCP requests per minute per connection (0 = unlimited); enforced by each process. */
     GATEWAY_RATE_LIMIT_PER_CONNECTION_PER_MINUTE: z.coerce.number().int().min(0).default(6_000),
     /** Gateway: MCP requests per minute per workspace, all connections together (0 = unlimited); enforced by each process. */

@@ -43,7 +43,12 @@ beforeAll(async () => {
     ...alert(99),
     code: 'upstream_auth_failed',
     dynamicContent: { subject: 'Auth to {server} failed', message: '{status} from upstream', values: { server, status: '401' } },
-    debugContext: { status: 401, headers: { authorization: `Bearer ${secret}`, 'www-authenticate': 'Bearer realm="x"' }, body: `rejected token Bearer ${secret}`, engine: { attempt: 2 } },
+    debugContext: {
+      status: 401,
+      headers: { authorization: `Bearer ${secret}`, 'www-authenticate': 'Bearer realm="x"' },
+      body: `rejected token Bearer ${secret}`,
+      engine: { attempt: 2 },
+    },
     relatedContext: { serverName: 'Docs' },
   });
   // The other workspace has an alert naming the same server.
@@ -75,7 +80,9 @@ describe.each(SURFACES)('list_alerts and get_alert on %s', (surface) => {
     const byGateway = await invoke(t, surface, token, 'list_alerts', { filters: { relatedResourceGuid: gateway } });
     expect(byGateway.body.items.every((a: any) => a.relatedResourceIds.includes(gateway))).toBe(true);
     expect(byGateway.body.items).toHaveLength(7); // the six odd ones and the auth alert (99)
-    const byServer = await invoke(t, surface, token, 'list_alerts', { filters: { relatedResourceGuid: server, code: 'upstream_call_failed', messageType: 'error' } });
+    const byServer = await invoke(t, surface, token, 'list_alerts', {
+      filters: { relatedResourceGuid: server, code: 'upstream_call_failed', messageType: 'error' },
+    });
     expect(byServer.body.items.map((a: any) => a.subject)).toEqual(['Subject 10', 'Subject 8', 'Subject 4', 'Subject 2']);
     const window = await invoke(t, surface, token, 'list_alerts', { fromMs: raisedAt[3], toMs: doneAt[5] });
     expect(window.body.items.map((a: any) => a.subject)).toEqual(['Subject 5', 'Subject 4', 'Subject 3']);

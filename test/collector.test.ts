@@ -113,7 +113,11 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
     res = await call(ws.token, 'set_otel_configuration', { tracesCollectorUrl: TRACES, headers: { 'X-Api-Key': OTHER_SECRET } });
     expect(res.body.headerNames).toEqual(['X-Api-Key']);
     seen.push(res.body, (await call(ws.token, 'get_otel_configuration')).body);
-    const row = await t.runtime.services.db.selectFrom('collector_configurations').selectAll().where('organization_guid', '=', ws.organizationGuid).executeTakeFirstOrThrow();
+    const row = await t.runtime.services.db
+      .selectFrom('collector_configurations')
+      .selectAll()
+      .where('organization_guid', '=', ws.organizationGuid)
+      .executeTakeFirstOrThrow();
     const stored = await t.runtime.services.secrets.get<Record<string, string>>(t.runtime.services.db, ws.organizationGuid, row.headers_secret_guid!);
     expect(stored).toEqual({ 'X-Api-Key': OTHER_SECRET });
     // At rest the value is only ciphertext.
@@ -122,7 +126,11 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
 
     res = await call(ws.token, 'set_otel_configuration', { tracesCollectorUrl: TRACES, headers: {} });
     expect(res.body.headerNames).toEqual([]);
-    const cleared = await t.runtime.services.db.selectFrom('collector_configurations').selectAll().where('organization_guid', '=', ws.organizationGuid).executeTakeFirstOrThrow();
+    const cleared = await t.runtime.services.db
+      .selectFrom('collector_configurations')
+      .selectAll()
+      .where('organization_guid', '=', ws.organizationGuid)
+      .executeTakeFirstOrThrow();
     expect(cleared.headers_secret_guid).toBeNull();
     expect(await t.runtime.services.db.selectFrom('secrets').select('guid').where('guid', '=', row.headers_secret_guid!).executeTakeFirst()).toBeUndefined();
     seen.push(res.body);
@@ -131,7 +139,10 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
 
   it('drops empty and svc- headers and refuses bad header names without echoing values', async () => {
     const ws = await newWorkspace(t);
-    let res = await call(ws.token, 'set_otel_configuration', { logsCollectorUrl: LOGS, headers: { Authorization: SECRET, 'svc-internal': 'x', 'X-Empty': '' } });
+    let res = await call(ws.token, 'set_otel_configuration', {
+      logsCollectorUrl: LOGS,
+      headers: { Authorization: SECRET, 'svc-internal': 'x', 'X-Empty': '' },
+    });
     expect(res.body.headerNames).toEqual(['Authorization']);
     for (const [name, value] of [
       ['Bad Name', SECRET],
@@ -173,7 +184,11 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
     await call(a.token, 'set_otel_configuration', { logsCollectorUrl: LOGS, headers: { Authorization: SECRET } });
     expect((await call(b.token, 'get_otel_configuration')).body.configured).toBe(false);
     await call(b.token, 'set_otel_configuration', { tracesCollectorUrl: TRACES });
-    expect((await call(a.token, 'get_otel_configuration')).body).toMatchObject({ logsCollectorUrl: LOGS, tracesCollectorUrl: null, headerNames: ['Authorization'] });
+    expect((await call(a.token, 'get_otel_configuration')).body).toMatchObject({
+      logsCollectorUrl: LOGS,
+      tracesCollectorUrl: null,
+      headerNames: ['Authorization'],
+    });
 
     const reader = await newMember(t, a, ['exportLogs']);
     const res = await call(reader.token, 'get_otel_configuration');
@@ -186,14 +201,30 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
   it('creates one forwarder cursor per configured signal and drops it when the signal is removed', async () => {
     const ws = await newWorkspace(t);
     const cursors = async () =>
-      (await t.runtime.services.db.selectFrom('forwarder_cursors').select('signal').where('organization_guid', '=', ws.organizationGuid).orderBy('signal').execute()).map((r) => r.signal);
+      (
+        await t.runtime.services.db
+          .selectFrom('forwarder_cursors')
+          .select('signal')
+          .where('organization_guid', '=', ws.organizationGuid)
+          .orderBy('signal')
+          .execute()
+      ).map((r) => r.signal);
     await call(ws.token, 'set_otel_configuration', { logsCollectorUrl: LOGS });
     expect(await cursors()).toEqual(['logs']);
-    const before = await t.runtime.services.db.selectFrom('forwarder_cursors').select('checkpoint_at').where('organization_guid', '=', ws.organizationGuid).executeTakeFirstOrThrow();
+    const before = await t.runtime.services.db
+      .selectFrom('forwarder_cursors')
+      .select('checkpoint_at')
+      .where('organization_guid', '=', ws.organizationGuid)
+      .executeTakeFirstOrThrow();
     await call(ws.token, 'set_otel_configuration', { logsCollectorUrl: HEC, logsFormat: 'collector_hec', tracesCollectorUrl: TRACES });
     expect(await cursors()).toEqual(['logs', 'traces']);
     // Changing the URL keeps the logs checkpoint: nothing is skipped or resent.
-    const after = await t.runtime.services.db.selectFrom('forwarder_cursors').select('checkpoint_at').where('organization_guid', '=', ws.organizationGuid).where('signal', '=', 'logs').executeTakeFirstOrThrow();
+    const after = await t.runtime.services.db
+      .selectFrom('forwarder_cursors')
+      .select('checkpoint_at')
+      .where('organization_guid', '=', ws.organizationGuid)
+      .where('signal', '=', 'logs')
+      .executeTakeFirstOrThrow();
     expect(after.checkpoint_at.getTime()).toBe(before.checkpoint_at.getTime());
     await call(ws.token, 'set_otel_configuration', { tracesCollectorUrl: null });
     expect(await cursors()).toEqual(['logs']);

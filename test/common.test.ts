@@ -48,12 +48,15 @@ describe.each(SURFACES)('every operation on %s', (surface) => {
     expect(res.body).toMatchObject({ code: 'missing_capability', capability: op.capability });
   });
 
-  it.each(operations.filter((op) => pathParams(op).length > 0).map((op) => [op.name, op] as const))('%s answers 404 for an id of the wrong form', async (_name, op) => {
-    const input = Object.fromEntries(pathParams(op).map((p) => [p, 'not-an-id']));
-    const res = await invoke(t, surface, admin, op.name, input);
-    expect(res.status).toBe(404);
-    expect(res.body.code).toBe('not_found');
-  });
+  it.each(operations.filter((op) => pathParams(op).length > 0).map((op) => [op.name, op] as const))(
+    '%s answers 404 for an id of the wrong form',
+    async (_name, op) => {
+      const input = Object.fromEntries(pathParams(op).map((p) => [p, 'not-an-id']));
+      const res = await invoke(t, surface, admin, op.name, input);
+      expect(res.status).toBe(404);
+      expect(res.body.code).toBe('not_found');
+    },
+  );
 
   it.each(operations.map((op) => [op.name, op] as const))('%s refuses an unknown field, naming it', async (_name, op) => {
     const res = await invoke(t, surface, admin, op.name, { ...withIds(op), bogusField: 'x' });
@@ -64,20 +67,17 @@ describe.each(SURFACES)('every operation on %s', (surface) => {
 
   // Query strings carry only text, so on REST a wrong type is only expressible in a body.
   const typed = operations.filter((op) => (surface === 'mcp' ? Object.keys(op.input.shape).length > pathParams(op).length : bodyParams(op).length > 0));
-  it.each(typed.map((op) => [op.name, op] as const))(
-    '%s refuses parameters of the wrong type, naming them',
-    async (_name, op) => {
-      const paramKeys = surface === 'mcp' ? Object.keys(op.input.shape).filter((k) => !pathParams(op).includes(k)) : bodyParams(op);
-      // A nested array fits no parameter of any operation (strings, numbers, booleans, maps).
-      const input = { ...withIds(op), ...Object.fromEntries(paramKeys.map((k) => [k, [[1]]])) };
-      const res = await invoke(t, surface, admin, op.name, input);
-      expect(res.status).toBe(400);
-      expect(res.body.code).toBe('validation_failed');
-      for (const k of paramKeys) {
-        expect(res.body.errors.map((e: { path: string }) => e.path.split('.')[0])).toContain(k);
-      }
-    },
-  );
+  it.each(typed.map((op) => [op.name, op] as const))('%s refuses parameters of the wrong type, naming them', async (_name, op) => {
+    const paramKeys = surface === 'mcp' ? Object.keys(op.input.shape).filter((k) => !pathParams(op).includes(k)) : bodyParams(op);
+    // A nested array fits no parameter of any operation (strings, numbers, booleans, maps).
+    const input = { ...withIds(op), ...Object.fromEntries(paramKeys.map((k) => [k, [[1]]])) };
+    const res = await invoke(t, surface, admin, op.name, input);
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('validation_failed');
+    for (const k of paramKeys) {
+      expect(res.body.errors.map((e: { path: string }) => e.path.split('.')[0])).toContain(k);
+    }
+  });
 });
 
 describe('REST only', () => {
@@ -91,22 +91,32 @@ describe('REST only', () => {
     }
   });
 
-  it.each(operations.filter((op) => bodyParams(op).length > 0).map((op) => [op.name, op] as const))('%s answers 400 to malformed JSON and to a body over 1 MiB', async (_name, op) => {
-    const req = restRequestFor(op, withIds(op));
-    const bad = await rest(t, admin, req.method, req.url, '{"unterminated', { 'content-type': 'application/json' });
-    expect(bad.status).toBe(400);
-    expect(bad.body.code).toBe('validation_failed');
-    const huge = await rest(t, admin, req.method, req.url, JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }), { 'content-type': 'application/json' });
-    expect(huge.status).toBe(400);
-    expect(huge.body.code).toBe('validation_failed');
-    const notObject = await rest(t, admin, req.method, req.url, '[1,2]', { 'content-type': 'application/json' });
-    expect(notObject.status).toBe(400);
-  });
+  it.each(operations.filter((op) => bodyParams(op).length > 0).map((op) => [op.name, op] as const))(
+    '%s answers 400 to malformed JSON and to a body over 1 MiB',
+    async (_name, op) => {
+      const req = restRequestFor(op, withIds(op));
+      const bad = await rest(t, admin, req.method, req.url, '{"unterminated', { 'content-type': 'application/json' });
+      expect(bad.status).toBe(400);
+      expect(bad.body.code).toBe('validation_failed');
+      const huge = await rest(t, admin, req.method, req.url, JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }), { 'content-type': 'application/json' });
+      expect(huge.status).toBe(400);
+      expect(huge.body.code).toBe('validation_failed');
+      const notObject = await rest(t, admin, req.method, req.url, '[1,2]', { 'content-type': 'application/json' });
+      expect(notObject.status).toBe(400);
+    },
+  );
 });
 
 describe('MCP endpoint', () => {
   it('answers 401 over HTTP before any MCP message without a valid token', async () => {
-    const res = await rest(t, null, 'POST', '/api/v1/svc-admin/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { accept: 'application/json, text/event-stream' });
+    const res = await rest(
+      t,
+      null,
+      'POST',
+      '/api/v1/svc-admin/mcp',
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { accept: 'application/json, text/event-stream' },
+    );
     expect(res.status).toBe(401);
     expect(res.body.code).toBe('unauthenticated');
   });

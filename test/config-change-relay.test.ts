@@ -66,7 +66,9 @@ describe.skipIf(storeKind() !== 'postgres')('the change relay between processes 
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
-      const cut = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1 AND pid <> pg_backend_pid()`, [`LISTEN ${CHANGE_CHANNEL}`]);
+      const cut = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1 AND pid <> pg_backend_pid()`, [
+        `LISTEN ${CHANGE_CHANNEL}`,
+      ]);
       expect(cut.rowCount).toBeGreaterThan(0);
     } finally {
       await admin.end();

@@ -4,7 +4,14 @@ import { ConfigError, loadConfig } from '../src/config.js';
 describe('configuration', () => {
   it('defaults to embedded stores on 127.0.0.1:8080 under ./data', () => {
     const c = loadConfig({});
-    expect(c).toMatchObject({ port: 8080, host: '127.0.0.1', publicBaseUrl: 'http://127.0.0.1:8080', databaseUrl: undefined, clickhouse: undefined, logRetentionDays: 90 });
+    expect(c).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      publicBaseUrl: 'http://127.0.0.1:8080',
+      databaseUrl: undefined,
+      clickhouse: undefined,
+      logRetentionDays: 90,
+    });
     expect(c.dataDir.endsWith('/data')).toBe(true);
     expect(Object.isFrozen(c)).toBe(true);
   });
@@ -27,7 +34,13 @@ describe('configuration', () => {
   });
 
   it('reads the ClickHouse server settings and trims PUBLIC_BASE_URL', () => {
-    const c = loadConfig({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_USER: 'u', CLICKHOUSE_DATABASE: 'logs', PUBLIC_BASE_URL: 'https://gw.example.com/', EGRESS_ALLOWED_CIDRS: ' 10.0.0.0/8 , 127.0.0.1/32' });
+    const c = loadConfig({
+      CLICKHOUSE_URL: 'http://ch:8123',
+      CLICKHOUSE_USER: 'u',
+      CLICKHOUSE_DATABASE: 'logs',
+      PUBLIC_BASE_URL: 'https://gw.example.com/',
+      EGRESS_ALLOWED_CIDRS: ' 10.0.0.0/8 , 127.0.0.1/32',
+    });
     expect(c.clickhouse).toMatchObject({ url: 'http://ch:8123', username: 'u', database: 'logs' });
     expect(c.publicBaseUrl).toBe('https://gw.example.com');
     expect(c.egressAllowedCidrs).toEqual(['10.0.0.0/8', '127.0.0.1/32']);

@@ -111,7 +111,13 @@ describe.each(SURFACES)('connections on %s', (surface) => {
     const res = await invoke(t, surface, ws.token, 'get_connection', { connectionGuid: c.adminG1H1 });
     expect(res.body.lastSuccessfulCallAt).toBe(new Date(base + 1000).toISOString());
     expect(res.body.recentErrors).toHaveLength(10);
-    expect(res.body.recentErrors[0]).toEqual({ createdAt: new Date(base + 13_000).toISOString(), inboundServerGuid: null, toolName: 'tool-13', message: 'failure 13', traceId: (13).toString(16).padStart(32, '0') });
+    expect(res.body.recentErrors[0]).toEqual({
+      createdAt: new Date(base + 13_000).toISOString(),
+      inboundServerGuid: null,
+      toolName: 'tool-13',
+      message: 'failure 13',
+      traceId: (13).toString(16).padStart(32, '0'),
+    });
     expect(res.body.recentErrors.map((e: { toolName: string }) => e.toolName)).toEqual(Array.from({ length: 10 }, (_, i) => `tool-${13 - i}`));
   });
 
@@ -159,7 +165,10 @@ describe.each(SURFACES)('connections on %s', (surface) => {
   it('every connection operation needs enableDisableConnections', async () => {
     const { ws, c } = await world(surface);
     const tokensOnly = await newMember(t, ws, ['createAndManageApiTokens']);
-    expect((await invoke(t, surface, tokensOnly.token, 'list_connections')).body).toMatchObject({ code: 'missing_capability', capability: 'enableDisableConnections' });
+    expect((await invoke(t, surface, tokensOnly.token, 'list_connections')).body).toMatchObject({
+      code: 'missing_capability',
+      capability: 'enableDisableConnections',
+    });
     const switcher = await newMember(t, ws, ['enableDisableConnections']);
     expect(guidsOf((await invoke(t, surface, switcher.token, 'list_connections')).body)).toHaveLength(4);
     expect((await invoke(t, surface, switcher.token, 'disable_connection', { connectionGuid: c.memberG1H1 })).body.enabled).toBe(false);

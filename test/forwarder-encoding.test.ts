@@ -30,7 +30,11 @@ afterAll(async () => {
 });
 
 const ZERO = '00000000-0000-0000-0000-000000000000';
-type StoredRow = Omit<CallLogRow, 'organization_guid' | 'guid' | 'ingested_at' | 'duration_ms' | 'request_bytes' | 'response_bytes'> & { duration_ms: number; request_bytes: number; response_bytes: number };
+type StoredRow = Omit<CallLogRow, 'organization_guid' | 'guid' | 'ingested_at' | 'duration_ms' | 'request_bytes' | 'response_bytes'> & {
+  duration_ms: number;
+  request_bytes: number;
+  response_bytes: number;
+};
 const base: StoredRow = {
   created_at: '2026-11-21 10:00:00.123',
   type: 'tool_call',
@@ -72,7 +76,13 @@ async function store(list: Partial<StoredRow>[]): Promise<string> {
   const ingestedFrom = Date.parse('2026-11-21T10:00:01.000Z');
   await t.runtime.services.clickhouse.client.insert({
     table: 'call_logs',
-    values: list.map((row, i) => ({ ...base, ...row, organization_guid: org, guid: randomUUID(), ingested_at: new Date(ingestedFrom + i).toISOString().replace('T', ' ').replace('Z', '') })),
+    values: list.map((row, i) => ({
+      ...base,
+      ...row,
+      organization_guid: org,
+      guid: randomUUID(),
+      ingested_at: new Date(ingestedFrom + i).toISOString().replace('T', ' ').replace('Z', ''),
+    })),
     format: 'JSONEachRow',
     clickhouse_settings: { insert_deduplicate: 0, date_time_input_format: 'best_effort' },
   });
@@ -96,7 +106,10 @@ const KINDS: BodyKind[] = ['otlp_logs', 'otlp_traces', 'hec'];
  * the same string: U+2028/U+2029 escaped, other control characters in upper-case hex.
  */
 const asJsonStringify = (body: string): string =>
-  body.replace(/\\u2028/g, '\u2028').replace(/\\u2029/g, '\u2029').replace(/\\u00([01][0-9A-F])/g, (_m, hex: string) => `\\u00${hex.toLowerCase()}`);
+  body
+    .replace(/\\u2028/g, '\u2028')
+    .replace(/\\u2029/g, '\u2029')
+    .replace(/\\u00([01][0-9A-F])/g, (_m, hex: string) => `\\u00${hex.toLowerCase()}`);
 
 describe('forwarder records written by ClickHouse', () => {
   it.each(KINDS)('%s: byte for byte what the reference serializer writes for the same rows', async (kind) => {
@@ -137,13 +150,18 @@ describe('forwarder records written by ClickHouse', () => {
   it('HEC time is epoch seconds with three decimals, never scientific notation', async () => {
     const { body } = await readBoth(await store([rows[6]!, rows[7]!]), 'hec');
     const times = body.split('\n').map((event) => /^\{"time":([^,]+),/.exec(event)![1]);
-    expect(times).toEqual([`${Date.parse('2026-11-21T10:00:00.007Z') / 1000}`.replace(/\.(\d+)$/, (_m, d: string) => `.${d.padEnd(3, '0')}`), `${Date.parse('2026-11-21T10:00:00.000Z') / 1000}.000`]);
+    expect(times).toEqual([
+      `${Date.parse('2026-11-21T10:00:00.007Z') / 1000}`.replace(/\.(\d+)$/, (_m, d: string) => `.${d.padEnd(3, '0')}`),
+      `${Date.parse('2026-11-21T10:00:00.000Z') / 1000}.000`,
+    ]);
   });
 
   it('one workspace per batch, named on the resource; the batch knows its size, first ingest time and end', async () => {
     const org = await store(rows.slice(0, 3));
     const { batch, body, stored } = await readBoth(org, 'otlp_logs');
-    const doc = JSON.parse(body) as { resourceLogs: { resource: { attributes: { key: string; value: { stringValue: string } }[] }; scopeLogs: { logRecords: unknown[] }[] }[] };
+    const doc = JSON.parse(body) as {
+      resourceLogs: { resource: { attributes: { key: string; value: { stringValue: string } }[] }; scopeLogs: { logRecords: unknown[] }[] }[];
+    };
     expect(doc.resourceLogs).toHaveLength(1);
     expect(doc.resourceLogs[0]!.resource.attributes[1]).toEqual({ key: 'mcp_gateway.organization.guid', value: { stringValue: org } });
     expect(doc.resourceLogs[0]!.scopeLogs[0]!.logRecords).toHaveLength(3);
@@ -175,15 +193,34 @@ describe('forwarder records written by ClickHouse', () => {
     const otlp = new OtlpReceiver() as unknown as { validate(r: unknown): { reason: string } | null };
     const json = { 'content-type': 'application/json' };
     const good = (await readBoth(org, 'otlp_logs')).body;
-    expect(otlp.validate({ path: '/', headers: json, body: good.replace(/"timeUnixNano":"(\d+)"/, '"timeUnixNano":$1') })?.reason).toMatch(/resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords\[0\]\.timeUnixNano/);
-    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":"4x2"') })?.reason).toMatch(/attributes\[mcp_gateway\.call\.duration_ms\]\.intValue/);
+    expect(otlp.validate({ path: '/', headers: json, body: good.replace(/"timeUnixNano":"(\d+)"/, '"timeUnixNano":$1') })?.reason).toMatch(
+      /resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords\[0\]\.timeUnixNano/,
+    );
+    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":"4x2"') })?.reason).toMatch(
+      /attributes\[mcp_gateway\.call\.duration_ms\]\.intValue/,
+    );
     expect(otlp.validate({ path: '/', headers: json, body: good.replace(base.trace_id, base.trace_id.toUpperCase()) })?.reason).toMatch(/traceId/);
-    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"attributes":[{"key":"log.record.uid"', '"attributes":[{"key":"log.record.uid","value":{"stringValue":"x"}},{"key":"log.record.uid"') })?.reason).toMatch(/logRecords\[0\]\.attributes: duplicate attribute log\.record\.uid/);
-    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":42,"stringValue":"42"') })?.reason).toMatch(/attributes\[mcp_gateway\.call\.duration_ms\]: AnyValue must have exactly one member/);
-    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"attributes":[', '"attributes":[{"key":"","value":{"stringValue":"x"}},') })?.reason).toMatch(/resource\.attributes\[0\]: KeyValue needs a key/);
+    expect(
+      otlp.validate({
+        path: '/',
+        headers: json,
+        body: good.replace(
+          '"attributes":[{"key":"log.record.uid"',
+          '"attributes":[{"key":"log.record.uid","value":{"stringValue":"x"}},{"key":"log.record.uid"',
+        ),
+      })?.reason,
+    ).toMatch(/logRecords\[0\]\.attributes: duplicate attribute log\.record\.uid/);
+    expect(otlp.validate({ path: '/', headers: json, body: good.replace('"intValue":42', '"intValue":42,"stringValue":"42"') })?.reason).toMatch(
+      /attributes\[mcp_gateway\.call\.duration_ms\]: AnyValue must have exactly one member/,
+    );
+    expect(
+      otlp.validate({ path: '/', headers: json, body: good.replace('"attributes":[', '"attributes":[{"key":"","value":{"stringValue":"x"}},') })?.reason,
+    ).toMatch(/resource\.attributes\[0\]: KeyValue needs a key/);
     const span = (await readBoth(org, 'otlp_traces')).body;
     expect(otlp.validate({ path: '/', headers: json, body: span.replace('"kind":2', '"kind":"SPAN_KIND_SERVER"') })?.reason).toMatch(/spans\[0\]\.kind/);
-    expect(otlp.validate({ path: '/', headers: json, body: span.replace(/"endTimeUnixNano":"\d+"/, '"endTimeUnixNano":"1"') })?.reason).toMatch(/end before start/);
+    expect(otlp.validate({ path: '/', headers: json, body: span.replace(/"endTimeUnixNano":"\d+"/, '"endTimeUnixNano":"1"') })?.reason).toMatch(
+      /end before start/,
+    );
     const hec = new HecReceiver('tok') as unknown as { validate(r: unknown): { reason: string } | null };
     const auth = { ...json, authorization: 'Splunk tok' };
     const event = (await readBoth(org, 'hec')).body;

@@ -20,7 +20,15 @@ const OPERATOR_SECRET = 'operator-only-9d41c7e2';
 const COLLECTOR_SECRET = 'customer-token-3b8e5a61';
 const HEC_TOKEN = 'hec-token-0a7f4d2c9e';
 
-const FAST: ForwarderOptions = { pollIntervalMs: 20, settleMs: 50, batchSize: 50, backoffInitialMs: 20, backoffMaxMs: 200, requestTimeoutMs: 2000, maxRefusedAttempts: 2 };
+const FAST: ForwarderOptions = {
+  pollIntervalMs: 20,
+  settleMs: 50,
+  batchSize: 50,
+  backoffInitialMs: 20,
+  backoffMaxMs: 200,
+  requestTimeoutMs: 2000,
+  maxRefusedAttempts: 2,
+};
 
 beforeAll(async () => {
   // An operator's own OTLP settings must never reach a customer's collector.
@@ -86,7 +94,11 @@ describe('forwarding', () => {
   it('delivers OTLP logs and traces with MCP attributes, configured headers and nothing from OTEL_* env', async () => {
     const ws = await newWorkspace(t);
     const r = await otlp();
-    await configure(ws.token, { logsCollectorUrl: r.url('/otlp/v1/logs?x=1'), tracesCollectorUrl: r.url('/v1/traces'), headers: { Authorization: `Bearer ${COLLECTOR_SECRET}` } });
+    await configure(ws.token, {
+      logsCollectorUrl: r.url('/otlp/v1/logs?x=1'),
+      tracesCollectorUrl: r.url('/v1/traces'),
+      headers: { Authorization: `Bearer ${COLLECTOR_SECRET}` },
+    });
     const written = [...rows(ws.organizationGuid, 60), ...rows(ws.organizationGuid, 5, { status: 'error', errorMessage: 'upstream said no' })];
     await writeCallLogs(t.runtime.services, written);
     forwarder();
@@ -120,13 +132,22 @@ describe('forwarding', () => {
     expect(log.resource['mcp_gateway.organization.guid']).toBe(ws.organizationGuid);
 
     const span = r.spans.find((s) => s.attributes['log.record.uid'] === errorRow.guid)!;
-    expect(span.record).toMatchObject({ traceId: errorRow.traceId, spanId: errorRow.spanId, name: 'tools/call search_docs', kind: 2, status: { code: 2, message: 'upstream said no' } });
+    expect(span.record).toMatchObject({
+      traceId: errorRow.traceId,
+      spanId: errorRow.spanId,
+      name: 'tools/call search_docs',
+      kind: 2,
+      status: { code: 2, message: 'upstream said no' },
+    });
     expect(BigInt(span.record.endTimeUnixNano) - BigInt(span.record.startTimeUnixNano)).toBe(42_000_000n);
     const okSpan = r.spans.find((s) => s.attributes['log.record.uid'] === written[0]!.guid)!;
     expect(okSpan.record.status.code).toBe(1);
 
     // The collector has the records a moment before the forwarder records its progress.
-    await until('both checkpoints', async () => (await cursor(ws.organizationGuid, 'logs')).sent_total >= 65 && (await cursor(ws.organizationGuid, 'traces')).sent_total >= 65);
+    await until(
+      'both checkpoints',
+      async () => (await cursor(ws.organizationGuid, 'logs')).sent_total >= 65 && (await cursor(ws.organizationGuid, 'traces')).sent_total >= 65,
+    );
     expect((await cursor(ws.organizationGuid, 'logs')).sent_total).toBe(65);
     // The receiver holds every span before the forwarder has read its answer: wait for the counter.
     let metrics = { body: '' };
@@ -139,7 +160,11 @@ describe('forwarding', () => {
   it('delivers HEC events with the Splunk token from the configured headers', async () => {
     const ws = await newWorkspace(t);
     const h = await hec();
-    await configure(ws.token, { logsCollectorUrl: h.url('/services/collector/event'), logsFormat: 'collector_hec', headers: { Authorization: `Splunk ${HEC_TOKEN}` } });
+    await configure(ws.token, {
+      logsCollectorUrl: h.url('/services/collector/event'),
+      logsFormat: 'collector_hec',
+      headers: { Authorization: `Splunk ${HEC_TOKEN}` },
+    });
     const written = rows(ws.organizationGuid, 120);
     written[0]!.createdAt = new Date(Date.UTC(2026, 10, 21, 10, 0, 0, 7));
     await writeCallLogs(t.runtime.services, written);
@@ -261,7 +286,15 @@ describe('forwarding', () => {
     await writeCallLogs(t.runtime.services, [...later, ...rows(other.organizationGuid, 5)]);
     forwarder();
     await until('the later rows', () => r.logs.length >= 5);
-    await until('caught up', async () => (await cursor(ws.organizationGuid, 'logs')).checkpoint_guid === later.map((l) => l.guid).sort().at(-1) || r.logs.length > 5);
+    await until(
+      'caught up',
+      async () =>
+        (await cursor(ws.organizationGuid, 'logs')).checkpoint_guid ===
+          later
+            .map((l) => l.guid)
+            .sort()
+            .at(-1) || r.logs.length > 5,
+    );
     expect(new Set(uids(r.logs))).toEqual(new Set(later.map((l) => l.guid)));
   });
 
@@ -280,7 +313,12 @@ describe('forwarding', () => {
     expect(r.invalid).toEqual([]);
     await until('the last checkpoint', async () => (await cursor(ws.organizationGuid, 'logs')).sent_total === 400);
     const c = await cursor(ws.organizationGuid, 'logs');
-    expect(c.checkpoint_guid).toBe(written.map((w) => w.guid).sort().at(-1));
+    expect(c.checkpoint_guid).toBe(
+      written
+        .map((w) => w.guid)
+        .sort()
+        .at(-1),
+    );
     expect(c.sent_total).toBe(400);
     expect(c.retried_total).toBe(50);
   });
@@ -305,7 +343,19 @@ describe('forwarding', () => {
     const text = `${controls}\x7f \\ \\N \\t \\x41 \\\\ "q" 'a' \t\n\r é 🚀 \u2028 end\\`;
     await t.runtime.services.clickhouse.client.insert({
       table: 'call_logs',
-      values: [{ organization_guid: ws.organizationGuid, guid: crypto.randomUUID(), created_at: Date.now(), type: 'tool_call', method: 'tools/call', tool_name: text, status: 'error', error_message: text, session_id: '\\' }],
+      values: [
+        {
+          organization_guid: ws.organizationGuid,
+          guid: crypto.randomUUID(),
+          created_at: Date.now(),
+          type: 'tool_call',
+          method: 'tools/call',
+          tool_name: text,
+          status: 'error',
+          error_message: text,
+          session_id: '\\',
+        },
+      ],
       format: 'JSONEachRow',
       clickhouse_settings: { insert_deduplicate: 0, date_time_input_format: 'best_effort' },
     });
@@ -322,7 +372,9 @@ describe('forwarding', () => {
     const batch = await source.nextBatch(ws.organizationGuid, { at: new Date(0), guid: '' }, 10, horizon);
     const [first, last] = [batch[0]!, batch.at(-1)!];
     const checkpointAt = (row: typeof first) => ({ organizationGuid: ws.organizationGuid, at: new Date(epochMs(row.ingested_at)), guid: row.guid });
-    expect(await source.haveRowsAfter([checkpointAt(last), checkpointAt(first), { organizationGuid: other.organizationGuid, at: new Date(0), guid: '' }], horizon)).toEqual([false, true, true]);
+    expect(
+      await source.haveRowsAfter([checkpointAt(last), checkpointAt(first), { organizationGuid: other.organizationGuid, at: new Date(0), guid: '' }], horizon),
+    ).toEqual([false, true, true]);
     // Nothing counts at or past the horizon.
     expect(await source.haveRowsAfter([checkpointAt(first)], new Date(epochMs(first.ingested_at)))).toEqual([false]);
     expect(await source.haveRowsAfter([], horizon)).toEqual([]);
@@ -352,7 +404,10 @@ describe('forwarding', () => {
       return (await res.json<{ g: string }>()).map((r) => r.g);
     };
     const insertRunning = async () => {
-      const res = await t.runtime.services.clickhouse.client.query({ query: "SELECT count() AS n FROM system.processes WHERE query_kind = 'Insert'", format: 'JSONEachRow' });
+      const res = await t.runtime.services.clickhouse.client.query({
+        query: "SELECT count() AS n FROM system.processes WHERE query_kind = 'Insert'",
+        format: 'JSONEachRow',
+      });
       return Number((await res.json<{ n: string | number }>())[0]!.n) > 0;
     };
     const isServer = () => t.runtime.services.clickhouse.kind === 'server';

@@ -13,7 +13,8 @@ import { storeKind } from './helpers/harness.js';
  */
 const conformanceJs = process.env.CONFORMANCE_JS ?? path.resolve('node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const available = fs.existsSync(conformanceJs);
-if (!available) console.error(`gateway-conformance: skipped, the conformance runner is not installed (npm install, or set CONFORMANCE_JS to its dist/index.js)`);
+if (!available)
+  console.error(`gateway-conformance: skipped, the conformance runner is not installed (npm install, or set CONFORMANCE_JS to its dist/index.js)`);
 
 /**
  * Scenarios whose outcome differs by design, recorded here: the runner calls the
@@ -31,7 +32,11 @@ describe.skipIf(!available || storeKind() === 'postgres')('conformance: gateway 
   it('every server scenario gives the same result through the gateway as direct, except the recorded differences', async () => {
     const root = path.resolve(import.meta.dirname, '..');
     const script = `ip link set lo up && cd ${JSON.stringify(root)} && exec ${JSON.stringify(process.execPath)} --import tsx test/conformance/compare.ts`;
-    const { stdout } = await promisify(execFile)('unshare', ['-n', 'bash', '-c', script], { env: { ...process.env, CONFORMANCE_JS: conformanceJs }, timeout: 240_000, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await promisify(execFile)('unshare', ['-n', 'bash', '-c', script], {
+      env: { ...process.env, CONFORMANCE_JS: conformanceJs },
+      timeout: 240_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     const { direct, gateway } = JSON.parse(stdout.trim().split('\n').pop()!) as { direct: Record<string, string>; gateway: Record<string, string> };
     expect(Object.keys(direct).length).toBeGreaterThan(20);
     expect(Object.keys(gateway).sort()).toEqual(Object.keys(direct).sort());

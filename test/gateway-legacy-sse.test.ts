@@ -61,7 +61,11 @@ describe('an SSE-only upstream', () => {
     expect(tools.map((x) => x.name)).toContain('legacy__echo');
     expect(text(await client.callTool({ name: 'legacy__echo', arguments: { message: 'over sse' } }))).toBe('Echo: over sse');
     await t.runtime.services.callLogs.flush();
-    const logs = await invoke(t, 'rest', ws.token, 'query_logs', { filters: { gateway_connection_guid: gw.connectionGuid, trace_id: traceId }, includeDetail: true, take: 100 });
+    const logs = await invoke(t, 'rest', ws.token, 'query_logs', {
+      filters: { gateway_connection_guid: gw.connectionGuid, trace_id: traceId },
+      includeDetail: true,
+      take: 100,
+    });
     expect(logs.status).toBe(200);
     const call = logs.body.items.find((r: { type: string }) => r.type === 'tool_call');
     expect(call).toMatchObject({ method: 'tools/call', tool_name: 'echo', status: 'ok', inbound_server_guid: serverGuid, trace_id: traceId });
@@ -89,7 +93,12 @@ describe('an SSE-only upstream', () => {
 async function legacyHost(url: string, token: string): Promise<Client> {
   const client = new Client({ name: 'legacy-host', version: '1.0.0' }, { capabilities: {} });
   const auth = { authorization: `Bearer ${token}` };
-  await client.connect(new SSEClientTransport(new URL(url), { requestInit: { headers: auth }, eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } }) } }));
+  await client.connect(
+    new SSEClientTransport(new URL(url), {
+      requestInit: { headers: auth },
+      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } }) },
+    }),
+  );
   clients.push(client);
   return client;
 }

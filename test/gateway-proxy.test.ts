@@ -34,13 +34,26 @@ beforeAll(async () => {
   base = await listenLoopback(t);
   ws = await newWorkspace(t);
   const open = await registerServer(t, ws, { name: 'Everything', url: everything.url, authType: 'none' });
-  const shared = await registerServer(t, ws, { name: 'Team Notes', url: sharedServer.url, authType: 'headers', headers: { 'X-Api-Key': SHARED_SECRET }, accessControl: 'global' });
+  const shared = await registerServer(t, ws, {
+    name: 'Team Notes',
+    url: sharedServer.url,
+    authType: 'headers',
+    headers: { 'X-Api-Key': SHARED_SECRET },
+    accessControl: 'global',
+  });
   const mine = await registerServer(t, ws, { name: 'My Notes', url: userServer.url, authType: 'headers', headers: { 'X-User-Key': USER_SECRET } });
   Object.assign(servers, { open: open.serverGuid, shared: shared.serverGuid, mine: mine.serverGuid });
   const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Main gateway' });
   gatewayGuid = gw.body.guid;
   await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: open.serverGuid });
-  sharedAssignment = (await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: shared.serverGuid, identityScheme: 'sharedIdentity', sharedIdentityGuid: shared.identityGuid })).body.guid;
+  sharedAssignment = (
+    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
+      gatewayGuid,
+      inboundServerGuid: shared.serverGuid,
+      identityScheme: 'sharedIdentity',
+      sharedIdentityGuid: shared.identityGuid,
+    })
+  ).body.guid;
   await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: mine.serverGuid, identityScheme: 'userIdentity' });
   const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid, serverIdentities: { [mine.serverGuid]: mine.identityGuid } });
   expect(issued.status).toBe(201);
@@ -98,7 +111,11 @@ describe('gateway proxy', () => {
     const client = await connect({ headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
     await client.callTool({ name: 'team-notes__whoami', arguments: { note: 'logged' } });
     await t.runtime.services.callLogs.flush();
-    const logs = await invoke(t, 'rest', ws.token, 'query_logs', { filters: { gateway_connection_guid: connectionGuid, trace_id: traceId }, includeDetail: true, take: 100 });
+    const logs = await invoke(t, 'rest', ws.token, 'query_logs', {
+      filters: { gateway_connection_guid: connectionGuid, trace_id: traceId },
+      includeDetail: true,
+      take: 100,
+    });
     expect(logs.status).toBe(200);
     const types = logs.body.items.map((r: { type: string }) => r.type);
     expect(types).toEqual(expect.arrayContaining(['initialize', 'tool_call']));
@@ -133,16 +150,28 @@ describe('gateway proxy', () => {
   });
 
   it('refuses an admin token at the gateway and a gateway token at the admin interface', async () => {
-    const asAdmin = await fetch(gatewayUrl, { method: 'POST', headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    const asAdmin = await fetch(gatewayUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
     expect(asAdmin.status).toBe(401);
     expect(asAdmin.headers.get('www-authenticate')).toContain('Bearer');
-    const noToken = await fetch(gatewayUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    const noToken = await fetch(gatewayUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
     expect(noToken.status).toBe(401);
     const atAdmin = await fetch(`${base}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${token}` } });
     expect(atAdmin.status).toBe(401);
     // The token of this gateway does not open another gateway.
     const other = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Other' });
-    const elsewhere = await fetch(`${base}/gateways/${other.body.guid}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    const elsewhere = await fetch(`${base}/gateways/${other.body.guid}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
     expect(elsewhere.status).toBe(401);
   });
 
@@ -173,7 +202,11 @@ describe('gateway proxy', () => {
     }
     await invoke(t, 'rest', ws.token, 'disable_gateway', { gatewayGuid });
     try {
-      const res = await fetch(gatewayUrl, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+      const res = await fetch(gatewayUrl, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      });
       expect(res.status).toBe(403);
       expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/disabled/);
     } finally {
@@ -185,9 +218,17 @@ describe('gateway proxy', () => {
     const other = await newWorkspace(t);
     const gw = await invoke(t, 'rest', other.token, 'create_gateway', { name: 'theirs' });
     const theirs = await invoke(t, 'rest', other.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-    const res = await fetch(gatewayUrl, { method: 'POST', headers: { authorization: `Bearer ${theirs.body.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    const res = await fetch(gatewayUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${theirs.body.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
     expect(res.status).toBe(401);
-    const forged = await fetch(gatewayUrl, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'mcp-session-id': 'AQ' + 'x'.repeat(60) }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    const forged = await fetch(gatewayUrl, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'mcp-session-id': 'AQ' + 'x'.repeat(60) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
     expect(forged.status).toBe(404);
   });
 });

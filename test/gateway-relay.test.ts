@@ -23,7 +23,9 @@ const extraApps: FastifyInstance[] = [];
 const clients: Client[] = [];
 
 /** A gateway with the given servers assigned (open unless an identity is given), and a token for it. */
-async function gatewayWith(assignments: { serverGuid: string; identityGuid?: string | null }[]): Promise<{ gatewayGuid: string; token: string; path: string; connectionGuid: string }> {
+async function gatewayWith(
+  assignments: { serverGuid: string; identityGuid?: string | null }[],
+): Promise<{ gatewayGuid: string; token: string; path: string; connectionGuid: string }> {
   const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: `gw-${Math.random().toString(36).slice(2, 8)}` });
   for (const a of assignments) {
     await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
@@ -88,7 +90,9 @@ describe('transparency', () => {
     const sampled = await client.callTool({ name: 'everything__trigger-sampling-request', arguments: { prompt: 'hello', maxTokens: 10 } });
     expect(text(sampled)).toContain('test-model');
     const progress: number[] = [];
-    const long = await client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } }, undefined, { onprogress: (p) => progress.push(p.progress) });
+    const long = await client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } }, undefined, {
+      onprogress: (p) => progress.push(p.progress),
+    });
     expect(text(long)).toMatch(/completed/i);
     expect(progress).toEqual([1, 2, 3]);
   });
@@ -109,7 +113,9 @@ describe('transparency', () => {
     const client = await connect(base + gw.path, gw.token, { fetch: recording });
     expect(text(await client.callTool({ name: 'everything__echo', arguments: { message: 'json' } }))).toBe('Echo: json');
     const progress: number[] = [];
-    await client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 0.2, steps: 2 } }, undefined, { onprogress: (p) => progress.push(p.progress) });
+    await client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 0.2, steps: 2 } }, undefined, {
+      onprogress: (p) => progress.push(p.progress),
+    });
     expect(progress).toEqual([1, 2]);
     acceptOnlyStreams = true;
     expect(text(await client.callTool({ name: 'everything__echo', arguments: { message: 'stream' } }))).toBe('Echo: stream');
@@ -140,9 +146,17 @@ describe('limits and alerts', () => {
     const limited = await replica({ ...t.runtime.services, config: { ...t.config, gateway: { ...t.config.gateway, rateLimitPerConnectionPerMinute: 4 } } });
     const client = await connect(limited + gw.path, gw.token);
     let err: unknown;
-    for (let i = 0; i < 6 && !err; i++) err = await client.callTool({ name: 'everything__echo', arguments: { message: 'x' } }).then(() => undefined, (e: unknown) => e);
+    for (let i = 0; i < 6 && !err; i++)
+      err = await client.callTool({ name: 'everything__echo', arguments: { message: 'x' } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(String(err)).toMatch(/429|Rate limit exceeded: at most 4 requests a minute per connection/);
-    const raw = await fetch(limited + gw.path, { method: 'POST', headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    const raw = await fetch(limited + gw.path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
     expect(raw.status).toBe(429);
     expect(Number(raw.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(((await raw.json()) as { error: { data: { code: string } } }).error.data.code).toBe('rate_limited');
@@ -156,7 +170,11 @@ describe('limits and alerts', () => {
     const err = await client.callTool({ name: 'everything__echo', arguments: { message: 'y'.repeat(10_000) } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(McpError);
     expect((err as McpError).message).toMatch(/exceeded the limit of 4096 bytes/);
-    const huge = await fetch(base + gw.path, { method: 'POST', headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'z'.repeat(2 * 1024 * 1024) } }) });
+    const huge = await fetch(base + gw.path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'z'.repeat(2 * 1024 * 1024) } }),
+    });
     expect(huge.status).toBe(413);
   });
 
@@ -167,7 +185,11 @@ describe('limits and alerts', () => {
     await t.runtime.services.db.updateTable('inbound_servers').set({ name: 'down' }).where('guid', '=', down).execute();
     const gw = await gatewayWith([{ serverGuid: hanging }, { serverGuid: down }]);
     const post = (name: string) =>
-      fetch(base + gw.path, { method: 'POST', headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name, arguments: {} } }) });
+      fetch(base + gw.path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name, arguments: {} } }),
+      });
     const hung = (await (await post('hangs__anything')).json()) as { error: { message: string } };
     expect(hung.error.message).toMatch(/Server hangs failed: no answer within 1500 ms/);
     const before = alerts.filter((a) => a.code === 'upstream_call_failed').length;

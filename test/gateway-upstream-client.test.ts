@@ -57,7 +57,9 @@ describe('gateway upstream client', () => {
     const before = seen.length;
     await expect(post(client, '/echo')).rejects.toThrow(AppError);
     const named = client.fetch(base.replace('127.0.0.1', 'localhost') + '/echo', { method: 'GET', headers: {}, signal: AbortSignal.timeout(10_000) });
-    await expect(named).rejects.toMatchObject({ extras: { errors: [{ path: 'url', message: expect.stringMatching(/^host localhost is a loopback address not allowed/) }] } });
+    await expect(named).rejects.toMatchObject({
+      extras: { errors: [{ path: 'url', message: expect.stringMatching(/^host localhost is a loopback address not allowed/) }] },
+    });
     expect(seen.length).toBe(before);
     client.close();
   });
@@ -69,7 +71,8 @@ describe('gateway upstream client', () => {
     const started = vi.spyOn(globalThis, 'setTimeout');
     const cleared = vi.spyOn(globalThis, 'clearTimeout');
     try {
-      for (let i = 0; i < 3; i++) await (await client.fetch(`${base}/echo`, { method: 'GET', headers: {}, signal: new AbortController().signal, timeoutMs: 60_000 })).text(4096);
+      for (let i = 0; i < 3; i++)
+        await (await client.fetch(`${base}/echo`, { method: 'GET', headers: {}, signal: new AbortController().signal, timeoutMs: 60_000 })).text(4096);
       const exchangeTimers = started.mock.results.filter((_, i) => started.mock.calls[i]![1] === 60_000).map((r) => r.value as unknown);
       expect(exchangeTimers).toHaveLength(3);
       const clearedTimers = new Set(cleared.mock.calls.map((call) => call[0] as unknown));

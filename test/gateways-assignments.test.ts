@@ -51,7 +51,12 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
     const { ws, gatewayGuid } = await setup(surface);
     const server = await insertServer(t, ws.organizationGuid, ws.userGuid);
     const identity = await insertIdentity(t, ws.organizationGuid, server, ws.userGuid);
-    const res = await invoke(t, surface, ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: server, identityScheme: 'userIdentity', sharedIdentityGuid: identity });
+    const res = await invoke(t, surface, ws.token, 'assign_server_to_gateway', {
+      gatewayGuid,
+      inboundServerGuid: server,
+      identityScheme: 'userIdentity',
+      sharedIdentityGuid: identity,
+    });
     expect(res.body).toMatchObject({ identityScheme: 'userIdentity', sharedIdentityGuid: null, configured: true });
     expect(res.body).not.toHaveProperty('configurationHint');
   });
@@ -62,7 +67,12 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
     const server = await insertServer(t, ws.organizationGuid, ws.userGuid);
     const mine = await insertIdentity(t, ws.organizationGuid, server, ws.userGuid, { accessControl: 'private' });
     const global = await insertIdentity(t, ws.organizationGuid, server, colleague.userGuid, { accessControl: 'global' });
-    const a = await invoke(t, surface, ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: server, identityScheme: 'sharedIdentity', sharedIdentityGuid: mine });
+    const a = await invoke(t, surface, ws.token, 'assign_server_to_gateway', {
+      gatewayGuid,
+      inboundServerGuid: server,
+      identityScheme: 'sharedIdentity',
+      sharedIdentityGuid: mine,
+    });
     expect(a.body).toMatchObject({ identityScheme: 'sharedIdentity', sharedIdentityGuid: mine, configured: true });
     const b = await invoke(t, surface, ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: server, sharedIdentityGuid: global });
     expect(b.body).toMatchObject({ identityScheme: 'sharedIdentity', sharedIdentityGuid: global, configured: true });
@@ -76,8 +86,11 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
     const otherServer = await insertServer(t, ws.organizationGuid, ws.userGuid);
     const theirPrivate = await insertIdentity(t, ws.organizationGuid, server, colleague.userGuid, { accessControl: 'private' });
     const ofOtherServer = await insertIdentity(t, ws.organizationGuid, otherServer, ws.userGuid, { accessControl: 'global' });
-    const ofOtherWorkspace = await insertIdentity(t, other.organizationGuid, await insertServer(t, other.organizationGuid, other.userGuid), other.userGuid, { accessControl: 'global' });
-    const assign = (extra: Record<string, unknown>) => invoke(t, surface, ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: server, ...extra });
+    const ofOtherWorkspace = await insertIdentity(t, other.organizationGuid, await insertServer(t, other.organizationGuid, other.userGuid), other.userGuid, {
+      accessControl: 'global',
+    });
+    const assign = (extra: Record<string, unknown>) =>
+      invoke(t, surface, ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: server, ...extra });
 
     const noGuid = await assign({ identityScheme: 'sharedIdentity' });
     expect(noGuid.status).toBe(400);
@@ -116,7 +129,9 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
       expect([guid, res.status, res.body.code]).toEqual([guid, 404, 'not_found']);
     }
     const disabled = await insertServer(t, ws.organizationGuid, ws.userGuid, { authType: 'none', enabled: false });
-    expect((await invoke(t, surface, ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: disabled })).status).toBe(surface === 'rest' ? 201 : 200);
+    expect((await invoke(t, surface, ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: disabled })).status).toBe(
+      surface === 'rest' ? 201 : 200,
+    );
   });
 
   it('assigning to an archived gateway is a 409 and creates nothing', async () => {
@@ -176,7 +191,15 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
 
     const user = await modify({ identityScheme: 'userIdentity', sharedIdentityGuid: first });
     expect(user.status).toBe(200);
-    expect(user.body).toEqual({ guid: a.guid, gatewayGuid, serverGuids: [server], enabled: true, identityScheme: 'userIdentity', sharedIdentityGuid: null, configured: true });
+    expect(user.body).toEqual({
+      guid: a.guid,
+      gatewayGuid,
+      serverGuids: [server],
+      enabled: true,
+      identityScheme: 'userIdentity',
+      sharedIdentityGuid: null,
+      configured: true,
+    });
 
     const shared = await modify({ sharedIdentityGuid: first });
     expect(shared.body).toMatchObject({ identityScheme: 'sharedIdentity', sharedIdentityGuid: first, configured: true });
@@ -236,7 +259,9 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
     const mine = await setup(surface);
     const theirs = await setup(surface);
     const server = await insertServer(t, theirs.ws.organizationGuid, theirs.ws.userGuid, { authType: 'none' });
-    const { configurationHint: _h, ...a } = (await invoke(t, surface, theirs.ws.token, 'assign_server_to_gateway', { gatewayGuid: theirs.gatewayGuid, inboundServerGuid: server })).body;
+    const { configurationHint: _h, ...a } = (
+      await invoke(t, surface, theirs.ws.token, 'assign_server_to_gateway', { gatewayGuid: theirs.gatewayGuid, inboundServerGuid: server })
+    ).body;
     for (const [op, extra] of [
       ['modify_gateway_assignment', { identityScheme: 'userIdentity' }],
       ['enable_gateway_assignment', {}],

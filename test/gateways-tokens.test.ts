@@ -14,14 +14,21 @@ const MISSING = '0190d6f4-0000-7000-8000-000000000000';
 const created = (surface: Surface) => (surface === 'rest' ? 201 : 200);
 
 const db = () => t.runtime.services.db;
-const gatewayTokenRows = (organizationGuid: string) => db().selectFrom('access_tokens').selectAll().where('organization_guid', '=', organizationGuid).where('kind', '=', 'gateway').execute();
+const gatewayTokenRows = (organizationGuid: string) =>
+  db().selectFrom('access_tokens').selectAll().where('organization_guid', '=', organizationGuid).where('kind', '=', 'gateway').execute();
 const connectionRows = (organizationGuid: string) => db().selectFrom('connections').selectAll().where('organization_guid', '=', organizationGuid).execute();
 
 async function gatewayOf(surface: Surface, ws: CreatedWorkspace, name = 'Support'): Promise<string> {
   return (await invoke(t, surface, ws.token, 'create_gateway', { name })).body.guid;
 }
 
-async function assign(surface: Surface, ws: CreatedWorkspace, gatewayGuid: string, inboundServerGuid: string, extra: Record<string, unknown> = {}): Promise<string> {
+async function assign(
+  surface: Surface,
+  ws: CreatedWorkspace,
+  gatewayGuid: string,
+  inboundServerGuid: string,
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const res = await invoke(t, surface, ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid, ...extra });
   expect(res.status).toBe(created(surface));
   return res.body.guid;
@@ -113,7 +120,14 @@ describe.each(SURFACES)('issue_gateway_token on %s', (surface) => {
     const whoami = await rest(t, token, 'GET', '/whoami');
     expect(whoami.status).toBe(401);
     expect(whoami.body.code).toBe('unauthenticated');
-    const mcp = await rest(t, token, 'POST', '/api/v1/svc-admin/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { accept: 'application/json, text/event-stream' });
+    const mcp = await rest(
+      t,
+      token,
+      'POST',
+      '/api/v1/svc-admin/mcp',
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { accept: 'application/json, text/event-stream' },
+    );
     expect(mcp.status).toBe(401);
   });
 
@@ -188,12 +202,26 @@ describe.each(SURFACES)('issue_gateway_token on %s', (surface) => {
     const mine = await insertIdentity(t, ws.organizationGuid, server, ws.userGuid);
     const cases: [string, Record<string, string>, number, string][] = [
       ['private identity of a colleague', { [server]: await insertIdentity(t, ws.organizationGuid, server, colleague.userGuid) }, 404, 'not_found'],
-      ['identity of another workspace', { [server]: await insertIdentity(t, other.organizationGuid, await insertServer(t, other.organizationGuid, other.userGuid), other.userGuid, { accessControl: 'global' }) }, 404, 'not_found'],
+      [
+        'identity of another workspace',
+        {
+          [server]: await insertIdentity(t, other.organizationGuid, await insertServer(t, other.organizationGuid, other.userGuid), other.userGuid, {
+            accessControl: 'global',
+          }),
+        },
+        404,
+        'not_found',
+      ],
       ['unknown identity', { [server]: MISSING }, 404, 'not_found'],
       ['malformed identity', { [server]: 'nope' }, 404, 'not_found'],
       ['identity of another server', { [server]: await insertIdentity(t, ws.organizationGuid, notOnGateway, ws.userGuid) }, 400, 'validation_failed'],
       ['disabled identity', { [server]: await insertIdentity(t, ws.organizationGuid, server, ws.userGuid, { enabled: false }) }, 409, 'conflict'],
-      ['server not on the gateway', { [server]: mine, [notOnGateway]: await insertIdentity(t, ws.organizationGuid, notOnGateway, ws.userGuid) }, 400, 'validation_failed'],
+      [
+        'server not on the gateway',
+        { [server]: mine, [notOnGateway]: await insertIdentity(t, ws.organizationGuid, notOnGateway, ws.userGuid) },
+        400,
+        'validation_failed',
+      ],
       ['malformed server guid', { [server]: mine, 'not-a-guid': mine }, 400, 'validation_failed'],
     ];
     for (const [what, serverIdentities, status, code] of cases) {
@@ -244,6 +272,9 @@ describe.each(SURFACES)('issue_gateway_token on %s', (surface) => {
     expect(connection).toMatchObject({ creator_guid: member.userGuid, name: `${member.email} via Support` });
     expect((await gatewayTokenRows(ws.organizationGuid))[0]!.user_guid).toBe(member.userGuid);
     const viewer = await newMember(t, ws, ['viewAllGateways']);
-    expect((await invoke(t, surface, viewer.token, 'issue_gateway_token', { gatewayGuid })).body).toMatchObject({ code: 'missing_capability', capability: 'createAndManageApiTokens' });
+    expect((await invoke(t, surface, viewer.token, 'issue_gateway_token', { gatewayGuid })).body).toMatchObject({
+      code: 'missing_capability',
+      capability: 'createAndManageApiTokens',
+    });
   });
 });

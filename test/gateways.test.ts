@@ -169,7 +169,10 @@ describe.each(SURFACES)('gateways on %s', (surface) => {
     const rename = await invoke(t, surface, viewer.token, 'rename_gateway', { gatewayGuid: g.guid, newName: 'x' });
     expect(rename.body).toMatchObject({ code: 'missing_capability', capability: 'basicGatewayManagement' });
     const manager = await newMember(t, ws, ['basicGatewayManagement']);
-    expect((await invoke(t, surface, manager.token, 'archive_gateway', { gatewayGuid: g.guid })).body).toMatchObject({ code: 'missing_capability', capability: 'archiveGateway' });
+    expect((await invoke(t, surface, manager.token, 'archive_gateway', { gatewayGuid: g.guid })).body).toMatchObject({
+      code: 'missing_capability',
+      capability: 'archiveGateway',
+    });
     const archiver = await newMember(t, ws, ['archiveGateway']);
     expect((await invoke(t, surface, archiver.token, 'archive_gateway', { gatewayGuid: g.guid })).body.archived).toBe(true);
   });

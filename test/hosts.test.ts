@@ -27,7 +27,9 @@ describe.each(SURFACES)('hosts on %s', (surface) => {
     const ws = await newWorkspace(t);
     expect((await invoke(t, surface, ws.token, 'create_host', { name: '' })).body.errors).toContainEqual(expect.objectContaining({ path: 'name' }));
     const host = (await invoke(t, surface, ws.token, 'create_host', { name: 'H' })).body;
-    expect((await invoke(t, surface, ws.token, 'rename_host', { hostGuid: host.guid, newName: ' ' })).body.errors).toContainEqual(expect.objectContaining({ path: 'newName' }));
+    expect((await invoke(t, surface, ws.token, 'rename_host', { hostGuid: host.guid, newName: ' ' })).body.errors).toContainEqual(
+      expect.objectContaining({ path: 'newName' }),
+    );
   });
 
   it('rename_host renames, and writes nothing when the name is unchanged', async () => {
@@ -79,8 +81,14 @@ describe.each(SURFACES)('hosts on %s', (surface) => {
     const host = (await invoke(t, surface, ws.token, 'create_host', { name: 'H' })).body;
     const tokens = await newMember(t, ws, ['createAndManageApiTokens']);
     expect((await invoke(t, surface, tokens.token, 'list_hosts')).body.items).toEqual([host]);
-    expect((await invoke(t, surface, tokens.token, 'disable_host', { hostGuid: host.guid })).body).toMatchObject({ code: 'missing_capability', capability: 'enableDisableHosts' });
-    expect((await invoke(t, surface, tokens.token, 'delete_host', { hostGuid: host.guid })).body).toMatchObject({ code: 'missing_capability', capability: 'deleteHosts' });
+    expect((await invoke(t, surface, tokens.token, 'disable_host', { hostGuid: host.guid })).body).toMatchObject({
+      code: 'missing_capability',
+      capability: 'enableDisableHosts',
+    });
+    expect((await invoke(t, surface, tokens.token, 'delete_host', { hostGuid: host.guid })).body).toMatchObject({
+      code: 'missing_capability',
+      capability: 'deleteHosts',
+    });
     const switcher = await newMember(t, ws, ['enableDisableHosts']);
     expect((await invoke(t, surface, switcher.token, 'disable_host', { hostGuid: host.guid })).body.enabled).toBe(false);
     const deleter = await newMember(t, ws, ['deleteHosts']);

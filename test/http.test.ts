@@ -15,14 +15,19 @@ describe('the HTTP edge', () => {
   it('publishes an OpenAPI 3.1 document generated from every operation, and a reference page', async () => {
     const doc = (await rest(t, null, 'GET', '/api/v1/svc-admin/openapi.json')).body;
     expect(doc.openapi).toBe('3.1.0');
-    const documented = Object.values(doc.paths as Record<string, Record<string, { operationId: string }>>).flatMap((p) => Object.values(p).map((o) => o.operationId));
+    const documented = Object.values(doc.paths as Record<string, Record<string, { operationId: string }>>).flatMap((p) =>
+      Object.values(p).map((o) => o.operationId),
+    );
     expect(documented.sort()).toEqual(operations.map((op) => op.name).sort());
     const createTeam = doc.paths['/api/v1/svc-admin/teams'].post;
     expect(createTeam.requestBody.content['application/json'].schema).toMatchObject({ type: 'object', required: ['name'], additionalProperties: false });
     expect(createTeam.responses['201']).toBeDefined();
     const deleteRole = doc.paths['/api/v1/svc-admin/roles/{roleGuid}'].delete;
     expect(deleteRole.parameters).toEqual(
-      expect.arrayContaining([expect.objectContaining({ name: 'roleGuid', in: 'path', required: true }), expect.objectContaining({ name: 'reassignToRoleGuid', in: 'query', required: true })]),
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'roleGuid', in: 'path', required: true }),
+        expect.objectContaining({ name: 'reassignToRoleGuid', in: 'query', required: true }),
+      ]),
     );
     const page = await t.app.inject({ method: 'GET', url: '/api/v1/svc-admin/reference/' });
     expect(page.statusCode).toBe(200);
@@ -48,7 +53,14 @@ describe('the HTTP edge', () => {
     expect(statuses.slice(0, 5)).toEqual([200, 200, 200, 200, 200]);
     expect(limited!.body.code).toBe('rate_limited');
     expect(Number(limited!.headers['retry-after'])).toBeGreaterThan(0);
-    const mcp = await rest(t, ws.token, 'POST', '/api/v1/svc-admin/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { accept: 'application/json, text/event-stream' });
+    const mcp = await rest(
+      t,
+      ws.token,
+      'POST',
+      '/api/v1/svc-admin/mcp',
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { accept: 'application/json, text/event-stream' },
+    );
     expect(mcp.status).toBe(429);
     // Another caller is not affected.
     const other = await newWorkspace(t);

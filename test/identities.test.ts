@@ -17,7 +17,11 @@ const responses: unknown[] = [];
 const ALL_IDENTITY_CAPS = ['viewAllServers', 'accessAllIdentities', 'identityManagement'];
 
 beforeAll(async () => {
-  [t, headerServer, everything] = await Promise.all([startTestApp(), startHeaderServer('Authorization', `Bearer ${NEW_SECRET}`), startEverything('streamableHttp')]);
+  [t, headerServer, everything] = await Promise.all([
+    startTestApp(),
+    startHeaderServer('Authorization', `Bearer ${NEW_SECRET}`),
+    startEverything('streamableHttp'),
+  ]);
   ws = await newWorkspace(t);
   other = await newWorkspace(t);
   colleague = await newMember(t, ws, ALL_IDENTITY_CAPS);
@@ -89,10 +93,17 @@ describe.each(SURFACES)('identities on %s', (surface) => {
 
   it('set_identity_availability switches private and global for the creator, saving only on change', async () => {
     const { server, identity } = await headersServer(surface);
-    expect((await call(surface, ws.token, 'set_identity_availability', { identityGuid: identity.guid, availability: 'global' })).body).toEqual({ ...identity, accessControl: 'global' });
+    expect((await call(surface, ws.token, 'set_identity_availability', { identityGuid: identity.guid, availability: 'global' })).body).toEqual({
+      ...identity,
+      accessControl: 'global',
+    });
     expect((await call(surface, colleague.token, 'list_identities', { inboundServerGuid: server.guid })).body.items).toHaveLength(1);
-    expect((await call(surface, ws.token, 'set_identity_availability', { identityGuid: identity.guid, availability: 'global' })).body.accessControl).toBe('global');
-    expect((await call(surface, ws.token, 'set_identity_availability', { identityGuid: identity.guid, availability: 'private' })).body.accessControl).toBe('private');
+    expect((await call(surface, ws.token, 'set_identity_availability', { identityGuid: identity.guid, availability: 'global' })).body.accessControl).toBe(
+      'global',
+    );
+    expect((await call(surface, ws.token, 'set_identity_availability', { identityGuid: identity.guid, availability: 'private' })).body.accessControl).toBe(
+      'private',
+    );
     expect((await call(surface, colleague.token, 'list_identities', { inboundServerGuid: server.guid })).body.items).toHaveLength(0);
     const bad = await call(surface, ws.token, 'set_identity_availability', { identityGuid: identity.guid, availability: 'public' });
     expect(bad.status).toBe(400);
@@ -126,12 +137,22 @@ describe.each(SURFACES)('identities on %s', (surface) => {
     expect(added.status).toBe(surface === 'rest' ? 201 : 200);
     expect(added.body).toEqual({ guid: expect.any(String), name: 'srv Identity', enabled: true, accessControl: 'private', inboundServerGuid: server.guid });
     expect((await validated(t, server.guid)).authentication_status).toBe('authenticated');
-    const labelled = await call(surface, ws.token, 'add_identity', { inboundServerGuid: server.guid, headers: { Authorization: 'Bearer y' }, identityLabel: 'Team key', accessControl: 'global' });
+    const labelled = await call(surface, ws.token, 'add_identity', {
+      inboundServerGuid: server.guid,
+      headers: { Authorization: 'Bearer y' },
+      identityLabel: 'Team key',
+      accessControl: 'global',
+    });
     expect(labelled.body).toMatchObject({ name: 'Team key', accessControl: 'global' });
     // An authenticated server keeps its status when a further credential is refused.
     expect((await validated(t, server.guid)).authentication_status).toBe('authenticated');
 
-    const oauthOnHeaders = await call(surface, ws.token, 'add_identity', { inboundServerGuid: server.guid, oauthAccessToken: 'tok', oauthClientId: 'c', oauthTokenEndpoint: 'http://127.0.0.1:1/token' });
+    const oauthOnHeaders = await call(surface, ws.token, 'add_identity', {
+      inboundServerGuid: server.guid,
+      oauthAccessToken: 'tok',
+      oauthClientId: 'c',
+      oauthTokenEndpoint: 'http://127.0.0.1:1/token',
+    });
     expect(oauthOnHeaders.status).toBe(409);
     expect(oauthOnHeaders.body.code).toBe('conflict');
     const noHeaders = await call(surface, ws.token, 'add_identity', { inboundServerGuid: server.guid });
@@ -142,7 +163,9 @@ describe.each(SURFACES)('identities on %s', (surface) => {
     await validated(t, open.guid);
     const onOpen = await call(surface, ws.token, 'add_identity', { inboundServerGuid: open.guid, headers: { a: 'b' } });
     expect(onOpen.status).toBe(409);
-    expect((await call(surface, ws.token, 'add_identity', { inboundServerGuid: '00000000-0000-7000-8000-000000000000', headers: { a: 'b' } })).status).toBe(404);
+    expect((await call(surface, ws.token, 'add_identity', { inboundServerGuid: '00000000-0000-7000-8000-000000000000', headers: { a: 'b' } })).status).toBe(
+      404,
+    );
   });
 
   it('delete_identity removes the identity but leaves its encrypted credential', async () => {

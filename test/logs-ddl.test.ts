@@ -10,7 +10,7 @@ const creates = (cluster?: string) => render(cluster).filter((s) => bare(s).star
 const alters = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('ALTER'));
 
 describe('ClickHouse DDL', () => {
-  it('ships the call_logs, call_log_details and alerts tables in order, then the forwarder\'s ingest order', () => {
+  it("ships the call_logs, call_log_details and alerts tables in order, then the forwarder's ingest order", () => {
     expect(files.map((f) => f.name)).toEqual(['0001_call_logs.sql', '0002_call_log_details.sql', '0003_alerts.sql', '0004_forwarder_ingest_order.sql']);
   });
 
@@ -46,7 +46,8 @@ describe('ClickHouse DDL', () => {
   });
 
   it('stamps ingested_at on the server and adds the forwarder_order projection, on one node and on every shard', () => {
-    const projection = 'ADD PROJECTION IF NOT EXISTS forwarder_order ( SELECT organization_guid, ingested_at, toString(guid), created_at ORDER BY organization_guid, ingested_at, toString(guid) )';
+    const projection =
+      'ADD PROJECTION IF NOT EXISTS forwarder_order ( SELECT organization_guid, ingested_at, toString(guid), created_at ORDER BY organization_guid, ingested_at, toString(guid) )';
     expect(alters().map(bare)).toEqual([
       'ALTER TABLE call_logs MODIFY COLUMN ingested_at DEFAULT now64(3)',
       'ALTER TABLE call_logs MODIFY COLUMN ingested_at DEFAULT now64(3)',

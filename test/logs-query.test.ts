@@ -35,7 +35,8 @@ const uuidKey = (guid: string) => {
   return hex.slice(16) + hex.slice(0, 16);
 };
 /** Expected order of the default page: created_at desc, then guid desc in ClickHouse's UUID order. */
-const newestFirst = (a: CallLogInput, b: CallLogInput) => Number(b.createdAt) - Number(a.createdAt) || (uuidKey(b.guid!) < uuidKey(a.guid!) ? -1 : uuidKey(b.guid!) > uuidKey(a.guid!) ? 1 : 0);
+const newestFirst = (a: CallLogInput, b: CallLogInput) =>
+  Number(b.createdAt) - Number(a.createdAt) || (uuidKey(b.guid!) < uuidKey(a.guid!) ? -1 : uuidKey(b.guid!) > uuidKey(a.guid!) ? 1 : 0);
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -47,7 +48,13 @@ beforeAll(async () => {
   otherToken = other.token;
   // 1200 rows, three per millisecond (ties on created_at exercise the guid tie-breaker).
   rows = Array.from({ length: 1200 }, (_, i) =>
-    logRow(org, { createdAt: BASE + Math.floor(i / 3), durationMs: (i * 37) % 1000, type: i % 10 === 0 ? 'tool_list' : 'tool_call', status: i % 7 === 0 ? 'error' : 'ok', errorMessage: i % 7 === 0 ? `boom ${i}` : null }),
+    logRow(org, {
+      createdAt: BASE + Math.floor(i / 3),
+      durationMs: (i * 37) % 1000,
+      type: i % 10 === 0 ? 'tool_list' : 'tool_call',
+      status: i % 7 === 0 ? 'error' : 'ok',
+      errorMessage: i % 7 === 0 ? `boom ${i}` : null,
+    }),
   );
   target = rows[500]!;
   // The other workspace's rows share every filter value of `target`, and are newer.
@@ -66,10 +73,35 @@ describe.each(SURFACES)('query_logs on %s', (surface) => {
     expect(res.body.take).toBe(100);
     expect(res.body.skip).toBe(0);
     expect(res.body.nextSkip).toBe(100);
-    expect(res.body.items.map((r: any) => r.guid)).toEqual([...rows].sort(newestFirst).slice(0, 100).map((r) => r.guid));
+    expect(res.body.items.map((r: any) => r.guid)).toEqual(
+      [...rows]
+        .sort(newestFirst)
+        .slice(0, 100)
+        .map((r) => r.guid),
+    );
     const row = res.body.items[0];
     expect(Object.keys(row).sort()).toEqual(
-      ['guid', 'created_at', 'type', 'method', 'tool_name', 'status', 'error_message', 'duration_ms', 'request_bytes', 'response_bytes', 'gateway_connection_guid', 'user_guid', 'outbound_gateway_guid', 'inbound_server_guid', 'host_guid', 'server_container_guid', 'team_guid', 'trace_id', 'span_id'].sort(),
+      [
+        'guid',
+        'created_at',
+        'type',
+        'method',
+        'tool_name',
+        'status',
+        'error_message',
+        'duration_ms',
+        'request_bytes',
+        'response_bytes',
+        'gateway_connection_guid',
+        'user_guid',
+        'outbound_gateway_guid',
+        'inbound_server_guid',
+        'host_guid',
+        'server_container_guid',
+        'team_guid',
+        'trace_id',
+        'span_id',
+      ].sort(),
     );
     expect(row.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(row).not.toHaveProperty('request_body');
@@ -95,7 +127,9 @@ describe.each(SURFACES)('query_logs on %s', (surface) => {
     const times = res.body.items.map((r: any) => Date.parse(r.created_at));
     expect(Math.min(...times)).toBe(from);
     expect(Math.max(...times)).toBe(to);
-    const three = await invoke(t, surface, token, 'query_logs', { filters: { type: target.type, user_guid: target.userGuid, trace_id: target.traceId!.toUpperCase() } });
+    const three = await invoke(t, surface, token, 'query_logs', {
+      filters: { type: target.type, user_guid: target.userGuid, trace_id: target.traceId!.toUpperCase() },
+    });
     expect(three.body.items.map((r: any) => r.guid)).toEqual([target.guid]);
     expect(three.body.nextSkip).toBeNull();
   });
@@ -106,7 +140,13 @@ describe.each(SURFACES)('query_logs on %s', (surface) => {
     expect(durations).toEqual([...durations].sort((a, b) => a - b));
     expect(durations[0]).toBe(Math.min(...rows.map((r) => r.durationMs)));
     const oldest = await invoke(t, surface, token, 'query_logs', { orderByDirection: 'asc', take: 5 });
-    expect(oldest.body.items.map((r: any) => r.guid)).toEqual([...rows].sort(newestFirst).reverse().slice(0, 5).map((r) => r.guid));
+    expect(oldest.body.items.map((r: any) => r.guid)).toEqual(
+      [...rows]
+        .sort(newestFirst)
+        .reverse()
+        .slice(0, 5)
+        .map((r) => r.guid),
+    );
     const byStatus = await invoke(t, surface, token, 'query_logs', { orderByColumn: 'status', orderByDirection: 'desc', take: 10 });
     expect(byStatus.body.items.every((r: any) => r.status === 'error')).toBe(true);
   });
@@ -180,12 +220,19 @@ describe('query_logs time windows', () => {
     const now = Date.now();
     const user = newGuid();
     // 400 rows 2.5 h apart back from now (about 41 days, past the last window) and 3 in the future.
-    const spread = Array.from({ length: 403 }, (_, i) => logRow(ws.organizationGuid, { createdAt: now + 3 * 3_600_000 - i * 9_000_000, ...(i % 7 === 0 ? { userGuid: user } : {}) }));
+    const spread = Array.from({ length: 403 }, (_, i) =>
+      logRow(ws.organizationGuid, { createdAt: now + 3 * 3_600_000 - i * 9_000_000, ...(i % 7 === 0 ? { userGuid: user } : {}) }),
+    );
     await ingest(t, spread);
     const sorted = [...spread].sort(newestFirst);
     const guids = (list: CallLogInput[]) => list.map((r) => r.guid);
     const page = async (input: Record<string, unknown>) => (await invoke(t, 'rest', ws.token, 'query_logs', input)).body;
-    for (const [skip, take] of [[0, 5], [100, 50], [380, 50], [403, 10]] as const) {
+    for (const [skip, take] of [
+      [0, 5],
+      [100, 50],
+      [380, 50],
+      [403, 10],
+    ] as const) {
       const res = await page({ skip, take });
       expect(res.items.map((r: any) => r.guid)).toEqual(guids(sorted.slice(skip, skip + take)));
       expect(res.nextSkip).toBe(skip + take < sorted.length ? skip + take : null);
@@ -226,20 +273,32 @@ describe('query_logs includeDetail', () => {
       expect(Buffer.byteLength(b.request_body)).toBeLessThanOrEqual(4096);
       expect(b.request_body).toBe('€'.repeat(1365)); // 4095 bytes: the 1366th euro would straddle 4096
       expect(b.detail_truncated).toBe(true);
-      expect(JSON.parse(b.request_headers)).toEqual({ Authorization: '[REDACTED]', 'X-Api-Key': '[REDACTED]', 'svc-internal': '[REDACTED]', 'X-Custom-Secret': '[REDACTED]', accept: 'application/json' });
+      expect(JSON.parse(b.request_headers)).toEqual({
+        Authorization: '[REDACTED]',
+        'X-Api-Key': '[REDACTED]',
+        'svc-internal': '[REDACTED]',
+        'X-Custom-Secret': '[REDACTED]',
+        accept: 'application/json',
+      });
       expect(JSON.stringify(res.body)).not.toContain(secret);
       expect(s).toMatchObject({ request_body: 'hi', response_body: 'there', request_headers: null, detail_truncated: false });
       expect(n).toMatchObject({ request_body: null, response_body: null, request_headers: null, response_headers: null, detail_truncated: false });
     }
     // The secret never reached ClickHouse at all.
-    const raw = await t.runtime.services.clickhouse.client.query({ query: 'SELECT request_headers FROM call_log_details WHERE organization_guid = {org:String}', query_params: { org: ws.organizationGuid }, format: 'JSONEachRow' });
+    const raw = await t.runtime.services.clickhouse.client.query({
+      query: 'SELECT request_headers FROM call_log_details WHERE organization_guid = {org:String}',
+      query_params: { org: ws.organizationGuid },
+      format: 'JSONEachRow',
+    });
     expect(JSON.stringify(await raw.json())).not.toContain(secret);
   });
 
   it('gives each row its own detail in any order and under filters', async () => {
     const ws = await newWorkspace(t);
     const user = newGuid();
-    const spread = Array.from({ length: 6 }, (_, i) => logRow(ws.organizationGuid, { createdAt: BASE + i * 86_400_000, durationMs: 100 - i, requestBody: `req ${i}`, ...(i % 2 ? { userGuid: user } : {}) }));
+    const spread = Array.from({ length: 6 }, (_, i) =>
+      logRow(ws.organizationGuid, { createdAt: BASE + i * 86_400_000, durationMs: 100 - i, requestBody: `req ${i}`, ...(i % 2 ? { userGuid: user } : {}) }),
+    );
     await ingest(t, spread);
     const bodyOf = new Map(spread.map((r) => [r.guid, r.requestBody]));
     const byDuration = await invoke(t, 'rest', ws.token, 'query_logs', { includeDetail: true, orderByColumn: 'duration_ms', orderByDirection: 'asc', take: 3 });
@@ -251,7 +310,10 @@ describe('query_logs includeDetail', () => {
 
   it('returns detail for a full page of 1000 rows', async () => {
     const ws = await newWorkspace(t);
-    await ingest(t, Array.from({ length: 1001 }, (_, i) => logRow(ws.organizationGuid, { createdAt: BASE + i, requestBody: `req ${i}`, responseBody: 'x'.repeat(5000) })));
+    await ingest(
+      t,
+      Array.from({ length: 1001 }, (_, i) => logRow(ws.organizationGuid, { createdAt: BASE + i, requestBody: `req ${i}`, responseBody: 'x'.repeat(5000) })),
+    );
     const res = await invoke(t, 'rest', ws.token, 'query_logs', { includeDetail: true, take: 1000 });
     expect(res.body.items).toHaveLength(1000);
     expect(res.body.items[0].request_body).toBe('req 1000');
@@ -276,13 +338,21 @@ describe('connectionCallSummary', () => {
     const server = newGuid();
     const base = { gatewayConnectionGuid: connection, inboundServerGuid: server };
     const okRows = [logRow(ws.organizationGuid, { ...base, createdAt: BASE + 10 }), logRow(ws.organizationGuid, { ...base, createdAt: BASE + 20 })];
-    const errors = Array.from({ length: 12 }, (_, i) => logRow(ws.organizationGuid, { ...base, createdAt: BASE + 100 + i, status: 'error', errorMessage: `failure ${i}`, toolName: i % 2 ? 'echo' : null }));
+    const errors = Array.from({ length: 12 }, (_, i) =>
+      logRow(ws.organizationGuid, { ...base, createdAt: BASE + 100 + i, status: 'error', errorMessage: `failure ${i}`, toolName: i % 2 ? 'echo' : null }),
+    );
     const elsewhere = logRow(otherOrg, { ...base, createdAt: BASE + 9999 });
     await ingest(t, [...okRows, ...errors, elsewhere]);
     const summary = await connectionCallSummary(t.runtime.services.clickhouse, ws.organizationGuid, connection);
     expect(summary.lastSuccessfulCallAt).toBe(new Date(BASE + 20).toISOString());
     expect(summary.recentErrors).toHaveLength(10);
-    expect(summary.recentErrors[0]).toEqual({ createdAt: new Date(BASE + 111).toISOString(), inboundServerGuid: server, toolName: 'echo', message: 'failure 11', traceId: errors[11]!.traceId });
+    expect(summary.recentErrors[0]).toEqual({
+      createdAt: new Date(BASE + 111).toISOString(),
+      inboundServerGuid: server,
+      toolName: 'echo',
+      message: 'failure 11',
+      traceId: errors[11]!.traceId,
+    });
     expect(summary.recentErrors[1]!.toolName).toBeNull();
     const empty = await connectionCallSummary(t.runtime.services.clickhouse, ws.organizationGuid, newGuid());
     expect(empty).toEqual({ lastSuccessfulCallAt: null, recentErrors: [] });

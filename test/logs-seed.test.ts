@@ -13,7 +13,12 @@ describe('seed-logs', () => {
     const ws = await newWorkspace(t);
     const progress: number[] = [];
     const started = Date.now();
-    const result = await runAdminCommand(t.runtime.services, 'seed-logs', { org: ws.organizationGuid, rows: 12_000, days: 2 }, { onProgress: (done) => progress.push(done) });
+    const result = await runAdminCommand(
+      t.runtime.services,
+      'seed-logs',
+      { org: ws.organizationGuid, rows: 12_000, days: 2 },
+      { onProgress: (done) => progress.push(done) },
+    );
     expect(result.rows).toBe(12_000);
     expect(typeof result.seconds).toBe('number');
     expect(progress.at(-1)).toBe(12_000);

@@ -58,7 +58,11 @@ async function replaySpool(dir: string): Promise<void> {
 }
 
 const guidsIn = async (org: string): Promise<string[]> => {
-  const res = await real.query({ query: 'SELECT toString(guid) AS g FROM call_logs WHERE organization_guid = {org:String}', query_params: { org }, format: 'JSONEachRow' });
+  const res = await real.query({
+    query: 'SELECT toString(guid) AS g FROM call_logs WHERE organization_guid = {org:String}',
+    query_params: { org },
+    format: 'JSONEachRow',
+  });
   return (await res.json<{ g: string }>()).map((r) => r.g);
 };
 
@@ -81,7 +85,11 @@ describe('the call-log writer', () => {
     expect(await countRows(t, org, 'call_log_details')).toBe(350);
     expect(listSegments(dir)).toEqual([]);
     // ingested_at is stamped at the INSERT, after ClickHouse came back, not when the rows were accepted.
-    const res = await real.query({ query: 'SELECT min(toUnixTimestamp64Milli(ingested_at)) AS m FROM call_logs WHERE organization_guid = {org:String}', query_params: { org }, format: 'JSONEachRow' });
+    const res = await real.query({
+      query: 'SELECT min(toUnixTimestamp64Milli(ingested_at)) AS m FROM call_logs WHERE organization_guid = {org:String}',
+      query_params: { org },
+      format: 'JSONEachRow',
+    });
     expect(Number((await res.json<{ m: number }>())[0]!.m)).toBeGreaterThanOrEqual(restoredAt);
     await writer.close();
   });
@@ -118,7 +126,13 @@ describe('the call-log writer', () => {
     const text = fs.readFileSync(path.join(dir, name!), 'utf8');
     const frames = text.split(/^#\d+ \d+$/m).slice(1);
     expect(frames).toHaveLength(2);
-    expect(text.trimEnd().split('\n').filter((line) => line.startsWith('[')).map((line) => (JSON.parse(line) as string[])[1])).toEqual([
+    expect(
+      text
+        .trimEnd()
+        .split('\n')
+        .filter((line) => line.startsWith('['))
+        .map((line) => (JSON.parse(line) as string[])[1]),
+    ).toEqual([
       // Each frame: its thin rows, then its detail rows.
       rows[0]!.guid,
       rows[1]!.guid,
@@ -256,7 +270,11 @@ describe('the call-log writer', () => {
     await writer.write(times.map((createdAt, i) => logRow(org, { createdAt, userGuid: i % 2 ? user : user.toUpperCase() })));
     await writer.flush();
     await writer.close();
-    const res = await real.query({ query: 'SELECT toUnixTimestamp64Milli(created_at) AS ms, user_guid FROM call_logs WHERE organization_guid = {org:String} ORDER BY created_at', query_params: { org }, format: 'JSONEachRow' });
+    const res = await real.query({
+      query: 'SELECT toUnixTimestamp64Milli(created_at) AS ms, user_guid FROM call_logs WHERE organization_guid = {org:String} ORDER BY created_at',
+      query_params: { org },
+      format: 'JSONEachRow',
+    });
     const rows = await res.json<{ ms: number | string; user_guid: string }>();
     expect(rows.map((r) => Number(r.ms))).toEqual(times);
     expect(new Set(rows.map((r) => r.user_guid))).toEqual(new Set([user]));
@@ -265,9 +283,18 @@ describe('the call-log writer', () => {
   it('encodes created_at so that ClickHouse parses it to the millisecond, in both of its forms', async () => {
     // Epoch-seconds text for real call times, the ISO text before 2001. Parsed by ClickHouse's own
     // JSONCompactEachRow reader (a row in call_logs from 1999 would be dropped by the retention TTL).
-    const times = [Date.UTC(2026, 10, 20, 12, 0, 0, 7), Date.UTC(2026, 10, 20, 12, 0, 0, 90), Date.UTC(1999, 0, 1, 0, 0, 0, 123), Date.UTC(2001, 8, 9, 1, 46, 40, 0)];
+    const times = [
+      Date.UTC(2026, 10, 20, 12, 0, 0, 7),
+      Date.UTC(2026, 10, 20, 12, 0, 0, 90),
+      Date.UTC(1999, 0, 1, 0, 0, 0, 123),
+      Date.UTC(2001, 8, 9, 1, 46, 40, 0),
+    ];
     const data = times.map((ms) => JSON.stringify([chEpochMs(ms)])).join('\n');
-    const res = await real.query({ query: "SELECT toUnixTimestamp64Milli(c) AS ms FROM format(JSONCompactEachRow, 'c DateTime64(3, \\'UTC\\')', {data:String})", query_params: { data }, format: 'JSONEachRow' });
+    const res = await real.query({
+      query: "SELECT toUnixTimestamp64Milli(c) AS ms FROM format(JSONCompactEachRow, 'c DateTime64(3, \\'UTC\\')', {data:String})",
+      query_params: { data },
+      format: 'JSONEachRow',
+    });
     expect((await res.json<{ ms: number | string }>()).map((r) => Number(r.ms))).toEqual(times);
   });
 
@@ -294,13 +321,38 @@ describe('the call-log writer', () => {
 
 describe('redaction', () => {
   it('redacts the values of sensitive header names, case-insensitively, and any explicitly listed name', () => {
-    const headers = { Authorization: 'Bearer a', COOKIE: 'c', 'x-api-key': 'k', 'Proxy-Authorization': 'p', 'SVC-Anything': 's', 'X-Tenant-Key': 't', Accept: 'json' };
-    expect(redactHeaders(headers, ['x-tenant-key'])).toEqual({ Authorization: '[REDACTED]', COOKIE: '[REDACTED]', 'x-api-key': '[REDACTED]', 'Proxy-Authorization': '[REDACTED]', 'SVC-Anything': '[REDACTED]', 'X-Tenant-Key': '[REDACTED]', Accept: 'json' });
+    const headers = {
+      Authorization: 'Bearer a',
+      COOKIE: 'c',
+      'x-api-key': 'k',
+      'Proxy-Authorization': 'p',
+      'SVC-Anything': 's',
+      'X-Tenant-Key': 't',
+      Accept: 'json',
+    };
+    expect(redactHeaders(headers, ['x-tenant-key'])).toEqual({
+      Authorization: '[REDACTED]',
+      COOKIE: '[REDACTED]',
+      'x-api-key': '[REDACTED]',
+      'Proxy-Authorization': '[REDACTED]',
+      'SVC-Anything': '[REDACTED]',
+      'X-Tenant-Key': '[REDACTED]',
+      Accept: 'json',
+    });
     expect(isSensitiveHeaderName('accept')).toBe(false);
   });
 
   it('redacts a debug context at any depth, and credentials spelled out in strings', () => {
-    const out = JSON.stringify(redactDeep({ response: { headers: { 'www-authenticate': 'x', authorization: 'Bearer abc.def' }, body: 'token was Bearer abc.def here', nested: [{ cookie: 'id=1' }] }, clientSecret: 'shh' }));
+    const out = JSON.stringify(
+      redactDeep({
+        response: {
+          headers: { 'www-authenticate': 'x', authorization: 'Bearer abc.def' },
+          body: 'token was Bearer abc.def here',
+          nested: [{ cookie: 'id=1' }],
+        },
+        clientSecret: 'shh',
+      }),
+    );
     expect(out).not.toContain('abc.def');
     expect(out).not.toContain('id=1');
     expect(out).not.toContain('shh');
@@ -319,12 +371,32 @@ describe('redaction', () => {
     const row = logRow(org.toUpperCase(), { ...text, status: 'error', createdAt: Date.UTC(2026, 10, 20, 12, 0, 0, 5), durationMs: 7.6 });
     const columns = JSON.parse(encodeCallLog(row).thin) as unknown[];
     expect(columns).toEqual([
-      org, row.guid, `${Date.UTC(2026, 10, 20, 12) / 1000}.005`, 'tool_call', text.method, text.toolName, 'error', text.errorMessage, 8, 100, 200,
-      row.gatewayConnectionGuid, row.userGuid, row.outboundGatewayGuid, row.inboundServerGuid, row.hostGuid, row.serverContainerGuid, row.teamGuid,
-      row.traceId, row.spanId, text.sessionId,
+      org,
+      row.guid,
+      `${Date.UTC(2026, 10, 20, 12) / 1000}.005`,
+      'tool_call',
+      text.method,
+      text.toolName,
+      'error',
+      text.errorMessage,
+      8,
+      100,
+      200,
+      row.gatewayConnectionGuid,
+      row.userGuid,
+      row.outboundGatewayGuid,
+      row.inboundServerGuid,
+      row.hostGuid,
+      row.serverContainerGuid,
+      row.teamGuid,
+      row.traceId,
+      row.spanId,
+      text.sessionId,
     ]);
     // Absent optional values are empty strings, as ClickHouse stores them.
-    const bare = JSON.parse(encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin) as unknown[];
+    const bare = JSON.parse(
+      encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin,
+    ) as unknown[];
     expect(bare.slice(4, 8)).toEqual(['ping', '', 'ok', '']);
     expect(bare.slice(11, 18)).toEqual(['', '', '', '', '', '', '']);
   });
@@ -343,7 +415,9 @@ describe('redaction', () => {
   });
 
   it('never encodes a sensitive header value into a row', () => {
-    const encoded = encodeCallLog(logRow(newGuid(), { requestHeaders: { authorization: 'Bearer topsecret', 'X-Id-Header': 'idsecret' }, sensitiveHeaderNames: ['x-id-header'] }));
+    const encoded = encodeCallLog(
+      logRow(newGuid(), { requestHeaders: { authorization: 'Bearer topsecret', 'X-Id-Header': 'idsecret' }, sensitiveHeaderNames: ['x-id-header'] }),
+    );
     expect(encoded.detail).not.toContain('topsecret');
     expect(encoded.detail).not.toContain('idsecret');
   });

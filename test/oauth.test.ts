@@ -88,7 +88,9 @@ describe.each(SURFACES)('OAuth servers on %s', (surface) => {
     expect(row.authentication_status).toBe('authenticated');
     expect((row.features as { tools: { name: string }[] }).tools.map((x) => x.name)).toEqual(['whoami']);
     const identities = (await call(surface, member.token, 'list_identities', { inboundServerGuid: res.body.guid })).body.items;
-    expect(identities).toEqual([{ guid: expect.any(String), name: 'oauth-i Identity', enabled: true, accessControl: 'private', inboundServerGuid: res.body.guid }]);
+    expect(identities).toEqual([
+      { guid: expect.any(String), name: 'oauth-i Identity', enabled: true, accessControl: 'private', inboundServerGuid: res.body.guid },
+    ]);
     // The state was bound to the member who started: the private identity is theirs, invisible to the admin.
     expect((await call(surface, ws.token, 'list_identities', { inboundServerGuid: res.body.guid })).body.items).toEqual([]);
     const set = await issuedTokenSet(identities[0].guid);
@@ -108,7 +110,12 @@ describe.each(SURFACES)('OAuth servers on %s', (surface) => {
     await validated(t, server.guid);
     const res = await call(surface, ws.token, 'add_identity', { inboundServerGuid: server.guid, identityLabel: 'Shared login', accessControl: 'global' });
     expect(res.status).toBe(surface === 'rest' ? 201 : 200);
-    expect(res.body).toMatchObject({ guid: server.guid, authenticationType: 'oauth', authenticationStatus: 'authenticated', authorizationUrl: expect.any(String) });
+    expect(res.body).toMatchObject({
+      guid: server.guid,
+      authenticationType: 'oauth',
+      authenticationStatus: 'authenticated',
+      authorizationUrl: expect.any(String),
+    });
     expect((await call(surface, ws.token, 'list_identities', { inboundServerGuid: server.guid })).body.items).toHaveLength(1);
     expect((await approve(res.body.authorizationUrl)).status).toBe(200);
     await validated(t, server.guid);
@@ -138,7 +145,14 @@ describe.each(SURFACES)('OAuth servers on %s', (surface) => {
       oauthScope: 'mcp:tools',
     });
     expect(res.status).toBe(surface === 'rest' ? 201 : 200);
-    expect(res.body).toEqual({ guid: expect.any(String), name: 'oauth-h', url: upstream.url, enabled: true, authenticationType: 'oauth', authenticationStatus: 'needs-authentication' });
+    expect(res.body).toEqual({
+      guid: expect.any(String),
+      name: 'oauth-h',
+      url: upstream.url,
+      enabled: true,
+      authenticationType: 'oauth',
+      authenticationStatus: 'needs-authentication',
+    });
     expect((await validated(t, res.body.guid)).authentication_status).toBe('authenticated');
     expect(upstream.acceptedTokens).toContain(tokens.access_token);
 
@@ -209,13 +223,16 @@ describe.each(SURFACES)('OAuth servers on %s', (surface) => {
     const notOAuth = await call(surface, ws.token, 'create_inbound_server', { name: 'x', url: plain.url, authType: 'oauth' });
     expect(notOAuth.status).toBe(400);
     expect(notOAuth.body.errors[0].path).toBe('url');
-    const before = (await t.runtime.services.db.selectFrom('inbound_servers').select('guid').where('organization_guid', '=', ws.organizationGuid).execute()).length;
+    const before = (await t.runtime.services.db.selectFrom('inbound_servers').select('guid').where('organization_guid', '=', ws.organizationGuid).execute())
+      .length;
     expect(before).toBeGreaterThan(0);
     const metadata = await call(surface, ws.token, 'create_inbound_server', { name: 'x', url: 'http://169.254.169.254/mcp', authType: 'oauth' });
     expect(metadata.status).toBe(400);
     expect(metadata.body.errors[0].path).toBe('url');
     // Nothing half-created.
-    expect((await t.runtime.services.db.selectFrom('inbound_servers').select('guid').where('organization_guid', '=', ws.organizationGuid).execute()).length).toBe(before);
+    expect(
+      (await t.runtime.services.db.selectFrom('inbound_servers').select('guid').where('organization_guid', '=', ws.organizationGuid).execute()).length,
+    ).toBe(before);
   });
 });
 

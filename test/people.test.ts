@@ -58,7 +58,10 @@ describe.each(SURFACES)('teams on %s', (surface: Surface) => {
 describe.each(SURFACES)('roles on %s', (surface: Surface) => {
   it('creates a role from grants, treating anything but "true" as false, and lists it', async () => {
     const ws = await newWorkspace(t);
-    const res = await invoke(t, surface, ws.token, 'create_role', { name: 'Viewer', grants: { viewAllGateways: 'true', viewAllServers: 'yes', exportLogs: 'false' } });
+    const res = await invoke(t, surface, ws.token, 'create_role', {
+      name: 'Viewer',
+      grants: { viewAllGateways: 'true', viewAllServers: 'yes', exportLogs: 'false' },
+    });
     expect(res.status).toBe(surface === 'rest' ? 201 : 200);
     expect(Role.parse(res.body)).toEqual({ guid: expect.any(String), name: 'Viewer', grantedCapabilities: ['viewAllGateways'] });
     const empty = await invoke(t, surface, ws.token, 'create_role', { name: 'Nothing' });
@@ -76,9 +79,9 @@ describe.each(SURFACES)('roles on %s', (surface: Surface) => {
     const partnerKey = await invoke(t, surface, ws.token, 'create_role', { name: 'X', grants: { managePartnerWorkspaces: 'true' } });
     expect(partnerKey.status).toBe(400);
     const partner = await newWorkspace(t, { partner: true });
-    expect((await invoke(t, surface, partner.token, 'create_role', { name: 'P', grants: { managePartnerWorkspaces: 'true' } })).body.grantedCapabilities).toEqual([
-      'managePartnerWorkspaces',
-    ]);
+    expect(
+      (await invoke(t, surface, partner.token, 'create_role', { name: 'P', grants: { managePartnerWorkspaces: 'true' } })).body.grantedCapabilities,
+    ).toEqual(['managePartnerWorkspaces']);
   });
 
   it('modify_role merges grants and renames; unchanged input changes nothing', async () => {
@@ -123,7 +126,13 @@ describe.each(SURFACES)('users on %s', (surface: Surface) => {
   it('invites a user with role, teams and referrer; a second invite of the same email conflicts', async () => {
     const ws = await newWorkspace(t);
     const team = (await invoke(t, surface, ws.token, 'create_team', { name: 'T' })).body;
-    const res = await invoke(t, surface, ws.token, 'invite_user', { email: 'Ann@Example.test', firstName: 'Ann', lastName: 'Lee', roleGuid: ws.roleGuid, teamGuids: team.guid });
+    const res = await invoke(t, surface, ws.token, 'invite_user', {
+      email: 'Ann@Example.test',
+      firstName: 'Ann',
+      lastName: 'Lee',
+      roleGuid: ws.roleGuid,
+      teamGuids: team.guid,
+    });
     expect(res.status).toBe(surface === 'rest' ? 201 : 200);
     expect(res.body).toEqual({ email: 'ann@example.test', userGuid: expect.any(String) });
     const user = (await invoke(t, surface, ws.token, 'list_users')).body.items.find((u: { guid: string }) => u.guid === res.body.userGuid);

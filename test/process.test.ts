@@ -38,7 +38,10 @@ async function startService(port: number): Promise<{ child: ChildProcess; stdout
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
   for (let i = 0; i < 240; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { child, stdout: () => out };
     if (child.exitCode !== null) throw new Error(`service exited: ${out}`);
     await new Promise((r) => setTimeout(r, 250));
@@ -65,7 +68,10 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
   it('bootstraps once, serves the CLI over its socket, stops on SIGTERM, and the CLI works without it', async () => {
     const port = await freePort();
     const first = await startService(port);
-    const tokenLine = first.stdout().split('\n').find((l) => l.startsWith('Initial admin token: '));
+    const tokenLine = first
+      .stdout()
+      .split('\n')
+      .find((l) => l.startsWith('Initial admin token: '));
     expect(tokenLine).toMatch(/^Initial admin token: svcp_[A-Za-z0-9]{8}_[A-Za-z0-9]{43}$/);
     const token = tokenLine!.slice('Initial admin token: '.length);
     const tokenFile = path.join(dataDir, 'initial-admin-token');
@@ -79,7 +85,12 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
 
     // Through the running service (embedded stores admit one process).
     const ws = await admin(['create-workspace', '--name', 'Acme', '--admin-email', 'ops@acme.test'], port);
-    expect(ws).toEqual({ organizationGuid: expect.any(String), userGuid: expect.any(String), roleGuid: expect.any(String), token: expect.stringMatching(/^svcp_/) });
+    expect(ws).toEqual({
+      organizationGuid: expect.any(String),
+      userGuid: expect.any(String),
+      roleGuid: expect.any(String),
+      token: expect.stringMatching(/^svcp_/),
+    });
     const revoked = await admin(['entitlement', 'revoke', '--org', ws.organizationGuid, '--key', 'ff-svc-admin'], port);
     expect(revoked).toEqual({ organizationGuid: ws.organizationGuid, key: 'ff-svc-admin', granted: false });
     const denied = await fetch(`http://127.0.0.1:${port}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${ws.token}` } });

@@ -44,9 +44,21 @@ const call = async (surface: (typeof SURFACES)[number], token: string, name: str
 
 describe.each(SURFACES)('inbound servers on %s', (surface) => {
   it('registers an open server on Streamable HTTP: status open, no identity, tools discovered', async () => {
-    const res = await call(surface, ws.token, 'create_inbound_server', { name: 'everything', url: everythingHttp.url, authType: 'none', accessControl: 'global' });
+    const res = await call(surface, ws.token, 'create_inbound_server', {
+      name: 'everything',
+      url: everythingHttp.url,
+      authType: 'none',
+      accessControl: 'global',
+    });
     expect(res.status).toBe(surface === 'rest' ? 201 : 200);
-    expect(res.body).toEqual({ guid: expect.any(String), name: 'everything', url: everythingHttp.url, enabled: true, authenticationType: 'none', authenticationStatus: 'open' });
+    expect(res.body).toEqual({
+      guid: expect.any(String),
+      name: 'everything',
+      url: everythingHttp.url,
+      enabled: true,
+      authenticationType: 'none',
+      authenticationStatus: 'open',
+    });
     const row = await validated(t, res.body.guid);
     expect(row.authentication_status).toBe('open');
     expect(row.validation_due_at).toBeNull();
@@ -94,7 +106,13 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
 
   it('marks a server whose credential is refused unsupported, with a redacted alert; a good identity then authenticates it', async () => {
     const wrong = `wrong-${SECRET}`;
-    const res = await call(surface, ws.token, 'create_inbound_server', { name: 'hdr-bad', url: headerServer.url, authType: 'headers', headers: { 'X-Api-Key': wrong }, identityLabel: 'Bad key' });
+    const res = await call(surface, ws.token, 'create_inbound_server', {
+      name: 'hdr-bad',
+      url: headerServer.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': wrong },
+      identityLabel: 'Bad key',
+    });
     const row = await validated(t, res.body.guid);
     expect(row.authentication_status).toBe('unsupported');
     expect(row.status_reason).toMatch(/401/);
@@ -103,15 +121,30 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
     expect(JSON.stringify(alert)).not.toContain(wrong);
     expect((await call(surface, ws.token, 'get_inbound_server', { inboundServerGuid: res.body.guid })).body.authenticationStatus).toBe('unsupported');
 
-    const added = await call(surface, ws.token, 'add_identity', { inboundServerGuid: res.body.guid, headers: { 'X-Api-Key': SECRET }, accessControl: 'global' });
+    const added = await call(surface, ws.token, 'add_identity', {
+      inboundServerGuid: res.body.guid,
+      headers: { 'X-Api-Key': SECRET },
+      accessControl: 'global',
+    });
     expect(added.status).toBe(surface === 'rest' ? 201 : 200);
-    expect(added.body).toEqual({ guid: expect.any(String), name: 'hdr-bad Identity', enabled: true, accessControl: 'global', inboundServerGuid: res.body.guid });
+    expect(added.body).toEqual({
+      guid: expect.any(String),
+      name: 'hdr-bad Identity',
+      enabled: true,
+      accessControl: 'global',
+      inboundServerGuid: res.body.guid,
+    });
     expect((await validated(t, res.body.guid)).authentication_status).toBe('authenticated');
     assertNeverLeaked(t, [wrong, SECRET], [...responses, ...alerts]);
   });
 
   it('times out a server that never answers and marks it unsupported', async () => {
-    const res = await call(surface, ws.token, 'create_inbound_server', { name: 'silent', url: silent.url, authType: 'headers', headers: { 'X-Api-Key': SECRET } });
+    const res = await call(surface, ws.token, 'create_inbound_server', {
+      name: 'silent',
+      url: silent.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': SECRET },
+    });
     const row = await validated(t, res.body.guid);
     expect(row.authentication_status).toBe('unsupported');
     expect(row.status_reason).toMatch(/timed out/);
@@ -120,7 +153,10 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
   it('renames, enables and disables, saving only on change', async () => {
     const { body: s } = await call(surface, ws.token, 'create_inbound_server', { name: 'r1', url: everythingHttp.url, authType: 'none' });
     await validated(t, s.guid);
-    expect((await call(surface, ws.token, 'rename_inbound_server', { inboundServerGuid: s.guid, newName: 'r2' })).body).toMatchObject({ guid: s.guid, name: 'r2' });
+    expect((await call(surface, ws.token, 'rename_inbound_server', { inboundServerGuid: s.guid, newName: 'r2' })).body).toMatchObject({
+      guid: s.guid,
+      name: 'r2',
+    });
     expect((await call(surface, ws.token, 'rename_inbound_server', { inboundServerGuid: s.guid, newName: 'r2' })).body.name).toBe('r2');
     expect((await call(surface, ws.token, 'enable_inbound_server', { inboundServerGuid: s.guid })).body.enabled).toBe(true);
     expect((await call(surface, ws.token, 'disable_inbound_server', { inboundServerGuid: s.guid })).body.enabled).toBe(false);
@@ -133,7 +169,12 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
   });
 
   it('deletes softly: gone from the interface, identities and their secrets stay', async () => {
-    const { body: s } = await call(surface, ws.token, 'create_inbound_server', { name: 'del', url: headerServer.url, authType: 'headers', headers: { 'X-Api-Key': SECRET } });
+    const { body: s } = await call(surface, ws.token, 'create_inbound_server', {
+      name: 'del',
+      url: headerServer.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': SECRET },
+    });
     await validated(t, s.guid);
     const res = await call(surface, ws.token, 'delete_inbound_server', { inboundServerGuid: s.guid });
     expect(res.body).toEqual({ deleted: true, inboundServerGuid: s.guid });
@@ -179,7 +220,12 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
   });
 
   it('keeps servers to their workspace', async () => {
-    const { body: s } = await call(surface, ws.token, 'create_inbound_server', { name: 'iso', url: headerServer.url, authType: 'headers', headers: { 'X-Api-Key': SECRET } });
+    const { body: s } = await call(surface, ws.token, 'create_inbound_server', {
+      name: 'iso',
+      url: headerServer.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': SECRET },
+    });
     await validated(t, s.guid);
     expect((await call(surface, other.token, 'list_inbound_servers')).body.items.map((x: { guid: string }) => x.guid)).not.toContain(s.guid);
     for (const [name, extra] of [
@@ -214,7 +260,12 @@ describe('validation jobs', () => {
   it('survive a restart: a server left pending is validated when the runner starts again', async () => {
     const jobs = t.runtime.services.serverValidation;
     await jobs.stop();
-    const { body: s } = await call('rest', ws.token, 'create_inbound_server', { name: 'pending', url: headerServer.url, authType: 'headers', headers: { 'X-Api-Key': SECRET } });
+    const { body: s } = await call('rest', ws.token, 'create_inbound_server', {
+      name: 'pending',
+      url: headerServer.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': SECRET },
+    });
     const pending = await validated(t, s.guid);
     expect(pending.authentication_status).toBe('needs-authentication');
     expect(pending.validation_due_at).not.toBeNull();
@@ -226,7 +277,12 @@ describe('validation jobs', () => {
   });
 
   it('checks egress again at connect time', async () => {
-    const { body: s } = await call('rest', ws.token, 'create_inbound_server', { name: 'egress', url: headerServer.url, authType: 'headers', headers: { 'X-Api-Key': SECRET } });
+    const { body: s } = await call('rest', ws.token, 'create_inbound_server', {
+      name: 'egress',
+      url: headerServer.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': SECRET },
+    });
     expect((await validated(t, s.guid)).authentication_status).toBe('authenticated');
     const [identity] = (await call('rest', ws.token, 'list_identities', { inboundServerGuid: s.guid })).body.items;
     const services = t.runtime.services;

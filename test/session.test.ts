@@ -7,12 +7,43 @@ import { newMember } from './helpers/members.js';
 let t: TestApp;
 useTestApp((app) => (t = app));
 
-const SPEC_GROUPS = ['Identities', 'Servers', 'Gateways', 'Hosts', 'People', 'Workspace settings', 'Logging', 'Alerting', 'Reporting', 'Integrations', 'Partner Portal'];
+const SPEC_GROUPS = [
+  'Identities',
+  'Servers',
+  'Gateways',
+  'Hosts',
+  'People',
+  'Workspace settings',
+  'Logging',
+  'Alerting',
+  'Reporting',
+  'Integrations',
+  'Partner Portal',
+];
 const SPEC_KEYS = [
-  'viewAllGateways', 'basicGatewayManagement', 'createAndManageApiTokens', 'archiveGateway', 'manageTeamGatewayProvisioning', 'accessAllIdentities',
-  'identityManagement', 'viewAllServers', 'basicServerManagement', 'enableDisableServers', 'deleteServers', 'enableDisableHosts', 'deleteHosts',
-  'enableDisableConnections', 'exportLogs', 'seeAllAlerts', 'manageOtelCollector', 'manageTeams', 'manageRoles', 'manageUserRoles', 'manageUserTeams',
-  'inviteUsers', 'removeUsers',
+  'viewAllGateways',
+  'basicGatewayManagement',
+  'createAndManageApiTokens',
+  'archiveGateway',
+  'manageTeamGatewayProvisioning',
+  'accessAllIdentities',
+  'identityManagement',
+  'viewAllServers',
+  'basicServerManagement',
+  'enableDisableServers',
+  'deleteServers',
+  'enableDisableHosts',
+  'deleteHosts',
+  'enableDisableConnections',
+  'exportLogs',
+  'seeAllAlerts',
+  'manageOtelCollector',
+  'manageTeams',
+  'manageRoles',
+  'manageUserRoles',
+  'manageUserTeams',
+  'inviteUsers',
+  'removeUsers',
 ];
 
 describe.each(SURFACES)('session on %s', (surface: Surface) => {
@@ -38,7 +69,8 @@ describe.each(SURFACES)('session on %s', (surface: Surface) => {
     for (const key of SPEC_KEYS) expect(keys).toContain(key);
     for (const g of res.body.groups) {
       expect(g.capabilities.length).toBeGreaterThan(0);
-      for (const c of g.capabilities) expect(c).toEqual({ key: expect.any(String), label: expect.stringMatching(/\S/), description: expect.stringMatching(/\S/) });
+      for (const c of g.capabilities)
+        expect(c).toEqual({ key: expect.any(String), label: expect.stringMatching(/\S/), description: expect.stringMatching(/\S/) });
     }
     const standard = await newWorkspace(t);
     const std = await invoke(t, surface, standard.token, 'list_capabilities');
@@ -84,7 +116,16 @@ describe.each(SURFACES)('session on %s', (surface: Surface) => {
     expect((await invoke(t, 'rest', res.body.token, 'whoami')).status).toBe(200);
     const listed = await invoke(t, surface, ws.token, 'list_access_tokens');
     const row = listed.body.items.find((x: { id: string }) => x.id === res.body.id);
-    expect(row).toEqual({ id: res.body.id, label: 'ci', kind: 'access', prefix: res.body.prefix, createdAt: res.body.createdAt, expiresAt: res.body.expiresAt, lastUsedAt: expect.any(String), gatewayGuid: null });
+    expect(row).toEqual({
+      id: res.body.id,
+      label: 'ci',
+      kind: 'access',
+      prefix: res.body.prefix,
+      createdAt: res.body.createdAt,
+      expiresAt: res.body.expiresAt,
+      lastUsedAt: expect.any(String),
+      gatewayGuid: null,
+    });
     assertNeverLeaked(t, [res.body.token, never.body.token, one.body.token], [listed.body]);
   });
 
@@ -119,7 +160,11 @@ describe.each(SURFACES)('session on %s', (surface: Surface) => {
   it('an expired token fails with the same answer as an unknown one', async () => {
     const ws = await newWorkspace(t);
     const created = (await invoke(t, surface, ws.token, 'create_access_token', { label: 'old', expiresInDays: 1 })).body;
-    await t.runtime.services.db.updateTable('access_tokens').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', created.id).execute();
+    await t.runtime.services.db
+      .updateTable('access_tokens')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', created.id)
+      .execute();
     const expired = await rest(t, created.token, 'GET', '/whoami');
     const unknown = await rest(t, created.token.slice(0, -1) + (created.token.endsWith('A') ? 'B' : 'A'), 'GET', '/whoami');
     expect(expired.status).toBe(401);

@@ -65,7 +65,10 @@ function progressBar(json: boolean): { update: (done: number, total: number) => 
   return {
     update: (done, total) => {
       if (!bar) {
-        bar = new cliProgress.SingleBar({ stream: process.stderr, format: '{bar} {percentage}% | {value}/{total} rows | {eta_formatted} left' }, cliProgress.Presets.shades_classic);
+        bar = new cliProgress.SingleBar(
+          { stream: process.stderr, format: '{bar} {percentage}% | {value}/{total} rows | {eta_formatted} left' },
+          cliProgress.Presets.shades_classic,
+        );
         bar.start(total, 0);
       }
       bar.update(done);

@@ -35,10 +35,13 @@ export interface AdminCommandHooks {
   onProgress?: (done: number, total: number) => void;
 }
 
-type Handlers = { [K in AdminCommandName]: (services: Services, args: z.output<(typeof commandSchemas)[K]>, hooks: AdminCommandHooks) => Promise<Record<string, unknown>> };
+type Handlers = {
+  [K in AdminCommandName]: (services: Services, args: z.output<(typeof commandSchemas)[K]>, hooks: AdminCommandHooks) => Promise<Record<string, unknown>>;
+};
 
 const handlers: Handlers = {
-  'create-workspace': async ({ db }, a) => createWorkspace(db, { name: a.name, adminEmail: a.adminEmail, partner: a.partner }) as unknown as Promise<Record<string, unknown>>,
+  'create-workspace': async ({ db }, a) =>
+    createWorkspace(db, { name: a.name, adminEmail: a.adminEmail, partner: a.partner }) as unknown as Promise<Record<string, unknown>>,
   entitlement: async ({ db }, a) => {
     if (!(await findOrganization(db, a.org))) throw notFound('Workspace');
     if (a.action === 'grant') await grantEntitlement(db, a.org, a.key);
@@ -49,7 +52,12 @@ const handlers: Handlers = {
     const user = await db.selectFrom('users').select(['guid', 'organization_guid', 'is_active']).where('guid', '=', a.user).executeTakeFirst();
     if (!user) throw notFound('User');
     if (!user.is_active) throw new AppError('conflict', 'The user is deactivated.');
-    const issued = await issueAccessToken(db, { organizationGuid: user.organization_guid, userGuid: user.guid, label: a.label, expiresInDays: a.expiresInDays });
+    const issued = await issueAccessToken(db, {
+      organizationGuid: user.organization_guid,
+      userGuid: user.guid,
+      label: a.label,
+      expiresInDays: a.expiresInDays,
+    });
     return { id: issued.record.id, label: issued.record.label, prefix: issued.record.prefix, token: issued.token, alreadyExisted: issued.alreadyExisted };
   },
   migrate: async (services) => {
@@ -65,7 +73,12 @@ const handlers: Handlers = {
   },
 };
 
-export async function runAdminCommand(services: Services, name: string, rawArgs: Record<string, unknown>, hooks: AdminCommandHooks = {}): Promise<Record<string, unknown>> {
+export async function runAdminCommand(
+  services: Services,
+  name: string,
+  rawArgs: Record<string, unknown>,
+  hooks: AdminCommandHooks = {},
+): Promise<Record<string, unknown>> {
   if (!(name in commandSchemas)) throw validationFailed([{ path: 'command', message: `unknown command; one of ${ADMIN_COMMANDS.join(', ')}` }]);
   const command = name as AdminCommandName;
   const parsed = commandSchemas[command].safeParse(rawArgs);

@@ -22,7 +22,11 @@ export const CAPABILITY_GROUPS: readonly CapabilityGroup[] = [
   {
     name: 'Identities',
     capabilities: [
-      cap('accessAllIdentities', 'Access all identities', 'List the identities of every inbound server (private identities stay visible only to their creator).'),
+      cap(
+        'accessAllIdentities',
+        'Access all identities',
+        'List the identities of every inbound server (private identities stay visible only to their creator).',
+      ),
       cap('identityManagement', 'Manage identities', 'Add, enable, disable and delete identities, and change the availability and headers of your own.'),
     ],
   },
@@ -66,9 +70,7 @@ export const CAPABILITY_GROUPS: readonly CapabilityGroup[] = [
   },
   {
     name: 'Workspace settings',
-    capabilities: [
-      cap('manageOtelCollector', 'Manage the collector', 'Read and change where call logs and traces are forwarded (OTLP or HEC).'),
-    ],
+    capabilities: [cap('manageOtelCollector', 'Manage the collector', 'Read and change where call logs and traces are forwarded (OTLP or HEC).')],
   },
   {
     name: 'Logging',

@@ -95,7 +95,9 @@ export class AppError extends Error {
 export const validationFailed = (errors: FieldError[]): AppError =>
   new AppError(
     'validation_failed',
-    errors.length === 1 ? `${errors[0]!.path || 'input'}: ${errors[0]!.message}` : `${errors.length} invalid parameters: ${errors.map((e) => e.path || 'input').join(', ')}`,
+    errors.length === 1
+      ? `${errors[0]!.path || 'input'}: ${errors[0]!.message}`
+      : `${errors.length} invalid parameters: ${errors.map((e) => e.path || 'input').join(', ')}`,
     { errors },
   );
 

@@ -24,9 +24,13 @@ export function zodFieldErrors(error: z.ZodError): FieldError[] {
 export async function executeOperation(op: AnyOperation, ctx: OperationContext, rawInput: Record<string, unknown>): Promise<unknown> {
   const { principal } = ctx;
   if (!principal.entitled) {
-    throw new AppError('entitlement_required', `This workspace does not hold the entitlement ${ADMIN_ENTITLEMENT}: the administration interface is not enabled for it.`, {
-      entitlement: ADMIN_ENTITLEMENT,
-    });
+    throw new AppError(
+      'entitlement_required',
+      `This workspace does not hold the entitlement ${ADMIN_ENTITLEMENT}: the administration interface is not enabled for it.`,
+      {
+        entitlement: ADMIN_ENTITLEMENT,
+      },
+    );
   }
   if (op.capability && !principal.capabilities.has(op.capability)) {
     throw new AppError('missing_capability', `${op.name} requires the capability ${op.capability}, which your role does not grant.`, {

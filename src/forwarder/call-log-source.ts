@@ -118,7 +118,13 @@ export class CallLogSource {
    * from the table by its own key (workspace, created_at range) and sorted, only
    * the batch's rows.
    */
-  private async batchQuery(select: string, organizationGuid: string, after: Checkpoint, limit: number, before: Date): Promise<{ query: string; query_params: Record<string, unknown> }> {
+  private async batchQuery(
+    select: string,
+    organizationGuid: string,
+    after: Checkpoint,
+    limit: number,
+    before: Date,
+  ): Promise<{ query: string; query_params: Record<string, unknown> }> {
     const orgType = await this.organizationType();
     return {
       query: `WITH (
@@ -150,7 +156,13 @@ export class CallLogSource {
    * and this only copies their bytes between the envelope's head and tail.
    */
   async nextEncodedBatch(organizationGuid: string, after: Checkpoint, limit: number, before: Date, kind: BodyKind): Promise<EncodedBatch> {
-    const { query, query_params } = await this.batchQuery(`toUnixTimestamp64Milli(ingested_at), toString(guid), ${RECORD_SQL[kind]}`, organizationGuid, after, limit, before);
+    const { query, query_params } = await this.batchQuery(
+      `toUnixTimestamp64Milli(ingested_at), toString(guid), ${RECORD_SQL[kind]}`,
+      organizationGuid,
+      after,
+      limit,
+      before,
+    );
     // exec: the answer's bytes as they come, with the format and settings in the statement itself
     // (chDB would make clickhouse_settings session-wide).
     const result = await this.store.client.exec({

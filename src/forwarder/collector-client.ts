@@ -98,13 +98,16 @@ export function sendToCollector(egress: EgressPolicy, req: SendRequest): Promise
           const status = res.statusCode ?? 0;
           const text = Buffer.concat(chunks).toString('utf8');
           if (status >= 200 && status < 300) resolve({ kind: 'accepted', status, ...partialRejected(text, req.partialSuccessKey) });
-          else if (isRetryableStatus(status)) resolve({ kind: 'retry', status, retryAfterMs: parseRetryAfter(res.headers['retry-after']), reason: `HTTP ${status}` });
+          else if (isRetryableStatus(status))
+            resolve({ kind: 'retry', status, retryAfterMs: parseRetryAfter(res.headers['retry-after']), reason: `HTTP ${status}` });
           else resolve({ kind: 'refused', status, body: text });
         });
       },
     );
     request.setTimeout(req.timeoutMs, () => request.destroy(Object.assign(new Error(`no answer within ${req.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
-    request.on('error', (err: NodeJS.ErrnoException) => resolve({ kind: 'retry', status: null, retryAfterMs: null, reason: err.code ? `${err.code}: ${err.message}` : err.message }));
+    request.on('error', (err: NodeJS.ErrnoException) =>
+      resolve({ kind: 'retry', status: null, retryAfterMs: null, reason: err.code ? `${err.code}: ${err.message}` : err.message }),
+    );
     for (const piece of pieces) request.write(piece);
     request.end();
   });

@@ -11,7 +11,11 @@ import type { ForwardedSignal, ForwarderCursor } from '../stores/schema.js';
 const after = (ms: number) => sql<Date>`now() + make_interval(secs => ${ms / 1000}::double precision)`;
 
 /** Cursors that are due and not leased by someone else, oldest due first. */
-export async function listDueCursors(db: ConfigDb, owner: string, limit: number): Promise<Pick<ForwarderCursor, 'organization_guid' | 'signal' | 'checkpoint_at' | 'checkpoint_guid'>[]> {
+export async function listDueCursors(
+  db: ConfigDb,
+  owner: string,
+  limit: number,
+): Promise<Pick<ForwarderCursor, 'organization_guid' | 'signal' | 'checkpoint_at' | 'checkpoint_guid'>[]> {
   return db
     .selectFrom('forwarder_cursors')
     .select(['organization_guid', 'signal', 'checkpoint_at', 'checkpoint_guid'])
@@ -23,7 +27,13 @@ export async function listDueCursors(db: ConfigDb, owner: string, limit: number)
 }
 
 /** Takes or renews the lease in one atomic UPDATE; undefined when another process holds it or it is not due. */
-export async function claimCursor(db: ConfigDb, organizationGuid: string, signal: ForwardedSignal, owner: string, leaseMs: number): Promise<ForwarderCursor | undefined> {
+export async function claimCursor(
+  db: ConfigDb,
+  organizationGuid: string,
+  signal: ForwardedSignal,
+  owner: string,
+  leaseMs: number,
+): Promise<ForwarderCursor | undefined> {
   return db
     .updateTable('forwarder_cursors')
     .set({ lease_owner: owner, lease_expires_at: after(leaseMs) })
@@ -45,7 +55,14 @@ export interface Advance {
 }
 
 /** Moves the checkpoint past a batch the collector took (or that was given up on). False when the lease was lost. */
-export async function advanceCursor(db: ConfigDb, organizationGuid: string, signal: ForwardedSignal, owner: string, leaseMs: number, a: Advance): Promise<boolean> {
+export async function advanceCursor(
+  db: ConfigDb,
+  organizationGuid: string,
+  signal: ForwardedSignal,
+  owner: string,
+  leaseMs: number,
+  a: Advance,
+): Promise<boolean> {
   const res = await db
     .updateTable('forwarder_cursors')
     .set((eb) => ({
@@ -93,5 +110,9 @@ export async function postponeCursor(
 
 /** Gives up every lease of this process (graceful stop), so another process takes over at once. */
 export async function releaseLeases(db: ConfigDb, owner: string): Promise<void> {
-  await db.updateTable('forwarder_cursors').set({ lease_owner: null, lease_expires_at: new Date(0) }).where('lease_owner', '=', owner).execute();
+  await db
+    .updateTable('forwarder_cursors')
+    .set({ lease_owner: null, lease_expires_at: new Date(0) })
+    .where('lease_owner', '=', owner)
+    .execute();
 }

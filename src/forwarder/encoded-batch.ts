@@ -33,14 +33,15 @@ export function joinRecords(answer: Buffer, envelope: Envelope, after: Checkpoin
   let count = 0;
   let firstIngestedMs = 0;
   let end = after;
-  for (let pos = 0; pos < answer.length; ) {
+  for (let pos = 0; pos < answer.length;) {
     const firstTab = answer.indexOf(TAB, pos);
     const secondTab = firstTab < 0 ? -1 : answer.indexOf(TAB, firstTab + 1);
     if (secondTab < 0) throw new Error('the batch answer is not ingested_at, guid, record lines');
     let lineEnd = answer.indexOf(NEWLINE, secondTab + 1);
     if (lineEnd < 0) lineEnd = answer.length;
     if (count === 0) firstIngestedMs = Number(answer.toString('latin1', pos, firstTab));
-    if (lineEnd + 1 >= answer.length) end = { at: new Date(Number(answer.toString('latin1', pos, firstTab))), guid: answer.toString('latin1', firstTab + 1, secondTab) };
+    if (lineEnd + 1 >= answer.length)
+      end = { at: new Date(Number(answer.toString('latin1', pos, firstTab))), guid: answer.toString('latin1', firstTab + 1, secondTab) };
     if (count > 0) out += separator.copy(answer, out);
     out += answer.copy(answer, out, secondTab + 1, lineEnd);
     count++;

@@ -87,10 +87,15 @@ function targetOf(config: CollectorConfiguration | undefined, signal: ForwardedS
 }
 
 /** What a signal's batches are written as. */
-const bodyKindOf = (signal: ForwardedSignal, format: LogsFormat): BodyKind => (signal === 'traces' ? 'otlp_traces' : format === 'collector_hec' ? 'hec' : 'otlp_logs');
+const bodyKindOf = (signal: ForwardedSignal, format: LogsFormat): BodyKind =>
+  signal === 'traces' ? 'otlp_traces' : format === 'collector_hec' ? 'hec' : 'otlp_logs';
 
 /** Where an OTLP answer counts the records it refused (partial success); HEC has none. */
-const PARTIAL_SUCCESS_KEY: Record<BodyKind, 'rejectedLogRecords' | 'rejectedSpans' | undefined> = { otlp_logs: 'rejectedLogRecords', otlp_traces: 'rejectedSpans', hec: undefined };
+const PARTIAL_SUCCESS_KEY: Record<BodyKind, 'rejectedLogRecords' | 'rejectedSpans' | undefined> = {
+  otlp_logs: 'rejectedLogRecords',
+  otlp_traces: 'rejectedSpans',
+  hec: undefined,
+};
 
 /** A batch read (and written by ClickHouse) ahead of its turn, in the body kind configured then. */
 type PreparedBatch = EncodedBatch & { kind: BodyKind };
@@ -144,7 +149,9 @@ export class Forwarder {
     this.stopping = true;
     this.wake?.();
     await this.loop;
-    await releaseLeases(this.deps.db, this.owner).catch((err: unknown) => this.deps.logger.warn({ err: String(err) }, 'forwarder could not release its leases'));
+    await releaseLeases(this.deps.db, this.owner).catch((err: unknown) =>
+      this.deps.logger.warn({ err: String(err) }, 'forwarder could not release its leases'),
+    );
   }
 
   private async run(): Promise<void> {
@@ -158,7 +165,8 @@ export class Forwarder {
       if (!this.running) break;
       if (sent === 0) {
         // Sleep until the next poll, or less when a pending row leaves its settle window sooner.
-        const wakeInMs = this.wakeAt === undefined ? this.opts.pollIntervalMs : Math.min(this.opts.pollIntervalMs, Math.max(MIN_WAKE_MS, this.wakeAt - Date.now()));
+        const wakeInMs =
+          this.wakeAt === undefined ? this.opts.pollIntervalMs : Math.min(this.opts.pollIntervalMs, Math.max(MIN_WAKE_MS, this.wakeAt - Date.now()));
         this.wakeAt = undefined;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, wakeInMs);
@@ -200,7 +208,10 @@ export class Forwarder {
    * pass that still have nothing before the horizon (one ClickHouse query for all of
    * those, instead of a lease, a configuration read and an empty batch read each).
    */
-  private async withNewRows<C extends { organization_guid: string; signal: ForwardedSignal; checkpoint_at: Date; checkpoint_guid: string }>(due: C[], horizon: Date): Promise<C[]> {
+  private async withNewRows<C extends { organization_guid: string; signal: ForwardedSignal; checkpoint_at: Date; checkpoint_guid: string }>(
+    due: C[],
+    horizon: Date,
+  ): Promise<C[]> {
     const idle = due.filter((c) => this.caughtUp.has(`${c.organization_guid}:${c.signal}`));
     if (idle.length === 0) return due;
     const pending = await this.source.haveRowsAfter(
@@ -276,18 +287,36 @@ export class Forwarder {
           const delayMs = Math.min(MAX_RETRY_AFTER_MS, Math.max(outcome.retryAfterMs ?? 0, this.backoff(attempts)));
           this.metrics.retried.inc(labels, records);
           await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: records, lastError: outcome.reason });
-          logger.warn({ organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs }, 'collector export postponed');
+          logger.warn(
+            { organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs },
+            'collector export postponed',
+          );
           return done();
         }
         if (outcome.kind === 'refused') {
           attempts++;
           if (attempts < this.opts.maxRefusedAttempts) {
-            await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs: this.backoff(attempts), attempts, retried: 0, lastError: `HTTP ${outcome.status}` });
+            await postponeCursor(db, organizationGuid, signal, this.owner, {
+              delayMs: this.backoff(attempts),
+              attempts,
+              retried: 0,
+              lastError: `HTTP ${outcome.status}`,
+            });
             logger.warn({ organization: organizationGuid, signal, status: outcome.status, attempts }, 'collector refused a batch; trying again');
             return done();
           }
           await this.raiseRefused(organizationGuid, signal, target, outcome, headers, records, attempts);
-          if (!(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, { checkpointAt: batch.end.at, checkpointGuid: batch.end.guid, sent: 0, rejected: 0, failed: records, lastError: `HTTP ${outcome.status}` }))) return done();
+          if (
+            !(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, {
+              checkpointAt: batch.end.at,
+              checkpointGuid: batch.end.guid,
+              sent: 0,
+              rejected: 0,
+              failed: records,
+              lastError: `HTTP ${outcome.status}`,
+            }))
+          )
+            return done();
           this.metrics.failed.inc(labels, records);
           logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: records }, 'collector kept refusing a batch; skipped it');
         } else {
@@ -381,7 +410,10 @@ export class Forwarder {
     await this.raiseExportAlert(
       organizationGuid,
       'error',
-      { subject: 'Collector refused {signal}', message: 'The {signal} collector answered HTTP {status} to the same batch {attempts} times; {skipped} records were skipped.' },
+      {
+        subject: 'Collector refused {signal}',
+        message: 'The {signal} collector answered HTTP {status} to the same batch {attempts} times; {skipped} records were skipped.',
+      },
       { signal, status: String(outcome.status), skipped: String(skipped), attempts: String(attempts) },
       { responseStatus: outcome.status, responseBody: redactBody(outcome.body, headers), signal, format: target.format, attempts, skippedRecords: skipped },
     );
@@ -403,10 +435,12 @@ export class Forwarder {
     await this.raiseExportAlert(
       organizationGuid,
       'warning',
-      { subject: 'Collector rejected part of the {signal}', message: 'The {signal} collector accepted a batch of {batch} records but rejected {rejected} of them (OTLP partial success).' },
+      {
+        subject: 'Collector rejected part of the {signal}',
+        message: 'The {signal} collector accepted a batch of {batch} records but rejected {rejected} of them (OTLP partial success).',
+      },
       { signal, rejected: String(rejected), batch: String(batch) },
       { responseStatus: outcome.status, partialSuccess: { rejected, errorMessage: redactBody(outcome.message ?? '', headers) }, signal, batchRecords: batch },
     );
   }
 }
-

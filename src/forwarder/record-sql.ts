@@ -115,7 +115,9 @@ function attributeParts(item: (a: Attribute) => Part[]): Part[] {
 
 /** An OTLP KeyValue, the value an AnyValue as the serializer maps a JS string or integer. */
 const keyValue = (a: Attribute): Part[] =>
-  a.type === 'int' ? [lit(`{"key":${JSON.stringify(a.key)},"value":{"intValue":`), sql(`toString(${a.value})`), lit('}}')] : [lit(`{"key":${JSON.stringify(a.key)},"value":{"stringValue":`), jsonText(a.value), lit('}}')];
+  a.type === 'int'
+    ? [lit(`{"key":${JSON.stringify(a.key)},"value":{"intValue":`), sql(`toString(${a.value})`), lit('}}')]
+    : [lit(`{"key":${JSON.stringify(a.key)},"value":{"stringValue":`), jsonText(a.value), lit('}}')];
 
 /** A HEC field: flat, every value a string. */
 const hecField = (a: Attribute): Part[] => [lit(`${JSON.stringify(a.key)}:`), jsonText(a.type === 'int' ? `toString(${a.value})` : a.value)];
@@ -153,7 +155,9 @@ const LOG_RECORD = concat([
   nanos(CREATED_MS),
   lit('","observedTimeUnixNano":"'),
   nanos(INGESTED_MS),
-  sql(`if(${IS_ERROR}, '","severityNumber":${SEVERITY.error},"severityText":"ERROR","body":{"stringValue":', '","severityNumber":${SEVERITY.info},"severityText":"INFO","body":{"stringValue":')`),
+  sql(
+    `if(${IS_ERROR}, '","severityNumber":${SEVERITY.error},"severityText":"ERROR","body":{"stringValue":', '","severityNumber":${SEVERITY.info},"severityText":"INFO","body":{"stringValue":')`,
+  ),
   jsonText(LOG_BODY),
   lit('},"attributes":['),
   ...attributeParts(keyValue),
@@ -177,7 +181,9 @@ const SPAN = concat([
   lit('","attributes":['),
   ...attributeParts(keyValue),
   lit('],"droppedAttributesCount":0,"events":[],"droppedEventsCount":0,"status":'),
-  sql(`if(${IS_ERROR}, concat('{"code":${STATUS.error},"message":', toJSONString(if(${present('error_message')}, error_message, 'error')), '}'), '{"code":${STATUS.ok}}')`),
+  sql(
+    `if(${IS_ERROR}, concat('{"code":${STATUS.error},"message":', toJSONString(if(${present('error_message')}, error_message, 'error')), '}'), '{"code":${STATUS.ok}}')`,
+  ),
   lit(`,"links":[],"droppedLinksCount":0,"flags":${SPAN_FLAGS}}`),
 ]);
 

@@ -82,10 +82,12 @@ export class GatewayAccess {
       // Unknown tokens are cached too (under no workspace), so guessing costs no query per try.
       this.cache.set(hash, row?.organization_guid ?? '', row);
     }
-    if (!row || row.revoked || !row.user_active || (row.expires_at && row.expires_at.getTime() <= Date.now())) throw new GatewayAccessError(401, UNAUTHENTICATED);
+    if (!row || row.revoked || !row.user_active || (row.expires_at && row.expires_at.getTime() <= Date.now()))
+      throw new GatewayAccessError(401, UNAUTHENTICATED);
     if (row.gateway_guid !== gatewayGuid.toLowerCase()) throw new GatewayAccessError(401, UNAUTHENTICATED);
     if (!row.entitled) throw new GatewayAccessError(403, `This workspace does not hold the entitlement ${ADMIN_ENTITLEMENT}.`);
-    if (!row.gateway_enabled || row.gateway_archived) throw new GatewayAccessError(403, `The gateway ${row.gateway_name} is ${row.gateway_archived ? 'archived' : 'disabled'}.`);
+    if (!row.gateway_enabled || row.gateway_archived)
+      throw new GatewayAccessError(403, `The gateway ${row.gateway_name} is ${row.gateway_archived ? 'archived' : 'disabled'}.`);
     if (!row.connection_enabled) throw new GatewayAccessError(403, 'This connection is disabled.');
     if (row.host_guid && !row.host_enabled) throw new GatewayAccessError(403, "This connection's host is disabled.");
     this.services.tokenUsage.note(row.token_id);
@@ -126,7 +128,11 @@ export class GatewayAccess {
         'c.server_identities',
         'c.host_guid',
         'h.enabled as host_enabled',
-        sql<string | null>`(select tm.team_guid from team_members tm join gateway_teams gt on gt.team_guid = tm.team_guid where tm.user_guid = u.guid and gt.gateway_guid = g.guid order by tm.team_guid limit 1)`.as('team_guid'),
+        sql<
+          string | null
+        >`(select tm.team_guid from team_members tm join gateway_teams gt on gt.team_guid = tm.team_guid where tm.user_guid = u.guid and gt.gateway_guid = g.guid order by tm.team_guid limit 1)`.as(
+          'team_guid',
+        ),
       ])
       .where('t.token_hash', '=', hash)
       .where('t.kind', '=', 'gateway')

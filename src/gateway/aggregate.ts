@@ -48,7 +48,9 @@ export function resolveName(
 /** A URI template (RFC 6570, simple expressions) as a regular expression that matches its URIs. */
 export function templateMatcher(template: string): RegExp {
   const parts = template.split(/(\{[^}]*\})/);
-  const source = parts.map((p) => (p.startsWith('{') ? (p.startsWith('{+') || p.startsWith('{/') ? '.*' : '[^/]*') : p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('');
+  const source = parts
+    .map((p) => (p.startsWith('{') ? (p.startsWith('{+') || p.startsWith('{/') ? '.*' : '[^/]*') : p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
   return new RegExp(`^${source}$`);
 }
 

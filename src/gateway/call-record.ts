@@ -83,7 +83,9 @@ export class CallRecord {
       responseHeaders: { 'content-type': 'application/json' },
       sensitiveHeaderNames: this.headerNames,
     };
-    this.services.callLogs.write([row]).catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not write a gateway call log row'));
+    this.services.callLogs
+      .write([row])
+      .catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not write a gateway call log row'));
   }
 }
 

@@ -80,7 +80,11 @@ export class Catalogs {
     let credential: RouteCredential;
     if (identity.kind === 'oauth') {
       const set: OAuthTokenSet = await freshTokenSet(this.services, identity);
-      credential = { headers: { authorization: `Bearer ${set.accessToken}` }, secrets: [set.accessToken, set.refreshToken ?? '', set.clientSecret ?? ''].filter(Boolean), headerNames: ['authorization'] };
+      credential = {
+        headers: { authorization: `Bearer ${set.accessToken}` },
+        secrets: [set.accessToken, set.refreshToken ?? '', set.clientSecret ?? ''].filter(Boolean),
+        headerNames: ['authorization'],
+      };
       // A token about to expire is not cached: the next call refreshes it.
       if (needsRefresh(set)) return credential;
     } else {
@@ -144,10 +148,15 @@ export class Catalogs {
       let identity: Route['identity'] = null;
       if (row.authentication_type !== 'none') {
         const identityGuid =
-          row.identity_scheme === 'sharedIdentity' ? row.shared_identity_guid : row.identity_scheme === 'userIdentity' ? caller.serverIdentities[row.server_guid] : undefined;
+          row.identity_scheme === 'sharedIdentity'
+            ? row.shared_identity_guid
+            : row.identity_scheme === 'userIdentity'
+              ? caller.serverIdentities[row.server_guid]
+              : undefined;
         const found = identityGuid ? identityByGuid.get(identityGuid) : undefined;
         if (!row.identity_scheme) return void unavailable.set(slug, `the assignment of ${row.server_name} is not configured with an identity`);
-        if (!found || found.inbound_server_guid !== row.server_guid) return void unavailable.set(slug, `no identity of ${row.server_name} is chosen for this connection`);
+        if (!found || found.inbound_server_guid !== row.server_guid)
+          return void unavailable.set(slug, `no identity of ${row.server_name} is chosen for this connection`);
         if (!found.enabled) return void unavailable.set(slug, `the identity used for ${row.server_name} is disabled`);
         identity = found;
       }

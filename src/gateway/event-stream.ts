@@ -57,7 +57,11 @@ export async function openHostEventStream(opts: {
         if (!messages) return;
         for await (const message of messages) write(fromUpstream(route.assignmentGuid, message));
       } catch (err) {
-        if (!abort.signal.aborted) opts.services.logger.debug({ inboundServerGuid: route.serverGuid, err: err instanceof Error ? err.message : String(err) }, 'an upstream event stream ended');
+        if (!abort.signal.aborted)
+          opts.services.logger.debug(
+            { inboundServerGuid: route.serverGuid, err: err instanceof Error ? err.message : String(err) },
+            'an upstream event stream ended',
+          );
       }
     })();
   }

@@ -67,38 +67,49 @@ export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Serv
     if (!reply.raw.writableEnded) reply.raw.end();
   });
 
-  app.post<{ Params: { gatewayGuid: string }; Querystring: { sessionId?: string } }>('/gateways/:gatewayGuid/message', deps.postOptions, async (request, reply) => {
-    const caller = await deps.admit(request, reply);
-    if (!caller) return reply;
-    const stream = streams.get(String(request.query.sessionId ?? ''));
-    // Another connection's stream is as unknown as a missing one.
-    if (!stream || stream.caller.connectionGuid !== caller.connectionGuid) {
-      return reply.code(404).send(deps.rpcError(ERRORS.sessionNotFound, 'Session not found: open a new stream at /sse (the stream may be held by another replica).'));
-    }
-    const body = request.body as unknown;
-    if (!body || typeof body !== 'object' || Array.isArray(body) || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
-      return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, 'The body must be one JSON-RPC 2.0 message.'));
-    }
-    const message = body as JSONRPCMessage;
-    const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
-    const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
-    const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, stream.session?.id ?? null);
-    const catalog = await deps.catalogs.forCaller(caller);
-    // Answered on the stream: the POST is accepted at once, the work goes on while the stream is open.
-    void (async () => {
-      const answer = await deps.proxy.handle({ caller, catalog, session: stream.session, trace, signal: stream.abort.signal, record }, message);
-      if (answer.kind === 'json') {
-        if (answer.newSession) stream.session = answer.newSession;
-        write(stream, answer.message);
-      } else if (answer.kind === 'stream') {
-        for await (const out of answer.messages) write(stream, out);
-      } else if (answer.kind === 'session-expired') {
-        const id = (message as { id?: RequestId }).id;
-        if (id !== undefined) write(stream, { jsonrpc: '2.0', id, error: { code: ERRORS.sessionNotFound, message: 'Session expired upstream: open a new stream.' } } as JSONRPCMessage);
+  app.post<{ Params: { gatewayGuid: string }; Querystring: { sessionId?: string } }>(
+    '/gateways/:gatewayGuid/message',
+    deps.postOptions,
+    async (request, reply) => {
+      const caller = await deps.admit(request, reply);
+      if (!caller) return reply;
+      const stream = streams.get(String(request.query.sessionId ?? ''));
+      // Another connection's stream is as unknown as a missing one.
+      if (!stream || stream.caller.connectionGuid !== caller.connectionGuid) {
+        return reply
+          .code(404)
+          .send(deps.rpcError(ERRORS.sessionNotFound, 'Session not found: open a new stream at /sse (the stream may be held by another replica).'));
       }
-    })().catch((err: unknown) => services.logger.error({ err: err instanceof Error ? err.message : String(err) }, 'legacy gateway message failed'));
-    return reply.code(202).send();
-  });
+      const body = request.body as unknown;
+      if (!body || typeof body !== 'object' || Array.isArray(body) || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
+        return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, 'The body must be one JSON-RPC 2.0 message.'));
+      }
+      const message = body as JSONRPCMessage;
+      const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
+      const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
+      const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, stream.session?.id ?? null);
+      const catalog = await deps.catalogs.forCaller(caller);
+      // Answered on the stream: the POST is accepted at once, the work goes on while the stream is open.
+      void (async () => {
+        const answer = await deps.proxy.handle({ caller, catalog, session: stream.session, trace, signal: stream.abort.signal, record }, message);
+        if (answer.kind === 'json') {
+          if (answer.newSession) stream.session = answer.newSession;
+          write(stream, answer.message);
+        } else if (answer.kind === 'stream') {
+          for await (const out of answer.messages) write(stream, out);
+        } else if (answer.kind === 'session-expired') {
+          const id = (message as { id?: RequestId }).id;
+          if (id !== undefined)
+            write(stream, {
+              jsonrpc: '2.0',
+              id,
+              error: { code: ERRORS.sessionNotFound, message: 'Session expired upstream: open a new stream.' },
+            } as JSONRPCMessage);
+        }
+      })().catch((err: unknown) => services.logger.error({ err: err instanceof Error ? err.message : String(err) }, 'legacy gateway message failed'));
+      return reply.code(202).send();
+    },
+  );
 }
 
 function write(stream: LegacyStream, message: JSONRPCMessage): void {

@@ -16,7 +16,15 @@ import { initializeLegacyUpstream, sendToLegacyUpstream } from './upstream-legac
 import type { UpstreamHealth } from './upstream-health.js';
 
 /** JSON-RPC error codes the gateway answers with. */
-export const ERRORS = { invalidRequest: -32600, methodNotFound: -32601, invalidParams: -32602, internal: -32603, upstream: -32000, rateLimited: -32029, sessionNotFound: -32001 } as const;
+export const ERRORS = {
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  upstream: -32000,
+  rateLimited: -32029,
+  sessionNotFound: -32001,
+} as const;
 
 /** Everything one host request is served with. */
 export interface HostContext {
@@ -110,7 +118,8 @@ export class GatewayProxy {
         return { kind: 'session-expired' };
       }
       const e = err instanceof GatewayCallError ? err : new GatewayCallError(ERRORS.internal, 'The gateway could not serve this request.');
-      if (!(err instanceof GatewayCallError)) this.services.logger.error({ err: err instanceof Error ? err.message : String(err), method: m.method }, 'gateway request failed');
+      if (!(err instanceof GatewayCallError))
+        this.services.logger.error({ err: err instanceof Error ? err.message : String(err), method: m.method }, 'gateway request failed');
       return this.answer(ctx, errorResponse(id, e.code, e.message, e.data));
     }
   }
@@ -127,7 +136,15 @@ export class GatewayProxy {
     const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
     const clientCapabilities = (params.capabilities ?? {}) as Record<string, unknown>;
     const clientInfo = (params.clientInfo ?? { name: 'unknown', version: '0' }) as GatewaySession['clientInfo'];
-    const session: GatewaySession = { id: randomBytes(8).toString('hex'), connectionGuid: ctx.caller.connectionGuid, protocolVersion, clientCapabilities, clientInfo, upstreams: {}, createdAt: Date.now() };
+    const session: GatewaySession = {
+      id: randomBytes(8).toString('hex'),
+      connectionGuid: ctx.caller.connectionGuid,
+      protocolVersion,
+      clientCapabilities,
+      clientInfo,
+      upstreams: {},
+      createdAt: Date.now(),
+    };
     const opened = await Promise.all(
       ctx.catalog.routes.map(async (route) => {
         try {
@@ -141,15 +158,26 @@ export class GatewayProxy {
     const instructions: string[] = [];
     for (const { route, init } of opened) {
       if (!init) continue;
-      session.upstreams[route.assignmentGuid] = { ...(init.sessionId ? { sessionId: init.sessionId } : {}), ...(init.protocolVersion ? { protocolVersion: init.protocolVersion } : {}) };
+      session.upstreams[route.assignmentGuid] = {
+        ...(init.sessionId ? { sessionId: init.sessionId } : {}),
+        ...(init.protocolVersion ? { protocolVersion: init.protocolVersion } : {}),
+      };
       if (init.instructions) instructions.push(`## ${route.slug}\n${init.instructions}`);
     }
     const result = {
       protocolVersion,
       // Everything a later assignment could bring is offered; lists say what exists now.
-      capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {}, logging: {} },
+      capabilities: {
+        tools: { listChanged: true },
+        prompts: { listChanged: true },
+        resources: { subscribe: true, listChanged: true },
+        completions: {},
+        logging: {},
+      },
       serverInfo: { name: ctx.caller.gatewayName, version: GATEWAY_VERSION },
-      ...(instructions.length ? { instructions: `Tools, prompts and resources of several servers, each named <server>__<name>.\n\n${instructions.join('\n\n')}` } : {}),
+      ...(instructions.length
+        ? { instructions: `Tools, prompts and resources of several servers, each named <server>__<name>.\n\n${instructions.join('\n\n')}` }
+        : {}),
     };
     return this.answer(ctx, { jsonrpc: '2.0', id, result } as JSONRPCMessage, { newSession: session });
   }
@@ -166,7 +194,12 @@ export class GatewayProxy {
       const result = await initializeLegacyUpstream(this.request(ctx, route, credential, undefined, undefined), session);
       return { sessionId: null, protocolVersion: null, instructions: typeof result.instructions === 'string' ? result.instructions : null };
     }
-    const init = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: session.protocolVersion, capabilities: session.clientCapabilities, clientInfo: session.clientInfo } } as JSONRPCMessage;
+    const init = {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: session.protocolVersion, capabilities: session.clientCapabilities, clientInfo: session.clientInfo },
+    } as JSONRPCMessage;
     const req = this.request(ctx, route, credential, undefined, undefined);
     const reply = await postToUpstream(req, init);
     let response: Record<string, any> | null = null;
@@ -175,7 +208,11 @@ export class GatewayProxy {
     const protocolVersion = typeof response.result.protocolVersion === 'string' ? response.result.protocolVersion : null;
     const after = this.request(ctx, route, credential, reply.sessionId ?? undefined, protocolVersion ?? undefined);
     await postToUpstream(after, { jsonrpc: '2.0', method: 'notifications/initialized' } as JSONRPCMessage);
-    return { sessionId: reply.sessionId, protocolVersion, instructions: typeof response.result.instructions === 'string' ? response.result.instructions : null };
+    return {
+      sessionId: reply.sessionId,
+      protocolVersion,
+      instructions: typeof response.result.instructions === 'string' ? response.result.instructions : null,
+    };
   }
 
   // --- lists ----------------------------------------------------------------------
@@ -221,14 +258,24 @@ export class GatewayProxy {
 
   // --- routed calls ---------------------------------------------------------------
 
-  private async callNamed(ctx: HostContext, message: JSONRPCMessage, method: 'tools/call' | 'prompts/get', params: Record<string, unknown>): Promise<HostReply> {
+  private async callNamed(
+    ctx: HostContext,
+    message: JSONRPCMessage,
+    method: 'tools/call' | 'prompts/get',
+    params: Record<string, unknown>,
+  ): Promise<HostReply> {
     const qualified = typeof params.name === 'string' ? params.name : '';
     const kind = method === 'tools/call' ? 'Tool' : 'Prompt';
     const listKey = method === 'tools/call' ? 'tools' : 'prompts';
-    const resolved = resolveName(ctx.catalog.bySlug, qualified, (route) => ((route.features?.[listKey] ?? []) as { name?: string }[]).map((t) => String(t.name)));
+    const resolved = resolveName(ctx.catalog.bySlug, qualified, (route) =>
+      ((route.features?.[listKey] ?? []) as { name?: string }[]).map((t) => String(t.name)),
+    );
     if (!('route' in resolved)) {
       const why = resolved.slug ? ctx.catalog.unavailable.get(resolved.slug) : undefined;
-      throw new GatewayCallError(ERRORS.invalidParams, why ? `${kind} ${qualified} is not available: ${why}.` : `${kind} ${qualified} not found on this gateway.`);
+      throw new GatewayCallError(
+        ERRORS.invalidParams,
+        why ? `${kind} ${qualified} is not available: ${why}.` : `${kind} ${qualified} not found on this gateway.`,
+      );
     }
     ctx.record.toolName = resolved.name;
     const upstreamMessage = { ...message, params: { ...params, name: resolved.name } } as JSONRPCMessage;
@@ -312,7 +359,13 @@ export class GatewayProxy {
   private observe(ctx: HostContext, route: Route, request: JSONRPCMessage, final: JSONRPCMessage): void {
     const error = (final as { error?: { code?: number; message?: string } }).error;
     if (error && error.code === ERRORS.internal) {
-      this.health.failed(ctx.caller, route, { reason: String(error.message ?? ''), method: (request as { method: string }).method, secrets: ctx.record.secrets, headerNames: ctx.record.headerNames, traceId: ctx.trace.traceId });
+      this.health.failed(ctx.caller, route, {
+        reason: String(error.message ?? ''),
+        method: (request as { method: string }).method,
+        secrets: ctx.record.secrets,
+        headerNames: ctx.record.headerNames,
+        traceId: ctx.trace.traceId,
+      });
     } else this.health.succeeded(route);
   }
 
@@ -373,7 +426,13 @@ export class GatewayProxy {
     }
   }
 
-  private request(ctx: HostContext, route: Route, credential: RouteCredential, sessionId: string | undefined, protocolVersion: string | undefined): UpstreamRequest {
+  private request(
+    ctx: HostContext,
+    route: Route,
+    credential: RouteCredential,
+    sessionId: string | undefined,
+    protocolVersion: string | undefined,
+  ): UpstreamRequest {
     const { upstreamTimeoutMs, maxResponseBytes } = this.services.config.gateway;
     return {
       url: route.url,
@@ -405,8 +464,15 @@ export class GatewayProxy {
     let transient = false;
     try {
       if (!upstream) {
-        const opened = await this.openUpstream(ctx, route, ctx.session ?? { protocolVersion: LATEST_PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'gateway-host', version: '0' } });
-        upstream = { ...(opened.sessionId ? { sessionId: opened.sessionId } : {}), ...(opened.protocolVersion ? { protocolVersion: opened.protocolVersion } : {}) };
+        const opened = await this.openUpstream(
+          ctx,
+          route,
+          ctx.session ?? { protocolVersion: LATEST_PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'gateway-host', version: '0' } },
+        );
+        upstream = {
+          ...(opened.sessionId ? { sessionId: opened.sessionId } : {}),
+          ...(opened.protocolVersion ? { protocolVersion: opened.protocolVersion } : {}),
+        };
         transient = Boolean(opened.sessionId);
       }
       const req = this.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion);
@@ -447,13 +513,26 @@ export class GatewayProxy {
     const status = err instanceof UpstreamHttpError ? err.status : undefined;
     if (status === 401 || status === 403) this.catalogs.forgetCredential(route);
     const reason = this.describe(route, err);
-    this.health.failed(ctx.caller, route, { status, reason, method: (message as { method?: string }).method ?? 'response', secrets: ctx.record.secrets, headerNames: ctx.record.headerNames, traceId: ctx.trace.traceId });
-    return new GatewayCallError(ERRORS.upstream, `Server ${route.slug} failed: ${reason}`, { inboundServerGuid: route.serverGuid, ...(status ? { upstreamStatus: status } : {}) });
+    this.health.failed(ctx.caller, route, {
+      status,
+      reason,
+      method: (message as { method?: string }).method ?? 'response',
+      secrets: ctx.record.secrets,
+      headerNames: ctx.record.headerNames,
+      traceId: ctx.trace.traceId,
+    });
+    return new GatewayCallError(ERRORS.upstream, `Server ${route.slug} failed: ${reason}`, {
+      inboundServerGuid: route.serverGuid,
+      ...(status ? { upstreamStatus: status } : {}),
+    });
   }
 
   /** A short reason for an upstream failure, without secrets. */
   private describe(route: Route, err: unknown): string {
-    if (err instanceof UpstreamHttpError) return err.status === 401 || err.status === 403 ? `the upstream refused the gateway's credentials (HTTP ${err.status})` : `the upstream answered HTTP ${err.status}`;
+    if (err instanceof UpstreamHttpError)
+      return err.status === 401 || err.status === 403
+        ? `the upstream refused the gateway's credentials (HTTP ${err.status})`
+        : `the upstream answered HTTP ${err.status}`;
     if (err instanceof ResponseTooLargeError) return `the answer exceeded the limit of ${err.limit} bytes`;
     if (err instanceof AppError) return err.message;
     const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };

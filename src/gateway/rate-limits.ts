@@ -49,9 +49,21 @@ export class GatewayRateLimits {
   /** Counts one request of the connection (and its workspace) and says whether it may go on. */
   check(organizationGuid: string, connectionGuid: string, now = Date.now()): RateDecision {
     const connWait = this.connections.take(connectionGuid, now);
-    if (connWait > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(connWait / 1000)), scope: 'connection', limitPerMinute: this.limits.perConnectionPerMinute };
+    if (connWait > 0)
+      return {
+        allowed: false,
+        retryAfterSeconds: Math.max(1, Math.ceil(connWait / 1000)),
+        scope: 'connection',
+        limitPerMinute: this.limits.perConnectionPerMinute,
+      };
     const wsWait = this.workspaces.take(organizationGuid, now);
-    if (wsWait > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(wsWait / 1000)), scope: 'workspace', limitPerMinute: this.limits.perWorkspacePerMinute };
+    if (wsWait > 0)
+      return {
+        allowed: false,
+        retryAfterSeconds: Math.max(1, Math.ceil(wsWait / 1000)),
+        scope: 'workspace',
+        limitPerMinute: this.limits.perWorkspacePerMinute,
+      };
     return { allowed: true, retryAfterSeconds: 0 };
   }
 }

@@ -48,4 +48,5 @@ export function cancelledTarget(message: JSONRPCMessage): { assignmentGuid: stri
 }
 
 /** Whether `message` is the response (result or error) to the host's request `id`. */
-export const isAnswerTo = (id: unknown, message: JSONRPCMessage): boolean => (message as { id?: unknown }).id === id && !('method' in message) && ('result' in message || 'error' in message);
+export const isAnswerTo = (id: unknown, message: JSONRPCMessage): boolean =>
+  (message as { id?: unknown }).id === id && !('method' in message) && ('result' in message || 'error' in message);

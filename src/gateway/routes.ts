@@ -18,7 +18,11 @@ import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 
 const SESSION_HEADER = 'mcp-session-id';
-const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({ jsonrpc: '2.0', id: null, error: { code, message, ...(data ? { data } : {}) } });
+const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({
+  jsonrpc: '2.0',
+  id: null,
+  error: { code, message, ...(data ? { data } : {}) },
+});
 
 /**
  * The gateway's connect URL, `/gateways/{guid}/mcp`: MCP Streamable HTTP for hosts
@@ -57,14 +61,21 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const decision = limits.check(caller.organizationGuid, caller.connectionGuid);
     if (!decision.allowed) {
       const message = `Rate limit exceeded: at most ${decision.limitPerMinute} requests a minute per ${decision.scope}. Retry after ${decision.retryAfterSeconds} s.`;
-      await reply.code(429).header('retry-after', String(decision.retryAfterSeconds)).send(rpcError(ERRORS.rateLimited, message, { code: 'rate_limited', retryAfterSeconds: decision.retryAfterSeconds }));
+      await reply
+        .code(429)
+        .header('retry-after', String(decision.retryAfterSeconds))
+        .send(rpcError(ERRORS.rateLimited, message, { code: 'rate_limited', retryAfterSeconds: decision.retryAfterSeconds }));
       return null;
     }
     return caller;
   };
 
   /** The session the request names; answers 404 itself when the id is not one of ours for this connection. */
-  const sessionOf = async (request: FastifyRequest, reply: FastifyReply, caller: GatewayCaller): Promise<{ session: GatewaySession | null; id: string | null } | null> => {
+  const sessionOf = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    caller: GatewayCaller,
+  ): Promise<{ session: GatewaySession | null; id: string | null } | null> => {
     const id = request.headers[SESSION_HEADER];
     if (typeof id !== 'string' || id === '') return { session: null, id: null };
     const session = sessionIds.open(id);
@@ -132,7 +143,15 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', [SESSION_HEADER]: found.id });
     reply.raw.flushHeaders();
-    await openHostEventStream({ services, catalogs, caller: found.caller, catalog: found.catalog, session: found.session, out: reply.raw, fetch: upstreams.fetch });
+    await openHostEventStream({
+      services,
+      catalogs,
+      caller: found.caller,
+      catalog: found.catalog,
+      session: found.session,
+      out: reply.raw,
+      fetch: upstreams.fetch,
+    });
   });
 
   app.delete<{ Params: { gatewayGuid: string } }>(path, GATEWAY_ROUTE_OPTIONS, async (request, reply) => {

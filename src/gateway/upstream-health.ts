@@ -68,7 +68,13 @@ export class UpstreamHealth {
     return true;
   }
 
-  private raise(caller: GatewayCaller, route: Route, failure: UpstreamFailure, code: 'upstream_auth_failed' | 'upstream_call_failed', rate?: Record<string, number>): void {
+  private raise(
+    caller: GatewayCaller,
+    route: Route,
+    failure: UpstreamFailure,
+    code: 'upstream_auth_failed' | 'upstream_call_failed',
+    rate?: Record<string, number>,
+  ): void {
     const reason = redact(failure.reason, failure.secrets).slice(0, 500);
     const auth = code === 'upstream_auth_failed';
     const subject = auth ? `Server ${route.serverName} refused the gateway's credentials` : `Calls to server ${route.serverName} keep failing`;
@@ -85,12 +91,30 @@ export class UpstreamHealth {
         message,
         dynamicContent: {
           subject: auth ? "Server {serverName} refused the gateway's credentials" : 'Calls to server {serverName} keep failing',
-          message: auth ? 'The upstream {serverUrl} answered HTTP {status} to {method} through gateway {gatewayName}: {reason}' : 'Calls to {serverUrl} through gateway {gatewayName} keep failing; last error: {reason}',
-          values: { serverName: route.serverName, serverUrl: route.url, status: String(failure.status ?? ''), method: failure.method, gatewayName: caller.gatewayName, reason },
+          message: auth
+            ? 'The upstream {serverUrl} answered HTTP {status} to {method} through gateway {gatewayName}: {reason}'
+            : 'Calls to {serverUrl} through gateway {gatewayName} keep failing; last error: {reason}',
+          values: {
+            serverName: route.serverName,
+            serverUrl: route.url,
+            status: String(failure.status ?? ''),
+            method: failure.method,
+            gatewayName: caller.gatewayName,
+            reason,
+          },
         },
-        debugContext: redactDeep({ responseStatus: failure.status ?? null, method: failure.method, reason, traceId: failure.traceId, ...(rate ?? {}) }, failure.headerNames) as Record<string, unknown>,
+        debugContext: redactDeep(
+          { responseStatus: failure.status ?? null, method: failure.method, reason, traceId: failure.traceId, ...(rate ?? {}) },
+          failure.headerNames,
+        ) as Record<string, unknown>,
         relatedResourceIds: related,
-        relatedContext: { inboundServerGuid: route.serverGuid, gatewayGuid: caller.gatewayGuid, assignmentGuid: route.assignmentGuid, identityGuid: route.identity?.guid ?? null, connectionGuid: caller.connectionGuid },
+        relatedContext: {
+          inboundServerGuid: route.serverGuid,
+          gatewayGuid: caller.gatewayGuid,
+          assignmentGuid: route.assignmentGuid,
+          identityGuid: route.identity?.guid ?? null,
+          connectionGuid: caller.connectionGuid,
+        },
       })
       .catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not raise alert'));
   }

@@ -104,6 +104,8 @@ export async function openUpstreamStream(req: UpstreamRequest): Promise<AsyncIte
 /** Ends an upstream session (DELETE); failures are ignored, the upstream expires it anyway. */
 export async function deleteUpstreamSession(req: UpstreamRequest): Promise<void> {
   if (!req.sessionId) return;
-  const res = await req.fetch(req.url, { method: 'DELETE', headers: headersFor(req, 'application/json'), signal: req.signal, timeoutMs: req.timeoutMs }).catch(() => null);
+  const res = await req
+    .fetch(req.url, { method: 'DELETE', headers: headersFor(req, 'application/json'), signal: req.signal, timeoutMs: req.timeoutMs })
+    .catch(() => null);
   res?.discard();
 }

@@ -73,7 +73,13 @@ async function openSession(req: UpstreamRequest): Promise<LegacySession> {
   const session: LegacySession = {
     pending: new Set(),
     async post(message) {
-      const posted = await req.fetch(target, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(message), signal, timeoutMs: req.timeoutMs });
+      const posted = await req.fetch(target, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify(message),
+        signal,
+        timeoutMs: req.timeoutMs,
+      });
       const text = await posted.text(4096).catch(() => '');
       if (!posted.ok) throw new UpstreamHttpError(posted.status, text.slice(0, 1000));
     },
@@ -107,7 +113,12 @@ async function* untilAnswer(session: LegacySession, id: RequestId): AsyncGenerat
 async function initialized(req: UpstreamRequest, init: LegacyInit): Promise<{ session: LegacySession; result: Record<string, unknown> }> {
   const session = await openSession(req);
   try {
-    await session.post({ jsonrpc: '2.0', id: INIT_ID, method: 'initialize', params: { protocolVersion: init.protocolVersion, capabilities: init.clientCapabilities, clientInfo: init.clientInfo } } as JSONRPCMessage);
+    await session.post({
+      jsonrpc: '2.0',
+      id: INIT_ID,
+      method: 'initialize',
+      params: { protocolVersion: init.protocolVersion, capabilities: init.clientCapabilities, clientInfo: init.clientInfo },
+    } as JSONRPCMessage);
     type InitAnswer = { result?: Record<string, unknown>; error?: { message?: string } };
     let response: InitAnswer | null = null;
     for await (const msg of untilAnswer(session, INIT_ID)) if ((msg as { id?: unknown }).id === INIT_ID) response = msg as unknown as InitAnswer;

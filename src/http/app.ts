@@ -72,7 +72,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // One budget per token across the whole admin interface (REST and MCP together).
   await app.register(rateLimit, {
     global: true,
-    allowList: (req) => !req.url.startsWith(ADMIN_PREFIX) || req.url.startsWith(`${ADMIN_PREFIX}/reference`) || req.url.startsWith(`${ADMIN_PREFIX}/openapi.json`),
+    allowList: (req) =>
+      !req.url.startsWith(ADMIN_PREFIX) || req.url.startsWith(`${ADMIN_PREFIX}/reference`) || req.url.startsWith(`${ADMIN_PREFIX}/openapi.json`),
     max: services.config.adminRateLimitPerMinute,
     timeWindow: 60_000,
     // Keyed by token (hashed, never stored in clear), else by address.

@@ -72,7 +72,13 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
 /** The part of chdb/connection's escape hatch the store uses (its types are not exported by path). */
 interface ChdbConnection {
   chdb: {
-    rawInsert(params: { table: string; columns: readonly string[]; format: 'JSONCompactEachRow'; values: Buffer; settings: Record<string, string | number> }): Promise<unknown>;
+    rawInsert(params: {
+      table: string;
+      columns: readonly string[];
+      format: 'JSONCompactEachRow';
+      values: Buffer;
+      settings: Record<string, string | number>;
+    }): Promise<unknown>;
   };
 }
 
@@ -89,7 +95,13 @@ interface ChdbConnection {
 function chdbRawInsert(connection: ChdbConnection): InsertEncoded {
   return async ({ table, columns, body, settings }) => {
     try {
-      await connection.chdb.rawInsert({ table, columns, format: 'JSONCompactEachRow', values: body, settings: { input_format_parallel_parsing: 0, ...settings } });
+      await connection.chdb.rawInsert({
+        table,
+        columns,
+        format: 'JSONCompactEachRow',
+        values: body,
+        settings: { input_format_parallel_parsing: 0, ...settings },
+      });
     } catch (err) {
       throw Object.assign(parseError(err instanceof Error ? err.message : String(err)), { cause: err });
     }

@@ -56,10 +56,13 @@ async function scenarios(url: string): Promise<Record<string, string>> {
 async function forwarder(target: string, token: string): Promise<{ url: string; close(): void }> {
   const to = new URL(target);
   const server = http.createServer((req, res) => {
-    const upstream = http.request({ host: to.hostname, port: to.port, path: to.pathname, method: req.method, headers: { ...req.headers, host: to.host, authorization: `Bearer ${token}` } }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const upstream = http.request(
+      { host: to.hostname, port: to.port, path: to.pathname, method: req.method, headers: { ...req.headers, host: to.host, authorization: `Bearer ${token}` } },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });

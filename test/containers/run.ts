@@ -10,13 +10,18 @@ async function main(): Promise<number> {
   try {
     await getContainerRuntimeClient();
   } catch (err) {
-    console.error(`test:containers skipped: no container engine is reachable (${(err as Error).message.split('\n')[0]}). ` +
-      'It needs Docker (or Podman) to start Postgres and ClickHouse servers; `npm test` covers PGlite, chDB and a Postgres server given by DATABASE_URL.');
+    console.error(
+      `test:containers skipped: no container engine is reachable (${(err as Error).message.split('\n')[0]}). ` +
+        'It needs Docker (or Podman) to start Postgres and ClickHouse servers; `npm test` covers PGlite, chDB and a Postgres server given by DATABASE_URL.',
+    );
     return 0;
   }
   const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
   const { ClickHouseContainer } = await import('@testcontainers/clickhouse');
-  const [pg, ch] = await Promise.all([new PostgreSqlContainer('postgres:17-alpine').start(), new ClickHouseContainer('clickhouse/clickhouse-server:25.8').start()]);
+  const [pg, ch] = await Promise.all([
+    new PostgreSqlContainer('postgres:17-alpine').start(),
+    new ClickHouseContainer('clickhouse/clickhouse-server:25.8').start(),
+  ]);
   try {
     const result = spawnSync('npx', ['vitest', 'run', '--project', 'postgres'], {
       stdio: 'inherit',

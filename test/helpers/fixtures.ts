@@ -72,7 +72,9 @@ export async function freezeRow(t: TestApp, table: 'gateways' | 'gateway_assignm
   const name = `frozen_${guid.replace(/-/g, '')}`;
   const db = t.runtime.services.db;
   await sql`create or replace function ${sql.raw(name)}() returns trigger language plpgsql as $$ begin raise exception 'row is frozen'; end $$`.execute(db);
-  await sql`create trigger ${sql.raw(name)} before update on ${sql.table(table)} for each row when (old.guid = ${sql.lit(guid)}::uuid) execute function ${sql.raw(name)}()`.execute(db);
+  await sql`create trigger ${sql.raw(name)} before update on ${sql.table(table)} for each row when (old.guid = ${sql.lit(guid)}::uuid) execute function ${sql.raw(name)}()`.execute(
+    db,
+  );
   return async () => {
     await sql`drop trigger ${sql.raw(name)} on ${sql.table(table)}`.execute(db);
     await sql`drop function ${sql.raw(name)}()`.execute(db);

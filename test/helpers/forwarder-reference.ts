@@ -20,7 +20,6 @@ const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 const present = (value: string | undefined): string | undefined => (value === undefined || value === '' || value === ZERO_UUID ? undefined : value);
 const integer = (value: string | undefined): number => Math.trunc(Number(value)) || 0;
 
-
 export function callAttributes(row: CallLogRow): Record<string, AttributeValue> {
   const attrs: Record<string, AttributeValue> = { 'log.record.uid': row.guid };
   const method = present(row.method);
@@ -58,7 +57,8 @@ export function logBody(row: CallLogRow): string {
   return `${what} ok in ${took}`;
 }
 
-const isHexId = (value: string | undefined, length: number): value is string => !!value && value.length === length && /^[0-9a-f]+$/.test(value) && !/^0+$/.test(value);
+const isHexId = (value: string | undefined, length: number): value is string =>
+  !!value && value.length === length && /^[0-9a-f]+$/.test(value) && !/^0+$/.test(value);
 
 /** The row's ids when valid, otherwise derived from the row guid (SHA-256). */
 export function callSpanIds(row: CallLogRow): { traceId: string; spanId: string } {

@@ -47,7 +47,12 @@ export function workspaceCallLogs(organizationGuid: string): () => TestCallLog {
   const servers = pool(8);
   const users = pool(12);
   const teams = pool(3);
-  const connections = pool(30).map((guid, i) => ({ guid, gateway: gateways[i % gateways.length]!, user: users[i % users.length]!, session: `sess-${guid.slice(0, 8)}` }));
+  const connections = pool(30).map((guid, i) => ({
+    guid,
+    gateway: gateways[i % gateways.length]!,
+    user: users[i % users.length]!,
+    session: `sess-${guid.slice(0, 8)}`,
+  }));
   return () => {
     const connection = pick(connections);
     return callLog(organizationGuid, {

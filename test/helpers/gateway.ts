@@ -29,7 +29,11 @@ export async function registerServer(
 }
 
 /** An SDK client connected to a gateway with a gateway token; `fetch` lets a test steer requests (e.g. across replicas). */
-export async function gatewayClient(url: string, token: string, opts: { fetch?: typeof fetch; capabilities?: Record<string, unknown>; headers?: Record<string, string> } = {}): Promise<Client> {
+export async function gatewayClient(
+  url: string,
+  token: string,
+  opts: { fetch?: typeof fetch; capabilities?: Record<string, unknown>; headers?: Record<string, string> } = {},
+): Promise<Client> {
   const client = new Client({ name: 'gateway-test-host', version: '1.0.0' }, { capabilities: opts.capabilities ?? {} });
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { authorization: `Bearer ${token}`, ...(opts.headers ?? {}) } },

@@ -58,7 +58,11 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     ...(storeKind() === 'postgres' ? { DATABASE_URL: process.env.DATABASE_URL! } : {}),
     // npm run test:containers points the suite at a ClickHouse server too.
     ...(process.env.TEST_CLICKHOUSE_URL
-      ? { CLICKHOUSE_URL: process.env.TEST_CLICKHOUSE_URL, CLICKHOUSE_USER: process.env.TEST_CLICKHOUSE_USER ?? 'default', CLICKHOUSE_PASSWORD: process.env.TEST_CLICKHOUSE_PASSWORD ?? '' }
+      ? {
+          CLICKHOUSE_URL: process.env.TEST_CLICKHOUSE_URL,
+          CLICKHOUSE_USER: process.env.TEST_CLICKHOUSE_USER ?? 'default',
+          CLICKHOUSE_PASSWORD: process.env.TEST_CLICKHOUSE_PASSWORD ?? '',
+        }
       : {}),
     ...env,
   });
@@ -84,7 +88,11 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
 
 /** A fresh workspace with its admin (Administrator role, every capability) and their token. */
 export async function newWorkspace(t: TestApp, opts: { partner?: boolean } = {}): Promise<CreatedWorkspace> {
-  return createWorkspace(t.runtime.services.db, { name: `ws-${randomUUID().slice(0, 8)}`, adminEmail: `admin-${randomUUID().slice(0, 8)}@example.test`, partner: opts.partner });
+  return createWorkspace(t.runtime.services.db, {
+    name: `ws-${randomUUID().slice(0, 8)}`,
+    adminEmail: `admin-${randomUUID().slice(0, 8)}@example.test`,
+    partner: opts.partner,
+  });
 }
 
 export interface Answer {
@@ -94,11 +102,25 @@ export interface Answer {
 }
 
 /** A REST call through fastify's inject. */
-export async function rest(t: TestApp, token: string | null, method: string, url: string, payload?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+export async function rest(
+  t: TestApp,
+  token: string | null,
+  method: string,
+  url: string,
+  payload?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const res = await t.app.inject({
     method: method as 'GET',
-    url: url.startsWith('/') && !url.startsWith(ADMIN_PREFIX) && !url.startsWith('/healthz') && !url.startsWith('/metrics') && !url.startsWith('/gateways') ? ADMIN_PREFIX + url : url,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(payload !== undefined && typeof payload !== 'string' ? { 'content-type': 'application/json' } : {}), ...headers },
+    url:
+      url.startsWith('/') && !url.startsWith(ADMIN_PREFIX) && !url.startsWith('/healthz') && !url.startsWith('/metrics') && !url.startsWith('/gateways')
+        ? ADMIN_PREFIX + url
+        : url,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(payload !== undefined && typeof payload !== 'string' ? { 'content-type': 'application/json' } : {}),
+      ...headers,
+    },
     ...(payload !== undefined ? { payload: typeof payload === 'string' ? payload : JSON.stringify(payload) } : {}),
   });
   let body: unknown = res.body;
@@ -116,7 +138,12 @@ export function injectFetch(app: FastifyInstance): typeof fetch {
     const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     const headers: Record<string, string> = {};
     new Headers(init?.headers).forEach((v, k) => (headers[k] = v));
-    const res = await app.inject({ method: (init?.method ?? 'GET') as 'GET', url: url.pathname + url.search, headers, payload: init?.body as string | undefined });
+    const res = await app.inject({
+      method: (init?.method ?? 'GET') as 'GET',
+      url: url.pathname + url.search,
+      headers,
+      payload: init?.body as string | undefined,
+    });
     const outHeaders = new Headers();
     for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) outHeaders.set(k, Array.isArray(v) ? v.join(', ') : String(v));
     return new Response(res.statusCode === 204 || res.statusCode === 202 ? null : res.rawPayload, { status: res.statusCode, headers: outHeaders });

@@ -84,7 +84,11 @@ export class HecReceiver extends ScriptedReceiver {
     const events: HecEvent[] = [];
     const receivedAt = Date.now();
     for (const [i, raw] of raws.entries()) {
-      const bad = (code: number, text: string, reason: string) => ({ status: 400, reason: `event ${i}: ${reason}`, body: JSON.stringify({ text, code, 'invalid-event-number': i }) });
+      const bad = (code: number, text: string, reason: string) => ({
+        status: 400,
+        reason: `event ${i}: ${reason}`,
+        body: JSON.stringify({ text, code, 'invalid-event-number': i }),
+      });
       let e: Record<string, any>;
       try {
         e = JSON.parse(raw) as Record<string, any>;
@@ -101,7 +105,16 @@ export class HecReceiver extends ScriptedReceiver {
         const flat = typeof v === 'string' || (Array.isArray(v) && v.every((x) => typeof x === 'string'));
         if (!flat) return bad(15, 'Error in handling indexed fields', `field ${k} is not a string or string array`);
       }
-      events.push({ time: Number(String(rawTime ?? '0').replaceAll('"', '')), rawTime: rawTime ?? '', event: e.event, fields, host: e.host, source: e.source, sourcetype: e.sourcetype, receivedAt });
+      events.push({
+        time: Number(String(rawTime ?? '0').replaceAll('"', '')),
+        rawTime: rawTime ?? '',
+        event: e.event,
+        fields,
+        host: e.host,
+        source: e.source,
+        sourcetype: e.sourcetype,
+        receivedAt,
+      });
     }
     this.parsed = events;
     return null;

@@ -137,20 +137,24 @@ function checkLogRecord(r: unknown, at: Path): void {
   const o = r as Record<string, any>;
   if (!isNanos(o.timeUnixNano)) fail(at, '.timeUnixNano must be a decimal string of nanoseconds');
   if (!isNanos(o.observedTimeUnixNano)) fail(at, '.observedTimeUnixNano must be a decimal string');
-  if (!(o.severityNumber === undefined || (isInt(o.severityNumber) && o.severityNumber >= 0 && o.severityNumber <= 24))) fail(at, '.severityNumber must be an integer 0..24');
+  if (!(o.severityNumber === undefined || (isInt(o.severityNumber) && o.severityNumber >= 0 && o.severityNumber <= 24)))
+    fail(at, '.severityNumber must be an integer 0..24');
   if (!(o.severityText === undefined || typeof o.severityText === 'string')) fail(at, '.severityText');
   if (o.body !== undefined) checkAnyValue(o.body, () => `${at()}.body`);
   optUint(o.flags, at, '.flags');
   optUint(o.droppedAttributesCount, at, '.droppedAttributesCount');
-  if (!(o.traceId === undefined || o.traceId === '' || (typeof o.traceId === 'string' && HEX32.test(o.traceId)))) fail(at, '.traceId must be 32 lowercase hex digits');
-  if (!(o.spanId === undefined || o.spanId === '' || (typeof o.spanId === 'string' && HEX16.test(o.spanId)))) fail(at, '.spanId must be 16 lowercase hex digits');
+  if (!(o.traceId === undefined || o.traceId === '' || (typeof o.traceId === 'string' && HEX32.test(o.traceId))))
+    fail(at, '.traceId must be 32 lowercase hex digits');
+  if (!(o.spanId === undefined || o.spanId === '' || (typeof o.spanId === 'string' && HEX16.test(o.spanId))))
+    fail(at, '.spanId must be 16 lowercase hex digits');
   checkKeyValues(o.attributes, () => `${at()}.attributes`);
 }
 
 function checkSpan(s: unknown, at: Path): void {
   if (!isObj(s)) fail(at, '');
   const o = s as Record<string, any>;
-  if (!(typeof o.traceId === 'string' && HEX32.test(o.traceId) && !ALL_ZERO.test(o.traceId))) fail(at, '.traceId must be 32 lowercase hex digits, not all zero');
+  if (!(typeof o.traceId === 'string' && HEX32.test(o.traceId) && !ALL_ZERO.test(o.traceId)))
+    fail(at, '.traceId must be 32 lowercase hex digits, not all zero');
   if (!(typeof o.spanId === 'string' && HEX16.test(o.spanId) && !ALL_ZERO.test(o.spanId))) fail(at, '.spanId must be 16 lowercase hex digits, not all zero');
   if (!(o.parentSpanId === undefined || o.parentSpanId === '' || (typeof o.parentSpanId === 'string' && HEX16.test(o.parentSpanId)))) fail(at, '.parentSpanId');
   if (!(typeof o.name === 'string' && o.name.length > 0)) fail(at, '.name');
@@ -158,7 +162,8 @@ function checkSpan(s: unknown, at: Path): void {
   if (!isNanos(o.startTimeUnixNano)) fail(at, '.startTimeUnixNano must be a decimal string');
   if (!isNanos(o.endTimeUnixNano)) fail(at, '.endTimeUnixNano must be a decimal string');
   if (!endsAfterStart(o.startTimeUnixNano, o.endTimeUnixNano)) fail(at, ': end before start');
-  if (!(o.status === undefined || (isObj(o.status) && isInt(o.status.code) && o.status.code >= 0 && o.status.code <= 2))) fail(at, '.status.code must be an integer enum 0..2');
+  if (!(o.status === undefined || (isObj(o.status) && isInt(o.status.code) && o.status.code >= 0 && o.status.code <= 2)))
+    fail(at, '.status.code must be an integer enum 0..2');
   if (!(o.status?.message === undefined || typeof o.status.message === 'string')) fail(at, '.status.message');
   if (!(o.events === undefined || Array.isArray(o.events))) fail(at, '.events');
   if (!(o.links === undefined || Array.isArray(o.links))) fail(at, '.links');
@@ -210,7 +215,8 @@ export class OtlpReceiver extends ScriptedReceiver {
       if (!isObj(doc)) fail(root, 'body must be an object');
       const d = doc as Record<string, any>;
       const keys = Object.keys(d);
-      if (!(keys.length === 1 && (keys[0] === 'resourceLogs' || keys[0] === 'resourceSpans'))) fail(root, `body must hold exactly resourceLogs or resourceSpans, has ${keys.join(',')}`);
+      if (!(keys.length === 1 && (keys[0] === 'resourceLogs' || keys[0] === 'resourceSpans')))
+        fail(root, `body must hold exactly resourceLogs or resourceSpans, has ${keys.join(',')}`);
       const items: ReceivedItem[] = [];
       const receivedAt = Date.now();
       // The two signals share one shape: resource{Logs,Spans} > scope{Logs,Spans} > {logRecords,spans}.

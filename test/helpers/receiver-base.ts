@@ -6,9 +6,7 @@ import type { AddressInfo } from 'node:net';
  * each, in order; after that the receiver accepts. `stop()` closes the port (the
  * forwarder sees connection refused) and `start()` reopens it on the same port.
  */
-export type ScriptedAnswer =
-  | { kind: 'status'; status: number; retryAfter?: string; body?: string }
-  | { kind: 'partial'; rejected: number; message?: string };
+export type ScriptedAnswer = { kind: 'status'; status: number; retryAfter?: string; body?: string } | { kind: 'partial'; rejected: number; message?: string };
 
 export interface ReceivedRequest {
   path: string;
@@ -64,7 +62,10 @@ export abstract class ScriptedReceiver {
     const request = { path: req.url ?? '', headers: req.headers, body };
     const scripted = this.queue.shift();
     if (scripted?.kind === 'status') {
-      res.writeHead(scripted.status, { 'content-type': 'application/json', ...(scripted.retryAfter !== undefined ? { 'retry-after': scripted.retryAfter } : {}) });
+      res.writeHead(scripted.status, {
+        'content-type': 'application/json',
+        ...(scripted.retryAfter !== undefined ? { 'retry-after': scripted.retryAfter } : {}),
+      });
       res.end(scripted.body ?? '{}');
       return;
     }

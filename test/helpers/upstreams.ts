@@ -159,7 +159,13 @@ export class RefreshingAuthProvider extends DemoInMemoryAuthProvider {
     return { access_token: accessToken, token_type: 'bearer', expires_in: this.accessTtlSeconds, refresh_token: refreshToken };
   }
 
-  override async exchangeAuthorizationCode(client: OAuthClientInformationFull, code: string, verifier?: string, redirectUri?: string, resource?: URL): Promise<OAuthTokens> {
+  override async exchangeAuthorizationCode(
+    client: OAuthClientInformationFull,
+    code: string,
+    verifier?: string,
+    redirectUri?: string,
+    resource?: URL,
+  ): Promise<OAuthTokens> {
     await super.exchangeAuthorizationCode(client, code, verifier);
     void redirectUri;
     return this.mint(client.client_id, resource);
@@ -181,7 +187,11 @@ export class RefreshingAuthProvider extends DemoInMemoryAuthProvider {
   /** Registers a public client and issues it tokens directly, as a headless setup would have them. */
   async issueDirect(ttlSeconds: number): Promise<{ clientId: string; tokens: OAuthTokens }> {
     const clientId = `client-${randomUUID()}`;
-    await this.clientsStore.registerClient({ client_id: clientId, redirect_uris: ['http://127.0.0.1/unused'], token_endpoint_auth_method: 'none' } as OAuthClientInformationFull);
+    await this.clientsStore.registerClient({
+      client_id: clientId,
+      redirect_uris: ['http://127.0.0.1/unused'],
+      token_endpoint_auth_method: 'none',
+    } as OAuthClientInformationFull);
     const previous = this.accessTtlSeconds;
     this.accessTtlSeconds = ttlSeconds;
     const tokens = this.mint(clientId);

@@ -13,7 +13,11 @@ const UNAUTHENTICATED = 'A valid access token is required: send it as `Authoriza
  * next request in every process; lastUsedAt is noted in memory, not written here.
  * Every failure gives the same answer, whatever the reason.
  */
-export async function authenticate(services: Pick<Services, 'db' | 'tokenUsage' | 'principalCache'>, token: string | null, kind: TokenKind): Promise<Principal> {
+export async function authenticate(
+  services: Pick<Services, 'db' | 'tokenUsage' | 'principalCache'>,
+  token: string | null,
+  kind: TokenKind,
+): Promise<Principal> {
   if (!token || tokenKindOf(token) !== kind) throw new AppError('unauthenticated', UNAUTHENTICATED);
   const tokenHash = hashToken(token);
   const cache = kind === 'access' ? services.principalCache : undefined;

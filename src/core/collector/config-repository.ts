@@ -4,7 +4,11 @@ import type { CollectorConfiguration, ForwardedSignal, LogsFormat } from '../../
 import type { SecretStore } from '../secrets/secret-store.js';
 
 /** A workspace's stored collector, or undefined when none was ever set. */
-export async function findCollectorConfiguration(db: ConfigDb, organizationGuid: string, opts: { forUpdate?: boolean } = {}): Promise<CollectorConfiguration | undefined> {
+export async function findCollectorConfiguration(
+  db: ConfigDb,
+  organizationGuid: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<CollectorConfiguration | undefined> {
   let q = db.selectFrom('collector_configurations').selectAll().where('organization_guid', '=', organizationGuid);
   if (opts.forUpdate) q = q.forUpdate();
   return q.executeTakeFirst();
@@ -55,7 +59,11 @@ export async function syncForwarderCursors(db: ConfigDb, organizationGuid: strin
 }
 
 /** The decrypted header map of a collector, for the forwarder only: never log or return it. */
-export async function openCollectorHeaders(db: ConfigDb, secrets: SecretStore, config: Pick<CollectorConfiguration, 'organization_guid' | 'headers_secret_guid'>): Promise<Record<string, string>> {
+export async function openCollectorHeaders(
+  db: ConfigDb,
+  secrets: SecretStore,
+  config: Pick<CollectorConfiguration, 'organization_guid' | 'headers_secret_guid'>,
+): Promise<Record<string, string>> {
   if (!config.headers_secret_guid) return {};
   return (await secrets.get<Record<string, string>>(db, config.organization_guid, config.headers_secret_guid)) ?? {};
 }

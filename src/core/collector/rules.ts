@@ -7,7 +7,20 @@ export const resolveLogsFormat = (stored: LogsFormat | null | undefined): LogsFo
 /** RFC 9110 field-name token. */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Headers the forwarder itself sets or that would break the HTTP exchange. */
-const RESERVED_HEADERS = new Set(['host', 'content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'expect', 'proxy-connection']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+  'proxy-connection',
+]);
 /** The identity rule (admin-api resources rule 5), applied to collector headers too. */
 const SERVICE_PREFIX = 'svc-';
 export const MAX_COLLECTOR_HEADERS = 32;

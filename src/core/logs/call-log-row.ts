@@ -78,7 +78,15 @@ export const CALL_COLUMNS = [
  */
 export const THIN_INSERT_COLUMNS = ['organization_guid', 'guid', 'created_at', ...CALL_COLUMNS, 'session_id'] as const;
 
-export const DETAIL_INSERT_COLUMNS = ['organization_guid', 'guid', 'created_at', 'request_body', 'response_body', 'request_headers', 'response_headers'] as const;
+export const DETAIL_INSERT_COLUMNS = [
+  'organization_guid',
+  'guid',
+  'created_at',
+  'request_body',
+  'response_body',
+  'request_headers',
+  'response_headers',
+] as const;
 
 /** Bodies are stored up to this many bytes (the API shows at most 4 KiB of them). */
 export const STORED_DETAIL_LIMIT = 64 * 1024;
@@ -166,7 +174,8 @@ export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly
   if (!org) throw new TypeError('call log organizationGuid must be a guid');
   const createdMs = Math.floor(row.createdAt instanceof Date ? row.createdAt.getTime() : row.createdAt);
   // DateTime64(3) holds 1900-2299; outside that ClickHouse would refuse the whole batch.
-  if (!Number.isFinite(createdMs) || createdMs < 0 || createdMs >= MAX_CREATED_MS) throw new TypeError('call log createdAt must be a date between 1970 and 2299');
+  if (!Number.isFinite(createdMs) || createdMs < 0 || createdMs >= MAX_CREATED_MS)
+    throw new TypeError('call log createdAt must be a date between 1970 and 2299');
   if (!(LOG_TYPES as readonly string[]).includes(row.type)) throw new TypeError(`call log type must be one of ${LOG_TYPES.join(', ')}`);
   if (row.status !== 'ok' && row.status !== 'error') throw new TypeError("call log status must be 'ok' or 'error'");
   const guid = row.guid === undefined ? randomGuidV7() : optionalGuid(row.guid, 'guid');

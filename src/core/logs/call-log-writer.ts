@@ -3,7 +3,17 @@ import { ClickHouseError } from '@clickhouse/client';
 import type { InsertEncoded } from '../../stores/clickhouse.js';
 import type { Logger } from '../services.js';
 import { DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
-import { appendFrame, listSegments, newSegmentName, quarantineSegment, readSegment, removeSegment, segmentBytes, segmentPath, type SegmentContent } from './spool.js';
+import {
+  appendFrame,
+  listSegments,
+  newSegmentName,
+  quarantineSegment,
+  readSegment,
+  removeSegment,
+  segmentBytes,
+  segmentPath,
+  type SegmentContent,
+} from './spool.js';
 
 /** The one way rows reach the call log: every producer (gateway, seed-logs) writes through it. */
 export interface CallLogSink {
@@ -56,7 +66,8 @@ type Outcome = { ok: true } | { ok: false; error: unknown };
 const joinBuffers = (chunks: Buffer[]): Buffer => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
 
 /** ClickHouse refused the data itself (not the connection): retrying the same segment forever would block the spool. */
-const isRejectedContent = (err: unknown): boolean => err instanceof ClickHouseError && /PARSE|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE|CANNOT_READ|SYNTAX/.test(err.type ?? '');
+const isRejectedContent = (err: unknown): boolean =>
+  err instanceof ClickHouseError && /PARSE|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE|CANNOT_READ|SYNTAX/.test(err.type ?? '');
 
 /**
  * Batches call-log rows into ClickHouse through a write-ahead spool on disk.
@@ -154,7 +165,8 @@ export class CallLogWriter implements CallLogSink {
       if (!this.sealed.some((s) => s.name <= target)) return;
       this.kick();
       const outcome = await new Promise<Outcome>((resolve) => this.outcomeWaiters.push(resolve));
-      if (!outcome.ok) throw new Error('Call logs could not be flushed: ClickHouse refused the insert. The rows stay in the spool and are retried.', { cause: outcome.error });
+      if (!outcome.ok)
+        throw new Error('Call logs could not be flushed: ClickHouse refused the insert. The rows stay in the spool and are retried.', { cause: outcome.error });
     }
   }
 
@@ -228,12 +240,16 @@ export class CallLogWriter implements CallLogSink {
       } catch (error) {
         this.emitOutcome({ ok: false, error });
         if (isRejectedContent(error) && segment.attempts >= 3) {
-          this.opts.logger.error({ segment: segment.name, err: (error as Error).message }, 'call logs: ClickHouse rejects a spool segment; moved to spool/rejected');
+          this.opts.logger.error(
+            { segment: segment.name, err: (error as Error).message },
+            'call logs: ClickHouse rejects a spool segment; moved to spool/rejected',
+          );
           await quarantineSegment(this.opts.spoolDir, segment.name).catch(() => undefined);
           this.forget(segment);
           continue;
         }
-        if (!this.failing) this.opts.logger.warn({ err: (error as Error).message }, 'call logs: ClickHouse insert failed; rows stay in the spool and are retried');
+        if (!this.failing)
+          this.opts.logger.warn({ err: (error as Error).message }, 'call logs: ClickHouse insert failed; rows stay in the spool and are retried');
         this.failing = true;
         this.dropSealedContent();
         if (this.closing) return;

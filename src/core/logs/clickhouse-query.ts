@@ -24,7 +24,11 @@ export interface ScopedQuery<S extends z.ZodType> {
  * never spliced into the SQL; rows are validated with zod; the query is tagged
  * (log_comment), traced, and retried once on a network error only.
  */
-export async function queryScoped<S extends z.ZodType>(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, q: ScopedQuery<S>): Promise<z.output<S>[]> {
+export async function queryScoped<S extends z.ZodType>(
+  store: Pick<ClickhouseStore, 'client'>,
+  organizationGuid: string,
+  q: ScopedQuery<S>,
+): Promise<z.output<S>[]> {
   if (!q.sql.includes('organization_guid = {org:String}')) throw new Error(`query ${q.tag} is not scoped to a workspace`);
   return tracer.startActiveSpan(`clickhouse ${q.tag}`, async (span) => {
     try {

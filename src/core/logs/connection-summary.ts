@@ -16,7 +16,13 @@ export interface ConnectionCallSummary {
 }
 
 const LastOk = z.object({ created_ms: z.coerce.number() });
-const ErrorRow = z.object({ created_ms: z.coerce.number(), inbound_server_guid: z.string(), tool_name: z.string(), error_message: z.string(), trace_id: z.string() });
+const ErrorRow = z.object({
+  created_ms: z.coerce.number(),
+  inbound_server_guid: z.string(),
+  tool_name: z.string(),
+  error_message: z.string(),
+  trace_id: z.string(),
+});
 
 /**
  * What get_connection shows from the call logs: the time of the connection's

@@ -216,7 +216,13 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
  * finds its details (rows tied at the range's edges are ignored below); any other page
  * (filtered, or ordered by another column and so spread in time) also names its guids.
  */
-async function attachDetail(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, page: { guid: string; created_ms: number }[], items: LogRow[], nameGuids: boolean): Promise<void> {
+async function attachDetail(
+  store: Pick<ClickhouseStore, 'client'>,
+  organizationGuid: string,
+  page: { guid: string; created_ms: number }[],
+  items: LogRow[],
+  nameGuids: boolean,
+): Promise<void> {
   const times = page.map((r) => r.created_ms);
   // Aliases differ from column names (ClickHouse would substitute them); at most 4096 characters leave the engine.
   const blob = (c: string) => `substringUTF8(${c}, 1, ${DETAIL_LIMIT_BYTES}) AS ${c}_head, length(${c}) AS ${c}_bytes`;

@@ -11,8 +11,25 @@ export interface SeedOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-const TOOLS = ['search_issues', 'get_file_contents', 'create_pull_request', 'list_commits', 'query_database', 'send_message', 'fetch_url', 'echo', 'get_weather', 'summarize'];
-const ERRORS = ['upstream returned 502 Bad Gateway', 'tool execution timed out after 30000 ms', 'upstream returned 401 Unauthorized', 'invalid arguments: missing required property "path"', 'connection reset by upstream'];
+const TOOLS = [
+  'search_issues',
+  'get_file_contents',
+  'create_pull_request',
+  'list_commits',
+  'query_database',
+  'send_message',
+  'fetch_url',
+  'echo',
+  'get_weather',
+  'summarize',
+];
+const ERRORS = [
+  'upstream returned 502 Bad Gateway',
+  'tool execution timed out after 30000 ms',
+  'upstream returned 401 Unauthorized',
+  'invalid arguments: missing required property "path"',
+  'connection reset by upstream',
+];
 const CHUNK = 5000;
 
 /** A small deterministic-enough PRNG: seeding 10M rows spends its time in the writer, not in crypto. */
@@ -30,15 +47,30 @@ async function resourceGuids(services: Services, organizationGuid: string) {
   const db = services.db;
   const pick = async (table: 'gateways' | 'inbound_servers' | 'users' | 'hosts' | 'teams') =>
     (await db.selectFrom(table).select('guid').where('organization_guid', '=', organizationGuid).limit(200).execute()).map((r) => r.guid);
-  const connections = await db.selectFrom('connections').select(['guid', 'gateway_guid', 'host_guid', 'creator_guid']).where('organization_guid', '=', organizationGuid).limit(500).execute();
+  const connections = await db
+    .selectFrom('connections')
+    .select(['guid', 'gateway_guid', 'host_guid', 'creator_guid'])
+    .where('organization_guid', '=', organizationGuid)
+    .limit(500)
+    .execute();
   const orFake = (list: string[], n: number) => (list.length ? list : Array.from({ length: n }, () => newGuid()));
   const gateways = orFake(await pick('gateways'), 4);
   const users = orFake(await pick('users'), 12);
   const hosts = orFake(await pick('hosts'), 5);
   const links = connections.length
     ? connections.map((c) => ({ connection: c.guid, gateway: c.gateway_guid, host: c.host_guid ?? hosts[0]!, user: c.creator_guid }))
-    : Array.from({ length: 30 }, (_, i) => ({ connection: newGuid(), gateway: gateways[i % gateways.length]!, host: hosts[i % hosts.length]!, user: users[i % users.length]! }));
-  return { servers: orFake(await pick('inbound_servers'), 8), teams: orFake(await pick('teams'), 3), links, containers: Array.from({ length: 6 }, () => newGuid()) };
+    : Array.from({ length: 30 }, (_, i) => ({
+        connection: newGuid(),
+        gateway: gateways[i % gateways.length]!,
+        host: hosts[i % hosts.length]!,
+        user: users[i % users.length]!,
+      }));
+  return {
+    servers: orFake(await pick('inbound_servers'), 8),
+    teams: orFake(await pick('teams'), 3),
+    links,
+    containers: Array.from({ length: 6 }, () => newGuid()),
+  };
 }
 
 function pickType(r: number): LogType {
@@ -74,7 +106,7 @@ export async function seedCallLogs(services: Services, opts: SeedOptions): Promi
   const begin = end - span;
   let traceId = randomHex(16);
   const sessions = res.links.map(() => newGuid());
-  for (let done = 0; done < opts.rows; ) {
+  for (let done = 0; done < opts.rows;) {
     const n = Math.min(CHUNK, opts.rows - done);
     const chunk: CallLogInput[] = new Array(n);
     for (let i = 0; i < n; i++) {
@@ -109,7 +141,11 @@ export async function seedCallLogs(services: Services, opts: SeedOptions): Promi
         ...(withDetail
           ? {
               requestBody: JSON.stringify({ jsonrpc: '2.0', id: index, method: METHOD[type], params: { name: tool, arguments: { query: `q${index}` } } }),
-              responseBody: JSON.stringify({ jsonrpc: '2.0', id: index, result: { content: [{ type: 'text', text: 'x'.repeat(Math.floor(random() * 2000)) }] } }),
+              responseBody: JSON.stringify({
+                jsonrpc: '2.0',
+                id: index,
+                result: { content: [{ type: 'text', text: 'x'.repeat(Math.floor(random() * 2000)) }] },
+              }),
               requestHeaders: { 'content-type': 'application/json', 'mcp-session-id': 's', authorization: 'Bearer seed-not-a-secret' },
               responseHeaders: { 'content-type': 'application/json' },
             }

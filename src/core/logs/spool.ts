@@ -56,7 +56,7 @@ export function appendFrame(fd: number, thin: Buffer, detail: Buffer | null): nu
   // A write to a regular file can in principle be short: finish it from where it stopped.
   if (written < total) {
     const rest = Buffer.concat(parts).subarray(written);
-    for (let done = 0; done < rest.length; ) done += fs.writeSync(fd, rest, done);
+    for (let done = 0; done < rest.length;) done += fs.writeSync(fd, rest, done);
   }
   return total;
 }
@@ -98,10 +98,13 @@ async function readOrEmpty(file: string): Promise<Buffer> {
 /** The frames of a segment file, up to the first one a crash cut short. */
 function parseFrames(bytes: Buffer): SegmentContent {
   const content: SegmentContent = { thin: [], detail: [] };
-  for (let pos = 0; pos < bytes.length && bytes[pos] === FRAME; ) {
+  for (let pos = 0; pos < bytes.length && bytes[pos] === FRAME;) {
     const eol = bytes.indexOf(NEWLINE, pos);
     if (eol < 0) break;
-    const [thinBytes, detailBytes] = bytes.toString('latin1', pos + 1, eol).split(' ').map(Number);
+    const [thinBytes, detailBytes] = bytes
+      .toString('latin1', pos + 1, eol)
+      .split(' ')
+      .map(Number);
     if (!Number.isSafeInteger(thinBytes) || !Number.isSafeInteger(detailBytes)) break;
     const end = eol + 1 + thinBytes! + detailBytes!;
     if (end > bytes.length) break;

@@ -32,23 +32,23 @@ export const alertOperations = [
     name: 'list_alerts',
     title: 'List alerts',
     description:
-      'Returns a page of the workspace\'s alerts, newest first. Filter by code, messageType (info, warning, error) or relatedResourceGuid (any related server, gateway, assignment, identity, policy or connection), bound the creation time with fromMs/toMs (inclusive, epoch ms), page with skip/take (take default 50, max 250).',
+      "Returns a page of the workspace's alerts, newest first. Filter by code, messageType (info, warning, error) or relatedResourceGuid (any related server, gateway, assignment, identity, policy or connection), bound the creation time with fromMs/toMs (inclusive, epoch ms), page with skip/take (take default 50, max 250).",
     method: 'POST',
     path: '/alerts/query',
     capability: 'seeAllAlerts',
     input: z.strictObject({
-        filters: z
-          .strictObject({
-            code: z.string().min(1).max(100).optional().describe('Exact alert code, e.g. server_validation_failed'),
-            messageType: z.enum(ALERT_MESSAGE_TYPES).optional(),
-            relatedResourceGuid: z.string().min(1).max(100).optional().describe('Matches alerts naming this resource among their related resources'),
-          })
-          .optional(),
-        fromMs: EpochMs('Inclusive lower bound on the creation time, epoch milliseconds').optional(),
-        toMs: EpochMs('Inclusive upper bound on the creation time, epoch milliseconds').optional(),
-        skip: Skip,
-        take: Take(LIST_ALERTS_TAKE_DEFAULT, LIST_ALERTS_TAKE_MAX),
-      }),
+      filters: z
+        .strictObject({
+          code: z.string().min(1).max(100).optional().describe('Exact alert code, e.g. server_validation_failed'),
+          messageType: z.enum(ALERT_MESSAGE_TYPES).optional(),
+          relatedResourceGuid: z.string().min(1).max(100).optional().describe('Matches alerts naming this resource among their related resources'),
+        })
+        .optional(),
+      fromMs: EpochMs('Inclusive lower bound on the creation time, epoch milliseconds').optional(),
+      toMs: EpochMs('Inclusive upper bound on the creation time, epoch milliseconds').optional(),
+      skip: Skip,
+      take: Take(LIST_ALERTS_TAKE_DEFAULT, LIST_ALERTS_TAKE_MAX),
+    }),
     output: z.object({ items: z.array(AlertRow), skip: z.number(), take: z.number(), nextSkip: z.number().nullable() }),
     annotations: READ_ONLY,
     handler: async ({ services, principal }, input) => {

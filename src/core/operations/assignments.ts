@@ -4,14 +4,7 @@ import type { IdentityScheme } from '../../stores/schema.js';
 import { notFound, validationFailed } from '../errors.js';
 import { isGuid, newGuid } from '../ids.js';
 import { defineOperation, type Principal } from '../operation.js';
-import {
-  deleteAssignment,
-  findAssignment,
-  insertAssignment,
-  listAssignments,
-  updateAssignment,
-  type AssignmentRecord,
-} from '../repositories/assignments.js';
+import { deleteAssignment, findAssignment, insertAssignment, listAssignments, updateAssignment, type AssignmentRecord } from '../repositories/assignments.js';
 import { findVisibleIdentity } from '../repositories/identities.js';
 import { findServer } from '../repositories/inbound-servers.js';
 import { CHANGES, CREATES, DESTROYS, Id, ItemsOf, READ_ONLY } from './common.js';
@@ -111,7 +104,9 @@ async function setAssignmentEnabled(db: ConfigDb, principal: Principal, guid: st
 }
 
 const SchemeInput = {
-  identityScheme: Scheme.optional().describe('userIdentity: each connecting user selects their own identity; sharedIdentity: one identity for everyone (needs sharedIdentityGuid)'),
+  identityScheme: Scheme.optional().describe(
+    'userIdentity: each connecting user selects their own identity; sharedIdentity: one identity for everyone (needs sharedIdentityGuid)',
+  ),
   sharedIdentityGuid: Id('An identity of the server, used for everyone (implies identityScheme sharedIdentity; ignored for userIdentity)').optional(),
 };
 
@@ -190,7 +185,8 @@ export const assignmentOperations = [
         // Switching to (or staying on) sharedIdentity without a guid keeps the current shared identity, if any.
         const target = input.sharedIdentityGuid?.toLowerCase() ?? assignment.shared_identity_guid;
         if (target === null) throw MissingSharedIdentity();
-        sharedIdentityGuid = target === assignment.shared_identity_guid ? target : await requireSharedIdentity(db, principal, assignment.inbound_server_guid, target);
+        sharedIdentityGuid =
+          target === assignment.shared_identity_guid ? target : await requireSharedIdentity(db, principal, assignment.inbound_server_guid, target);
       }
       if (assignment.identity_scheme === scheme && assignment.shared_identity_guid === sharedIdentityGuid) return toSummary(assignment);
       await updateAssignment(db, assignment.guid, { identity_scheme: scheme, shared_identity_guid: sharedIdentityGuid });

@@ -1,11 +1,6 @@
 import { z } from 'zod';
 import { AppError, validationFailed, type FieldError } from '../errors.js';
-import {
-  deleteCollectorHeadersSecret,
-  findCollectorConfiguration,
-  saveCollectorConfiguration,
-  syncForwarderCursors,
-} from '../collector/config-repository.js';
+import { deleteCollectorHeadersSecret, findCollectorConfiguration, saveCollectorConfiguration, syncForwarderCursors } from '../collector/config-repository.js';
 import { normalizeCollectorHeaders, resolveLogsFormat } from '../collector/rules.js';
 import { defineOperation } from '../operation.js';
 import type { Services } from '../services.js';
@@ -46,12 +41,19 @@ const CollectorUrl = (what: string) =>
 
 const SetOtelConfigurationInput = z.strictObject({
   logsCollectorUrl: CollectorUrl('Log export endpoint, in the format selected by logsFormat'),
-  logsFormat: z.enum(LOGS_FORMATS).optional().describe('otlp (OTLP/HTTP JSON, the default) or collector_hec (HTTP Event Collector events). Omitted keeps the stored format. Governs logs only; traces are always OTLP.'),
+  logsFormat: z
+    .enum(LOGS_FORMATS)
+    .optional()
+    .describe(
+      'otlp (OTLP/HTTP JSON, the default) or collector_hec (HTTP Event Collector events). Omitted keeps the stored format. Governs logs only; traces are always OTLP.',
+    ),
   tracesCollectorUrl: CollectorUrl('OTLP/HTTP trace endpoint'),
   headers: z
     .record(z.string(), z.string())
     .optional()
-    .describe('Headers sent with both signals, e.g. {"Authorization": "Splunk <token>"}. A map replaces the whole set, {} clears it, omitted keeps it. Values are stored encrypted and never returned.'),
+    .describe(
+      'Headers sent with both signals, e.g. {"Authorization": "Splunk <token>"}. A map replaces the whole set, {} clears it, omitted keeps it. Values are stored encrypted and never returned.',
+    ),
 });
 
 /** Runs the egress check (contract section 1) on every URL given, reporting all refused fields at once. */

@@ -46,12 +46,7 @@ const ConnectionDetail = Connection.extend({
 const ConnectionGuid = Id('Connection guid');
 
 /** A list filter must be an id; anything else is a mistake worth naming (it could match nothing). */
-const FilterGuid = (description: string) =>
-  z
-    .string()
-    .refine(isGuid, 'not an id of this service')
-    .optional()
-    .describe(description);
+const FilterGuid = (description: string) => z.string().refine(isGuid, 'not an id of this service').optional().describe(description);
 
 async function loadConnection(db: ConfigDb, principal: Principal, guid: string): Promise<ConnectionRow> {
   const connection = await findConnection(db, principal.organizationGuid, guid);
@@ -70,7 +65,8 @@ export const connectionOperations = [
   defineOperation({
     name: 'list_connections',
     title: 'List connections',
-    description: "Lists the workspace's connections (a host's or user's link to a gateway, created by issue_gateway_token). The filters hostGuid, gatewayGuid and userGuid (the establishing user) combine.",
+    description:
+      "Lists the workspace's connections (a host's or user's link to a gateway, created by issue_gateway_token). The filters hostGuid, gatewayGuid and userGuid (the establishing user) combine.",
     method: 'GET',
     path: '/connections',
     capability: 'enableDisableConnections',
@@ -86,7 +82,8 @@ export const connectionOperations = [
   defineOperation({
     name: 'get_connection',
     title: 'Get a connection',
-    description: 'Returns one connection with its gateway and host names, the establishing user, the number of servers it carries, its last successful call and its recent errors.',
+    description:
+      'Returns one connection with its gateway and host names, the establishing user, the number of servers it carries, its last successful call and its recent errors.',
     method: 'GET',
     path: '/connections/:connectionGuid',
     capability: 'enableDisableConnections',

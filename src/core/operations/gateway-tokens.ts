@@ -79,7 +79,9 @@ export const gatewayTokenOperations = [
       if (host === undefined) throw notFound('Host');
       refuseIfArchived(gateway, 'issue tokens for it');
       // Ids compare as the store writes them (lower case), whatever case the caller used.
-      const selections = Object.fromEntries(Object.entries(input.serverIdentities ?? {}).map(([server, identity]) => [server.toLowerCase(), identity.toLowerCase()]));
+      const selections = Object.fromEntries(
+        Object.entries(input.serverIdentities ?? {}).map(([server, identity]) => [server.toLowerCase(), identity.toLowerCase()]),
+      );
       await checkSelections(db, principal, gateway.guid, selections);
 
       const minted = mintToken('gateway');
@@ -110,7 +112,13 @@ export const gatewayTokenOperations = [
         });
         return { tokenId: token.id, connectionGuid: connection.guid };
       });
-      return { token: minted.token, tokenId: issued.tokenId, gatewayGuid: gateway.guid, connectionGuid: issued.connectionGuid, url: gatewayUrl(services.config, gateway.guid) };
+      return {
+        token: minted.token,
+        tokenId: issued.tokenId,
+        gatewayGuid: gateway.guid,
+        connectionGuid: issued.connectionGuid,
+        url: gatewayUrl(services.config, gateway.guid),
+      };
     },
   }),
 ];

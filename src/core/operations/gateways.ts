@@ -5,7 +5,15 @@ import { conflict, notFound } from '../errors.js';
 import { newGuid } from '../ids.js';
 import { defineOperation, type Principal } from '../operation.js';
 import type { Services } from '../services.js';
-import { findGateway, insertGateway, listGateways, provisionTeam, unprovisionTeam, updateGateway, type Gateway as GatewayRow } from '../repositories/gateways.js';
+import {
+  findGateway,
+  insertGateway,
+  listGateways,
+  provisionTeam,
+  unprovisionTeam,
+  updateGateway,
+  type Gateway as GatewayRow,
+} from '../repositories/gateways.js';
 import { findTeam } from '../repositories/teams.js';
 import { CHANGES, CREATES, DESTROYS, Id, ItemsOf, Name, READ_ONLY } from './common.js';
 
@@ -59,7 +67,8 @@ export const gatewayOperations = [
   defineOperation({
     name: 'create_gateway',
     title: 'Create a gateway',
-    description: 'Creates an enabled gateway owned by the caller. No team is provisioned (use assign_team_to_gateway); expose servers with assign_server_to_gateway.',
+    description:
+      'Creates an enabled gateway owned by the caller. No team is provisioned (use assign_team_to_gateway); expose servers with assign_server_to_gateway.',
     method: 'POST',
     path: '/gateways',
     capability: 'basicGatewayManagement',
@@ -128,7 +137,8 @@ export const gatewayOperations = [
   defineOperation({
     name: 'archive_gateway',
     title: 'Archive a gateway',
-    description: 'Archives a gateway (the delete of gateways, which have no hard delete): it is disabled and hidden from list_gateways. unarchive_gateway brings it back, still disabled.',
+    description:
+      'Archives a gateway (the delete of gateways, which have no hard delete): it is disabled and hidden from list_gateways. unarchive_gateway brings it back, still disabled.',
     method: 'POST',
     path: '/gateways/:gatewayGuid/archive',
     capability: 'archiveGateway',

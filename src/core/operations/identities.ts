@@ -3,7 +3,16 @@ import { AppError, conflict, notFound } from '../errors.js';
 import { defineOperation, type OperationContext } from '../operation.js';
 import { deleteIdentityRow, findVisibleIdentity, listVisibleIdentities, updateIdentity, type Identity } from '../repositories/identities.js';
 import { findServer, scheduleValidation, updateServer, type InboundServer } from '../repositories/inbound-servers.js';
-import { createCredentialIdentity, credentialFields, headersFrom, HeadersMap, headlessTokenSet, oauthFieldsGiven, oauthPathOf, type CredentialInput } from '../servers/credential-input.js';
+import {
+  createCredentialIdentity,
+  credentialFields,
+  headersFrom,
+  HeadersMap,
+  headlessTokenSet,
+  oauthFieldsGiven,
+  oauthPathOf,
+  type CredentialInput,
+} from '../servers/credential-input.js';
 import { beginAuthorization, discoverOAuthSettings, type OAuthServerSettings } from '../servers/oauth-authorize.js';
 import type { Services } from '../services.js';
 import { CHANGES, CREATES, DESTROYS, Id, ItemsOf, READ_ONLY } from './common.js';
@@ -17,7 +26,13 @@ export const IdentitySummary = z.object({
   inboundServerGuid: z.string(),
 });
 /** Never a header name or value, token or client secret: those are write-only. */
-export const toIdentitySummary = (i: Identity) => ({ guid: i.guid, name: i.name, enabled: i.enabled, accessControl: i.access_control, inboundServerGuid: i.inbound_server_guid });
+export const toIdentitySummary = (i: Identity) => ({
+  guid: i.guid,
+  name: i.name,
+  enabled: i.enabled,
+  accessControl: i.access_control,
+  inboundServerGuid: i.inbound_server_guid,
+});
 
 const IdentityGuid = Id('Identity guid');
 
@@ -31,7 +46,8 @@ async function loadIdentity({ services, principal }: OperationContext, guid: str
 /** Creator-only operations (admin-api identities rule 3): holding accessAllIdentities does not help. */
 async function loadOwnIdentity(ctx: OperationContext, guid: string): Promise<Identity> {
   const identity = await loadIdentity(ctx, guid);
-  if (identity.creator_guid !== ctx.principal.userGuid) throw new AppError('not_creator', 'Only the creator of this identity may change its availability or headers.');
+  if (identity.creator_guid !== ctx.principal.userGuid)
+    throw new AppError('not_creator', 'Only the creator of this identity may change its availability or headers.');
   return identity;
 }
 
@@ -45,9 +61,16 @@ async function setIdentityEnabled(ctx: OperationContext, guid: string, enabled: 
 async function oauthSettingsFor(services: Services, server: InboundServer, input: CredentialInput): Promise<OAuthServerSettings> {
   if (server.oauth_settings && !input.oauthClientId) return server.oauth_settings as unknown as OAuthServerSettings;
   const url = await services.egress.check('url', server.url);
-  const { settings, clientSecret } = await discoverOAuthSettings(services, url, { clientId: input.oauthClientId, clientSecret: input.oauthClientSecret, scope: input.oauthScope });
+  const { settings, clientSecret } = await discoverOAuthSettings(services, url, {
+    clientId: input.oauthClientId,
+    clientSecret: input.oauthClientSecret,
+    scope: input.oauthScope,
+  });
   const clientSecretGuid = clientSecret ? await services.secrets.put(services.db, server.organization_guid, { clientSecret }) : null;
-  await updateServer(services.db, server.organization_guid, server.guid, { oauth_settings: JSON.stringify(settings), oauth_client_secret_guid: clientSecretGuid });
+  await updateServer(services.db, server.organization_guid, server.guid, {
+    oauth_settings: JSON.stringify(settings),
+    oauth_client_secret_guid: clientSecretGuid,
+  });
   return settings;
 }
 
@@ -55,7 +78,8 @@ export const identityOperations = [
   defineOperation({
     name: 'list_identities',
     title: 'List identities of a server',
-    description: "Lists the identities (credentials) of an inbound server that the caller may see: global ones and the caller's own private ones. Never returns header values or tokens.",
+    description:
+      "Lists the identities (credentials) of an inbound server that the caller may see: global ones and the caller's own private ones. Never returns header values or tokens.",
     method: 'GET',
     path: '/servers/:inboundServerGuid/identities',
     capability: 'accessAllIdentities',
@@ -162,7 +186,8 @@ export const identityOperations = [
   defineOperation({
     name: 'set_identity_availability',
     title: 'Set who may use an identity',
-    description: 'Makes an identity private (only its creator may use it) or global (anyone in the workspace). Only the creator may do this, whatever their capabilities.',
+    description:
+      'Makes an identity private (only its creator may use it) or global (anyone in the workspace). Only the creator may do this, whatever their capabilities.',
     method: 'PATCH',
     path: '/identities/:identityGuid/availability',
     capability: 'identityManagement',

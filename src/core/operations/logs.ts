@@ -33,7 +33,10 @@ export function assertTimeBounds(v: { fromMs?: number | undefined; toMs?: number
 const FilterValue = z.string().max(200);
 const LogFilters = z
   .strictObject(
-    Object.fromEntries(FILTER_COLUMNS.map((c) => [c, c === 'type' ? z.enum(LOG_TYPES).optional() : FilterValue.optional()])) as Record<(typeof FILTER_COLUMNS)[number], z.ZodOptional<z.ZodString>>,
+    Object.fromEntries(FILTER_COLUMNS.map((c) => [c, c === 'type' ? z.enum(LOG_TYPES).optional() : FilterValue.optional()])) as Record<
+      (typeof FILTER_COLUMNS)[number],
+      z.ZodOptional<z.ZodString>
+    >,
   )
   .describe(`Equality filters on ${FILTER_COLUMNS.join(', ')}; type is one of ${LOG_TYPES.join(', ')}`);
 
@@ -70,20 +73,20 @@ export const logOperations = [
     name: 'query_logs',
     title: 'Query call logs',
     description:
-      'Returns a page of the workspace\'s MCP call logs, newest first by default. Filter by equality on connection, user, gateway, server, host, container, team, type, trace_id or span_id, bound created_at with fromMs/toMs (inclusive, epoch ms), order by any returned column, page with skip/take (take default 100, max 1000). includeDetail adds bodies and redacted headers, each cut at 4 KiB.',
+      "Returns a page of the workspace's MCP call logs, newest first by default. Filter by equality on connection, user, gateway, server, host, container, team, type, trace_id or span_id, bound created_at with fromMs/toMs (inclusive, epoch ms), order by any returned column, page with skip/take (take default 100, max 1000). includeDetail adds bodies and redacted headers, each cut at 4 KiB.",
     method: 'POST',
     path: '/logs/query',
     capability: 'exportLogs',
     input: z.strictObject({
-        filters: LogFilters.optional(),
-        fromMs: EpochMs('Inclusive lower bound on created_at, epoch milliseconds').optional(),
-        toMs: EpochMs('Inclusive upper bound on created_at, epoch milliseconds').optional(),
-        orderByColumn: z.enum(LOG_COLUMNS).default('created_at').describe('A returned column; default created_at'),
-        orderByDirection: z.enum(['asc', 'desc']).default('desc').describe('asc or desc; default desc'),
-        skip: Skip,
-        take: Take(QUERY_LOGS_TAKE_DEFAULT, QUERY_LOGS_TAKE_MAX),
-        includeDetail: z.boolean().default(false).describe('Add request/response bodies and headers (truncated to 4 KiB each)'),
-      }),
+      filters: LogFilters.optional(),
+      fromMs: EpochMs('Inclusive lower bound on created_at, epoch milliseconds').optional(),
+      toMs: EpochMs('Inclusive upper bound on created_at, epoch milliseconds').optional(),
+      orderByColumn: z.enum(LOG_COLUMNS).default('created_at').describe('A returned column; default created_at'),
+      orderByDirection: z.enum(['asc', 'desc']).default('desc').describe('asc or desc; default desc'),
+      skip: Skip,
+      take: Take(QUERY_LOGS_TAKE_DEFAULT, QUERY_LOGS_TAKE_MAX),
+      includeDetail: z.boolean().default(false).describe('Add request/response bodies and headers (truncated to 4 KiB each)'),
+    }),
     output: z.object({ items: z.array(LogRow), skip: z.number(), take: z.number(), nextSkip: z.number().nullable() }),
     annotations: READ_ONLY,
     handler: async ({ services, principal }, input) => {

@@ -62,7 +62,9 @@ export const roleOperations = [
     successStatus: 201,
     handler: async ({ services, principal }, input) => {
       const granted = applyGrants([], input.grants ?? {}, principal.organizationType);
-      return toRole(await insertRole(services.db, { guid: newGuid(), organization_guid: principal.organizationGuid, name: input.name, granted_capabilities: granted }));
+      return toRole(
+        await insertRole(services.db, { guid: newGuid(), organization_guid: principal.organizationGuid, name: input.name, granted_capabilities: granted }),
+      );
     },
   }),
   defineOperation({

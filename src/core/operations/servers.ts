@@ -122,10 +122,15 @@ export const serverOperations = [
       }
       const url = await services.egress.check('url', input.url);
       // Discovery happens before anything is stored, so a server that cannot be authorized is never half-created.
-      const discovered = oauthPath === 'interactive' ? await discoverOAuthSettings(services, url, { clientId: input.oauthClientId, clientSecret: input.oauthClientSecret, scope: input.oauthScope }) : undefined;
+      const discovered =
+        oauthPath === 'interactive'
+          ? await discoverOAuthSettings(services, url, { clientId: input.oauthClientId, clientSecret: input.oauthClientSecret, scope: input.oauthScope })
+          : undefined;
 
       const { server, authorizationUrl } = await db.transaction().execute(async (trx) => {
-        const clientSecretGuid = discovered?.clientSecret ? await services.secrets.put(trx, principal.organizationGuid, { clientSecret: discovered.clientSecret }) : null;
+        const clientSecretGuid = discovered?.clientSecret
+          ? await services.secrets.put(trx, principal.organizationGuid, { clientSecret: discovered.clientSecret })
+          : null;
         const interactive = oauthPath === 'interactive';
         const created = await insertServer(trx, {
           guid: newGuid(),
@@ -141,9 +146,16 @@ export const serverOperations = [
           validation_due_at: interactive ? null : new Date(),
         });
         if (headers) await createCredentialIdentity(services, trx, { server: created, creatorGuid: principal.userGuid, input, secret: headers });
-        if (oauthPath === 'headless') await createCredentialIdentity(services, trx, { server: created, creatorGuid: principal.userGuid, input, secret: headlessTokenSet(input) });
+        if (oauthPath === 'headless')
+          await createCredentialIdentity(services, trx, { server: created, creatorGuid: principal.userGuid, input, secret: headlessTokenSet(input) });
         const authorizationUrl = interactive
-          ? await beginAuthorization(services, trx, { server: created, settings: discovered!.settings, userGuid: principal.userGuid, identityLabel: input.identityLabel ?? null, accessControl: input.accessControl ?? 'private' })
+          ? await beginAuthorization(services, trx, {
+              server: created,
+              settings: discovered!.settings,
+              userGuid: principal.userGuid,
+              identityLabel: input.identityLabel ?? null,
+              accessControl: input.accessControl ?? 'private',
+            })
           : undefined;
         return { server: created, authorizationUrl };
       });

@@ -100,7 +100,7 @@ export const sessionOperations = [
   defineOperation({
     name: 'list_access_tokens',
     title: 'List my tokens',
-    description: "Lists your live tokens (access tokens and gateway tokens) with label, prefix and times. Secrets are never returned.",
+    description: 'Lists your live tokens (access tokens and gateway tokens) with label, prefix and times. Secrets are never returned.',
     method: 'GET',
     path: '/tokens',
     capability: null,

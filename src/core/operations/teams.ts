@@ -40,7 +40,9 @@ export const teamOperations = [
     annotations: CREATES,
     successStatus: 201,
     handler: async ({ services, principal }, input) =>
-      toTeam(await insertTeam(services.db, { guid: newGuid(), organization_guid: principal.organizationGuid, name: input.name, owner_guid: principal.userGuid })),
+      toTeam(
+        await insertTeam(services.db, { guid: newGuid(), organization_guid: principal.organizationGuid, name: input.name, owner_guid: principal.userGuid }),
+      ),
   }),
   defineOperation({
     name: 'rename_team',
@@ -62,7 +64,7 @@ export const teamOperations = [
   defineOperation({
     name: 'delete_team',
     title: 'Delete a team',
-    description: "Deletes a team for good, with its memberships and its gateway provisioning links. Users and gateways themselves stay.",
+    description: 'Deletes a team for good, with its memberships and its gateway provisioning links. Users and gateways themselves stay.',
     method: 'DELETE',
     path: '/teams/:teamGuid',
     capability: 'manageTeams',

@@ -4,16 +4,7 @@ import { isGuid, newGuid } from '../ids.js';
 import { defineOperation, type Principal } from '../operation.js';
 import { findRole, findRoleByName, insertRole } from '../repositories/roles.js';
 import { existingTeamGuids } from '../repositories/teams.js';
-import {
-  deactivateUser,
-  findUser,
-  findUserByEmail,
-  insertUser,
-  listUsers,
-  setUserRole,
-  setUserTeams,
-  type UserRecord,
-} from '../repositories/users.js';
+import { deactivateUser, findUser, findUserByEmail, insertUser, listUsers, setUserRole, setUserTeams, type UserRecord } from '../repositories/users.js';
 import type { ConfigDb } from '../../stores/postgres.js';
 import { CHANGES, CREATES, DESTROYS, Id, ItemsOf, READ_ONLY, isUniqueViolation } from './common.js';
 
@@ -46,7 +37,14 @@ const UserGuid = Id('User guid');
 
 /** Parses a comma-separated guid list (empty string = none), checking each names a team of the workspace. */
 async function resolveTeamGuids(db: ConfigDb, principal: Principal, field: string, raw: string): Promise<string[]> {
-  const guids = [...new Set(raw.split(',').map((g) => g.trim()).filter(Boolean))];
+  const guids = [
+    ...new Set(
+      raw
+        .split(',')
+        .map((g) => g.trim())
+        .filter(Boolean),
+    ),
+  ];
   const malformed = guids.filter((g) => !isGuid(g));
   if (malformed.length > 0) throw validationFailed([{ path: field, message: `not team guids: ${malformed.join(', ')}` }]);
   const existing = await existingTeamGuids(db, principal.organizationGuid, guids);
@@ -82,7 +80,7 @@ export const userOperations = [
   defineOperation({
     name: 'set_user_role',
     title: "Set a user's role",
-    description: "Puts a user on a role (every user has exactly one). Returns the updated user.",
+    description: 'Puts a user on a role (every user has exactly one). Returns the updated user.',
     method: 'PUT',
     path: '/users/:userGuid/role',
     capability: 'manageUserRoles',
@@ -150,7 +148,8 @@ export const userOperations = [
             const existing = await findRoleByName(trx, principal.organizationGuid, DEFAULT_ROLE_NAME);
             roleGuid = existing
               ? existing.guid
-              : (await insertRole(trx, { guid: newGuid(), organization_guid: principal.organizationGuid, name: DEFAULT_ROLE_NAME, granted_capabilities: [] })).guid;
+              : (await insertRole(trx, { guid: newGuid(), organization_guid: principal.organizationGuid, name: DEFAULT_ROLE_NAME, granted_capabilities: [] }))
+                  .guid;
           }
           const userGuid = newGuid();
           const displayName = [input.firstName, input.lastName].filter(Boolean).join(' ') || email.split('@')[0] || email;
@@ -175,7 +174,7 @@ export const userOperations = [
   defineOperation({
     name: 'deactivate_user',
     title: 'Deactivate a user',
-    description: "Deactivates a user: team memberships are removed and every token of theirs stops working at once. The record stays (isActive false).",
+    description: 'Deactivates a user: team memberships are removed and every token of theirs stops working at once. The record stays (isActive false).',
     method: 'POST',
     path: '/users/:userGuid/deactivate',
     capability: 'removeUsers',

@@ -18,7 +18,14 @@ export async function findLiveAccessTokenByLabel(db: ConfigDb, userGuid: string,
 }
 
 export async function listLiveTokens(db: ConfigDb, userGuid: string): Promise<AccessToken[]> {
-  return db.selectFrom('access_tokens').selectAll().where('user_guid', '=', userGuid).where('revoked_at', 'is', null).orderBy('created_at').orderBy('id').execute();
+  return db
+    .selectFrom('access_tokens')
+    .selectAll()
+    .where('user_guid', '=', userGuid)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
 /** Soft-deletes one of the user's tokens; false when the user has no such live token. */

@@ -37,7 +37,13 @@ export async function insertIdentity(db: ConfigDb, values: Insertable<Identities
 
 /** Changes fields of one identity of the workspace and returns the saved row. */
 export async function updateIdentity(db: ConfigDb, organizationGuid: string, guid: string, patch: Updateable<IdentitiesTable>): Promise<Identity> {
-  return db.updateTable('identities').set(patch).where('organization_guid', '=', organizationGuid).where('guid', '=', guid).returningAll().executeTakeFirstOrThrow();
+  return db
+    .updateTable('identities')
+    .set(patch)
+    .where('organization_guid', '=', organizationGuid)
+    .where('guid', '=', guid)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** Deletes the identity row only: its encrypted credential stays in `secrets` (admin-api identities rule 5). */

@@ -33,7 +33,13 @@ export async function insertServer(db: ConfigDb, values: Insertable<InboundServe
 
 /** Changes fields of one server of the workspace and returns the saved row. */
 export async function updateServer(db: ConfigDb, organizationGuid: string, guid: string, patch: Updateable<InboundServersTable>): Promise<InboundServer> {
-  return db.updateTable('inbound_servers').set(patch).where('organization_guid', '=', organizationGuid).where('guid', '=', guid).returningAll().executeTakeFirstOrThrow();
+  return db
+    .updateTable('inbound_servers')
+    .set(patch)
+    .where('organization_guid', '=', organizationGuid)
+    .where('guid', '=', guid)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /**
@@ -42,7 +48,16 @@ export async function updateServer(db: ConfigDb, organizationGuid: string, guid:
  * (back) to needs-authentication; an authenticated one keeps its status while the new
  * credential is checked.
  */
-export async function scheduleValidation(db: ConfigDb, server: Pick<InboundServer, 'guid' | 'organization_guid' | 'authentication_type' | 'authentication_status'>, identityGuid: string | null): Promise<InboundServer> {
+export async function scheduleValidation(
+  db: ConfigDb,
+  server: Pick<InboundServer, 'guid' | 'organization_guid' | 'authentication_type' | 'authentication_status'>,
+  identityGuid: string | null,
+): Promise<InboundServer> {
   const status = server.authentication_type === 'none' ? 'open' : server.authentication_status === 'authenticated' ? 'authenticated' : 'needs-authentication';
-  return updateServer(db, server.organization_guid, server.guid, { validation_due_at: new Date(), validation_identity_guid: identityGuid, authentication_status: status, status_reason: null });
+  return updateServer(db, server.organization_guid, server.guid, {
+    validation_due_at: new Date(),
+    validation_identity_guid: identityGuid,
+    authentication_status: status,
+    status_reason: null,
+  });
 }

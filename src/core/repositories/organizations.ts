@@ -12,12 +12,19 @@ export async function findOrganization(db: ConfigDb, guid: string): Promise<Orga
 }
 
 export async function countOrganizations(db: ConfigDb): Promise<number> {
-  const row = await db.selectFrom('organizations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('organizations')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 export async function grantEntitlement(db: ConfigDb, organizationGuid: string, key: string): Promise<void> {
-  await db.insertInto('entitlements').values({ organization_guid: organizationGuid, key }).onConflict((oc) => oc.doNothing()).execute();
+  await db
+    .insertInto('entitlements')
+    .values({ organization_guid: organizationGuid, key })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
 }
 
 export async function revokeEntitlement(db: ConfigDb, organizationGuid: string, key: string): Promise<void> {

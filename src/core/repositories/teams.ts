@@ -4,7 +4,9 @@ import type { Team } from '../../stores/schema.js';
 export async function listTeams(db: ConfigDb, organizationGuid: string, onlyMemberGuid?: string): Promise<Team[]> {
   let q = db.selectFrom('teams').selectAll('teams').where('teams.organization_guid', '=', organizationGuid);
   if (onlyMemberGuid) {
-    q = q.where((eb) => eb.exists(eb.selectFrom('team_members as m').select('m.team_guid').whereRef('m.team_guid', '=', 'teams.guid').where('m.user_guid', '=', onlyMemberGuid)));
+    q = q.where((eb) =>
+      eb.exists(eb.selectFrom('team_members as m').select('m.team_guid').whereRef('m.team_guid', '=', 'teams.guid').where('m.user_guid', '=', onlyMemberGuid)),
+    );
   }
   return q.orderBy('teams.created_at').orderBy('teams.guid').execute();
 }

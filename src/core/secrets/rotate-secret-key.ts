@@ -21,13 +21,24 @@ const BATCH = 200;
  */
 export async function rotateSecretKey(db: ConfigDb, store: SecretStore, opts: { organizationGuid?: string } = {}): Promise<RotationReport> {
   const report: RotationReport = { keyId: store.currentKeyId, rotated: 0, alreadyCurrent: 0, unreadable: [] };
-  const scoped = <Q extends { where: (...args: any[]) => Q }>(q: Q): Q => (opts.organizationGuid ? q.where('organization_guid', '=', opts.organizationGuid) : q);
+  const scoped = <Q extends { where: (...args: any[]) => Q }>(q: Q): Q =>
+    opts.organizationGuid ? q.where('organization_guid', '=', opts.organizationGuid) : q;
   report.alreadyCurrent = Number(
-    (await scoped(db.selectFrom('secrets').select((eb) => eb.fn.countAll().as('n')).where('key_id', '=', store.currentKeyId)).executeTakeFirstOrThrow()).n,
+    (
+      await scoped(
+        db
+          .selectFrom('secrets')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('key_id', '=', store.currentKeyId),
+      ).executeTakeFirstOrThrow()
+    ).n,
   );
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
-    const rows = await scoped(db.selectFrom('secrets').selectAll().where('key_id', '!=', store.currentKeyId).where('guid', '>', after)).orderBy('guid').limit(BATCH).execute();
+    const rows = await scoped(db.selectFrom('secrets').selectAll().where('key_id', '!=', store.currentKeyId).where('guid', '>', after))
+      .orderBy('guid')
+      .limit(BATCH)
+      .execute();
     if (rows.length === 0) break;
     for (const row of rows) {
       let plaintext: string;

@@ -56,7 +56,8 @@ export class SecretStore {
   /** Opens an envelope under whichever known key sealed it. */
   openEnvelope(recordGuid: string, envelope: Envelope): string {
     const key = this.keysById.get(envelope.keyId);
-    if (!key) throw new SecretKeyMismatchError(`secret ${recordGuid} was sealed with key ${envelope.keyId}, which is neither SECRET_KEY nor a PREVIOUS_SECRET_KEY`);
+    if (!key)
+      throw new SecretKeyMismatchError(`secret ${recordGuid} was sealed with key ${envelope.keyId}, which is neither SECRET_KEY nor a PREVIOUS_SECRET_KEY`);
     return open(key, recordGuid, envelope);
   }
 

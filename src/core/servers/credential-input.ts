@@ -9,7 +9,9 @@ import { cleanHeaders, type HeadersSecret, type OAuthTokenSet } from './credenti
 
 const Secret = (description: string) => z.string().min(1).max(16_384).describe(description);
 
-export const HeadersMap = z.record(z.string().max(256), z.string().max(8_192)).describe('Static request headers (name to value). Values are write-only: stored encrypted, never returned.');
+export const HeadersMap = z
+  .record(z.string().max(256), z.string().max(8_192))
+  .describe('Static request headers (name to value). Values are write-only: stored encrypted, never returned.');
 
 /** The credential fields create_inbound_server and add_identity share (admin-api, create_inbound_server body). */
 export const credentialFields = {
@@ -21,13 +23,27 @@ export const credentialFields = {
   oauthClientId: z.string().min(1).max(512).describe('OAuth client id').optional(),
   oauthClientSecret: Secret('OAuth client secret, confidential clients only (secret)').optional(),
   oauthScope: z.string().max(2_048).describe('Space-separated scopes').optional(),
-  identityLabel: z.string().trim().min(1, 'must not be empty').max(200).describe('Identity name; default is the server name followed by the word Identity').optional(),
+  identityLabel: z
+    .string()
+    .trim()
+    .min(1, 'must not be empty')
+    .max(200)
+    .describe('Identity name; default is the server name followed by the word Identity')
+    .optional(),
   accessControl: z.enum(['private', 'global']).describe('private (default: only the creator may use it) or global (anyone in the workspace)').optional(),
 };
 
 export type CredentialInput = { [K in keyof typeof credentialFields]?: z.output<(typeof credentialFields)[K]> };
 
-const OAUTH_FIELDS = ['oauthAccessToken', 'oauthRefreshToken', 'oauthExpiresAt', 'oauthTokenEndpoint', 'oauthClientId', 'oauthClientSecret', 'oauthScope'] as const;
+const OAUTH_FIELDS = [
+  'oauthAccessToken',
+  'oauthRefreshToken',
+  'oauthExpiresAt',
+  'oauthTokenEndpoint',
+  'oauthClientId',
+  'oauthClientSecret',
+  'oauthScope',
+] as const;
 /** Fields that only make sense next to an access token (headless OAuth). */
 const HEADLESS_ONLY = ['oauthRefreshToken', 'oauthExpiresAt', 'oauthTokenEndpoint'] as const;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -49,7 +65,8 @@ export function headersFrom(input: { headers?: Record<string, string> }): Header
     else if (/[\r\n\0]/.test(value)) errors.push({ path: `headers.${name}`, message: 'value must be a single line' });
   }
   if (errors.length) throw validationFailed(errors);
-  if (Object.keys(headers).length === 0) throw validationFailed([{ path: 'headers', message: 'must hold at least one header once svc- prefixed and empty entries are dropped' }]);
+  if (Object.keys(headers).length === 0)
+    throw validationFailed([{ path: 'headers', message: 'must hold at least one header once svc- prefixed and empty entries are dropped' }]);
   return headers;
 }
 
@@ -85,7 +102,12 @@ export const headlessTokenSet = (input: CredentialInput): OAuthTokenSet => ({
 export async function createCredentialIdentity(
   services: Services,
   db: ConfigDb,
-  opts: { server: Pick<InboundServer, 'guid' | 'organization_guid' | 'name'>; creatorGuid: string; input: CredentialInput; secret: HeadersSecret | OAuthTokenSet },
+  opts: {
+    server: Pick<InboundServer, 'guid' | 'organization_guid' | 'name'>;
+    creatorGuid: string;
+    input: CredentialInput;
+    secret: HeadersSecret | OAuthTokenSet;
+  },
 ): Promise<Identity> {
   const { server, input, secret } = opts;
   const secretGuid = await services.secrets.put(db, server.organization_guid, secret);

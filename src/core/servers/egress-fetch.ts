@@ -7,7 +7,13 @@ const MAX_REDIRECTS = 5;
  * continues as a GET without a body (303, and 301/302 after a POST). Null when
  * the answer is not a redirect to follow (not 3xx, no Location, or past the hop limit).
  */
-export function redirectHop(status: number, location: string | null, from: URL | string, method: string | undefined, hop: number): { url: URL; asGet: boolean } | null {
+export function redirectHop(
+  status: number,
+  location: string | null,
+  from: URL | string,
+  method: string | undefined,
+  hop: number,
+): { url: URL; asGet: boolean } | null {
   if (status < 300 || status >= 400 || !location || hop >= MAX_REDIRECTS) return null;
   return { url: new URL(location, from), asGet: status === 303 || ((status === 301 || status === 302) && method !== undefined && method !== 'GET') };
 }

@@ -58,14 +58,17 @@ export async function discoverOAuthSettings(
   } catch (err) {
     throw validationFailed([{ path: 'url', message: `the authorization server metadata of ${authorizationServerUrl} could not be read: ${briefly(err)}` }]);
   }
-  if (!metadata) throw validationFailed([{ path: 'url', message: `no OAuth authorization server found for this server (looked at ${authorizationServerUrl})` }]);
+  if (!metadata)
+    throw validationFailed([{ path: 'url', message: `no OAuth authorization server found for this server (looked at ${authorizationServerUrl})` }]);
   const scope = given.scope ?? resourceMetadata?.scopes_supported?.join(' ') ?? undefined;
   const resource = resourceMetadata?.resource;
   if (given.clientId) {
     return { settings: { authorizationServerUrl, metadata, clientId: given.clientId, scope, resource }, clientSecret: given.clientSecret };
   }
   if (!metadata.registration_endpoint) {
-    throw validationFailed([{ path: 'oauthClientId', message: 'the authorization server offers no dynamic client registration: give the client id registered for this service' }]);
+    throw validationFailed([
+      { path: 'oauthClientId', message: 'the authorization server offers no dynamic client registration: give the client id registered for this service' },
+    ]);
   }
   try {
     const client = await registerClient(authorizationServerUrl, {
@@ -83,7 +86,9 @@ export async function discoverOAuthSettings(
     });
     return { settings: { authorizationServerUrl, metadata, clientId: client.client_id, scope, resource }, clientSecret: client.client_secret };
   } catch (err) {
-    throw validationFailed([{ path: 'oauthClientId', message: `dynamic client registration failed (${briefly(err)}): give the client id registered for this service` }]);
+    throw validationFailed([
+      { path: 'oauthClientId', message: `dynamic client registration failed (${briefly(err)}): give the client id registered for this service` },
+    ]);
   }
 }
 
@@ -96,7 +101,13 @@ export async function discoverOAuthSettings(
 export async function beginAuthorization(
   services: Services,
   db: ConfigDb,
-  opts: { server: Pick<InboundServer, 'guid' | 'organization_guid'>; settings: OAuthServerSettings; userGuid: string; identityLabel: string | null; accessControl: 'private' | 'global' },
+  opts: {
+    server: Pick<InboundServer, 'guid' | 'organization_guid'>;
+    settings: OAuthServerSettings;
+    userGuid: string;
+    identityLabel: string | null;
+    accessControl: 'private' | 'global';
+  },
 ): Promise<string> {
   const state = randomBytes(32).toString('base64url');
   const { authorizationUrl, codeVerifier } = await startAuthorization(opts.settings.authorizationServerUrl, {

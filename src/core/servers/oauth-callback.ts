@@ -55,7 +55,10 @@ export async function completeAuthorization(services: Services, params: Callback
       fetchFn: egressFetch(services.egress, 'url'),
     });
   } catch (err) {
-    const reason = redact(err instanceof Error ? err.message : String(err), [params.code, verifier.codeVerifier, clientSecret?.clientSecret ?? '']).slice(0, 200);
+    const reason = redact(err instanceof Error ? err.message : String(err), [params.code, verifier.codeVerifier, clientSecret?.clientSecret ?? '']).slice(
+      0,
+      200,
+    );
     services.logger.warn({ inboundServerGuid: server.guid, reason }, 'OAuth code exchange failed');
     throw new OAuthCallbackError(`The authorization server refused the code exchange: ${reason}`);
   }

@@ -24,7 +24,11 @@ export const needsRefresh = (set: OAuthTokenSet, now = Date.now()): boolean =>
  * failed refresh raises the `oauth_refresh_failed` alert (no secret in it) and
  * throws OAuthRefreshError.
  */
-export async function freshTokenSet(services: Services, identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>, opts: { force?: boolean } = {}): Promise<OAuthTokenSet> {
+export async function freshTokenSet(
+  services: Services,
+  identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>,
+  opts: { force?: boolean } = {},
+): Promise<OAuthTokenSet> {
   if (!identity.secret_guid) throw new OAuthRefreshError('the identity holds no OAuth tokens');
   const set = await services.secrets.get<OAuthTokenSet>(services.db, identity.organization_guid, identity.secret_guid);
   if (!set) throw new OAuthRefreshError('the identity holds no OAuth tokens');
@@ -36,7 +40,11 @@ export async function freshTokenSet(services: Services, identity: Pick<Identity,
   return refresh;
 }
 
-async function refreshTokenSet(services: Services, identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>, set: OAuthTokenSet): Promise<OAuthTokenSet> {
+async function refreshTokenSet(
+  services: Services,
+  identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>,
+  set: OAuthTokenSet,
+): Promise<OAuthTokenSet> {
   const tokenEndpoint = new URL(set.tokenEndpoint);
   // Only the token endpoint is known for a headless identity; that is all a refresh needs.
   const metadata = {
@@ -65,7 +73,11 @@ async function refreshTokenSet(services: Services, identity: Pick<Identity, 'gui
         messageType: 'error',
         subject: 'OAuth token refresh failed',
         message: `Refreshing the access token of identity ${identity.guid} failed: ${reason}`,
-        dynamicContent: { subject: 'OAuth token refresh failed', message: 'Refreshing the access token of identity {identityGuid} failed: {reason}', values: { identityGuid: identity.guid, reason } },
+        dynamicContent: {
+          subject: 'OAuth token refresh failed',
+          message: 'Refreshing the access token of identity {identityGuid} failed: {reason}',
+          values: { identityGuid: identity.guid, reason },
+        },
         debugContext: { tokenEndpoint: tokenEndpoint.origin + tokenEndpoint.pathname },
         relatedResourceIds: [identity.inbound_server_guid, identity.guid],
       })

@@ -70,11 +70,27 @@ export async function probeUpstream(url: URL, opts: ProbeOptions): Promise<Serve
   try {
     const caps = client.getServerCapabilities() ?? {};
     const request = { signal: opts.signal, timeout: opts.timeoutMs };
-    const tools = await listAll((cursor) => client.listTools(cursor ? { cursor } : {}, request), (r) => r.tools);
-    const prompts = caps.prompts ? await listAll((cursor) => client.listPrompts(cursor ? { cursor } : {}, request), (r) => r.prompts) : [];
-    const resources = caps.resources ? await listAll((cursor) => client.listResources(cursor ? { cursor } : {}, request), (r) => r.resources) : [];
+    const tools = await listAll(
+      (cursor) => client.listTools(cursor ? { cursor } : {}, request),
+      (r) => r.tools,
+    );
+    const prompts = caps.prompts
+      ? await listAll(
+          (cursor) => client.listPrompts(cursor ? { cursor } : {}, request),
+          (r) => r.prompts,
+        )
+      : [];
+    const resources = caps.resources
+      ? await listAll(
+          (cursor) => client.listResources(cursor ? { cursor } : {}, request),
+          (r) => r.resources,
+        )
+      : [];
     const resourceTemplates = caps.resources
-      ? await listAll((cursor) => client.listResourceTemplates(cursor ? { cursor } : {}, request), (r) => r.resourceTemplates).catch(() => [])
+      ? await listAll(
+          (cursor) => client.listResourceTemplates(cursor ? { cursor } : {}, request),
+          (r) => r.resourceTemplates,
+        ).catch(() => [])
       : [];
     const info = client.getServerVersion();
     return {
@@ -106,7 +122,10 @@ async function connect(transport: Transport, opts: ProbeOptions): Promise<Client
   }
 }
 
-async function listAll<R extends { nextCursor?: string }>(page: (cursor?: string) => Promise<R>, items: (r: R) => unknown[]): Promise<Record<string, unknown>[]> {
+async function listAll<R extends { nextCursor?: string }>(
+  page: (cursor?: string) => Promise<R>,
+  items: (r: R) => unknown[],
+): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
   let cursor: string | undefined;
   for (let i = 0; i < MAX_PAGES; i++) {

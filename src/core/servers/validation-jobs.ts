@@ -55,7 +55,9 @@ export class ServerValidationJobs {
       return;
     }
     const job = this.runOnce(serverGuid)
-      .catch((err: unknown) => this.services.logger.error({ err: err instanceof Error ? err.message : String(err), inboundServerGuid: serverGuid }, 'server validation job crashed'))
+      .catch((err: unknown) =>
+        this.services.logger.error({ err: err instanceof Error ? err.message : String(err), inboundServerGuid: serverGuid }, 'server validation job crashed'),
+      )
       .finally(() => {
         this.running.delete(serverGuid);
         if (this.again.delete(serverGuid)) this.kick(serverGuid);
@@ -139,7 +141,12 @@ export class ServerValidationJobs {
     } catch (err) {
       if (this.abort.signal.aborted) {
         // Stopping, not failing: leave the job due so the next start takes it again.
-        await db.updateTable('inbound_servers').set({ validation_due_at: new Date() }).where('guid', '=', server.guid).where('validation_due_at', '=', lease).execute();
+        await db
+          .updateTable('inbound_servers')
+          .set({ validation_due_at: new Date() })
+          .where('guid', '=', server.guid)
+          .where('validation_due_at', '=', lease)
+          .execute();
         return;
       }
       const raw = timeout.aborted ? `timed out after ${timeoutMs} ms` : err instanceof Error ? err.message : String(err);
@@ -178,7 +185,11 @@ export class ServerValidationJobs {
         messageType: 'error',
         subject,
         message: `The service could not validate ${server.url}: ${reason}`,
-        dynamicContent: { subject: 'Validation of server {serverName} failed', message: 'The service could not validate {serverUrl}: {reason}', values: { serverName: server.name, serverUrl: server.url, reason } },
+        dynamicContent: {
+          subject: 'Validation of server {serverName} failed',
+          message: 'The service could not validate {serverUrl}: {reason}',
+          values: { serverName: server.name, serverUrl: server.url, reason },
+        },
         debugContext: { authenticationType: server.authentication_type, statusAfter: status },
         relatedResourceIds: [server.guid, ...(identity ? [identity.guid] : [])],
       })
