@@ -7,7 +7,8 @@ import type { ConfigChanges } from './config-changes.js';
 import type { PrincipalCache } from './auth/principal-cache.js';
 import type { TokenUsage } from './auth/token-usage.js';
 import type { EgressPolicy } from './egress.js';
-import type { CallLogSink } from './logs/call-log-writer.js';
+import type { AuditRecordInput } from './audit/audit-record.js';
+import type { CallLogSink, SpoolSink } from './logs/call-log-writer.js';
 import type { SecretStore } from './secrets/secret-store.js';
 import type { ServerValidationJobs } from './servers/validation-jobs.js';
 
@@ -35,6 +36,8 @@ export interface Services {
   serverValidation: ServerValidationJobs;
   /** The one call-log writer every producer uses (batched, spooled to disk, back-pressured). */
   callLogs: CallLogSink;
+  /** The admin audit log's writer: the same spool mechanism as call logs, its own segment files. */
+  audit: SpoolSink<AuditRecordInput>;
   /** The process's Prometheus registry: /metrics serves it; background workers (the forwarder) add to it. */
   metricsRegistry?: Registry;
   /** In-process notice of configuration changes (posted by the executor and feature-learning; hot-path caches listen). */

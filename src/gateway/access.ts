@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
-import { hashToken, tokenKindOf } from '../core/auth/tokens.js';
+import { expiryOf, tokenHashOf, tokenQuery, tokenUsable, type ResolvedTokenColumns } from '../core/auth/token-resolver.js';
 import { ADMIN_ENTITLEMENT } from '../core/executor.js';
-import { holdsAdminEntitlement } from '../core/repositories/organizations.js';
 import type { Services } from '../core/services.js';
 import { SingleFlight, TtlCache } from './ttl-cache.js';
 
@@ -32,14 +31,8 @@ export class GatewayAccessError extends Error {
 
 const UNAUTHENTICATED = 'A valid gateway token is required: send the token from issue_gateway_token as `Authorization: Bearer <token>`.';
 
-interface TokenRow {
-  token_id: string;
-  organization_guid: string;
-  user_guid: string;
-  user_active: boolean;
+interface TokenRow extends ResolvedTokenColumns {
   expires_at: Date | null;
-  revoked: boolean;
-  entitled: boolean;
   gateway_guid: string;
   gateway_name: string;
   gateway_enabled: boolean;
@@ -74,16 +67,15 @@ export class GatewayAccess {
 
   /** Resolves the caller of `gatewayGuid` or throws GatewayAccessError. */
   async check(token: string | null, gatewayGuid: string): Promise<GatewayCaller> {
-    if (!token || tokenKindOf(token) !== 'gateway') throw new GatewayAccessError(401, UNAUTHENTICATED);
-    const hash = hashToken(token);
+    const hash = tokenHashOf(token, 'gateway');
+    if (!hash) throw new GatewayAccessError(401, UNAUTHENTICATED);
     let row = this.cache.get(hash);
     if (row === undefined) {
       row = await this.loads.run(hash, () => this.load(hash));
       // Unknown tokens are cached too (under no workspace), so guessing costs no query per try.
       this.cache.set(hash, row?.organization_guid ?? '', row);
     }
-    if (!row || row.revoked || !row.user_active || (row.expires_at && row.expires_at.getTime() <= Date.now()))
-      throw new GatewayAccessError(401, UNAUTHENTICATED);
+    if (!row || !tokenUsable(row)) throw new GatewayAccessError(401, UNAUTHENTICATED);
     if (row.gateway_guid !== gatewayGuid.toLowerCase()) throw new GatewayAccessError(401, UNAUTHENTICATED);
     if (!row.entitled) throw new GatewayAccessError(403, `This workspace does not hold the entitlement ${ADMIN_ENTITLEMENT}.`);
     if (!row.gateway_enabled || row.gateway_archived)
@@ -105,20 +97,11 @@ export class GatewayAccess {
   }
 
   private async load(hash: string): Promise<TokenRow | null> {
-    const row = await this.services.db
-      .selectFrom('access_tokens as t')
-      .innerJoin('users as u', 'u.guid', 't.user_guid')
+    const row = await tokenQuery(this.services.db, hash, 'gateway')
       .innerJoin('gateways as g', 'g.guid', 't.gateway_guid')
       .innerJoin('connections as c', 'c.guid', 't.connection_guid')
       .leftJoin('hosts as h', 'h.guid', 'c.host_guid')
       .select([
-        't.id as token_id',
-        't.organization_guid',
-        'u.guid as user_guid',
-        'u.is_active as user_active',
-        't.expires_at',
-        sql<boolean>`t.revoked_at is not null`.as('revoked'),
-        holdsAdminEntitlement('t.organization_guid').as('entitled'),
         'g.guid as gateway_guid',
         'g.name as gateway_name',
         'g.enabled as gateway_enabled',
@@ -134,10 +117,8 @@ export class GatewayAccess {
           'team_guid',
         ),
       ])
-      .where('t.token_hash', '=', hash)
-      .where('t.kind', '=', 'gateway')
       .executeTakeFirst();
     if (!row) return null;
-    return { ...row, revoked: Boolean(row.revoked), entitled: Boolean(row.entitled), expires_at: row.expires_at ? new Date(row.expires_at) : null } as TokenRow;
+    return { ...row, revoked: Boolean(row.revoked), entitled: Boolean(row.entitled), expires_at: expiryOf(row) } as TokenRow;
   }
 }

@@ -1,6 +1,6 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { CallLogInput, LogType } from '../core/logs/call-log-row.js';
-import { redact } from '../core/servers/egress-fetch.js';
+import { isSensitiveHeaderName, REDACTED, redactSecretValues } from '../core/redaction.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { TraceContext } from './trace-context.js';
@@ -64,7 +64,7 @@ export class CallRecord {
       method: this.method,
       toolName: this.toolName,
       status: errorMessage === null ? 'ok' : 'error',
-      errorMessage: errorMessage === null ? null : redact(errorMessage, this.secrets),
+      errorMessage: errorMessage === null ? null : redactSecretValues(errorMessage, this.secrets),
       durationMs: performance.now() - this.started,
       requestBytes: this.requestBytes,
       responseBytes: relayedBytes + Buffer.byteLength(responseBody),
@@ -77,8 +77,8 @@ export class CallRecord {
       traceId: this.trace.traceId,
       spanId: this.trace.spanId,
       sessionId: this.sessionId,
-      requestBody: redact(JSON.stringify(this.request), this.secrets),
-      responseBody: redact(responseBody, this.secrets),
+      requestBody: redactSecretValues(JSON.stringify(this.request), this.secrets),
+      responseBody: redactSecretValues(responseBody, this.secrets),
       requestHeaders: this.requestHeaders,
       responseHeaders: { 'content-type': 'application/json' },
       sensitiveHeaderNames: this.headerNames,
@@ -99,7 +99,7 @@ function keptRequestHeaders(headers: Record<string, string | string[] | undefine
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
     const lower = name.toLowerCase();
-    if (lower === 'authorization' || lower === 'cookie') out[name] = '[REDACTED]';
+    if (isSensitiveHeaderName(lower)) out[name] = REDACTED;
     else if (lower === 'mcp-session-id' && sessionId) out[name] = sessionId;
     else out[name] = Array.isArray(value) ? value.join(', ') : value;
   }

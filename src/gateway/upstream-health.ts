@@ -1,5 +1,4 @@
-import { redactDeep } from '../core/logs/redact.js';
-import { redact } from '../core/servers/egress-fetch.js';
+import { redactDeep, redactSecretValues } from '../core/redaction.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { Route } from './catalog.js';
@@ -75,7 +74,7 @@ export class UpstreamHealth {
     code: 'upstream_auth_failed' | 'upstream_call_failed',
     rate?: Record<string, number>,
   ): void {
-    const reason = redact(failure.reason, failure.secrets).slice(0, 500);
+    const reason = redactSecretValues(failure.reason, failure.secrets).slice(0, 500);
     const auth = code === 'upstream_auth_failed';
     const subject = auth ? `Server ${route.serverName} refused the gateway's credentials` : `Calls to server ${route.serverName} keep failing`;
     const message = auth

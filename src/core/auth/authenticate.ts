@@ -1,9 +1,8 @@
-import { sql } from 'kysely';
 import { AppError } from '../errors.js';
 import type { Principal } from '../operation.js';
-import { holdsAdminEntitlement } from '../repositories/organizations.js';
 import type { Services } from '../services.js';
-import { hashToken, tokenKindOf, type TokenKind } from './tokens.js';
+import { expiryOf, tokenHashOf, tokenQuery, tokenUsable } from './token-resolver.js';
+import type { TokenKind } from './tokens.js';
 
 const UNAUTHENTICATED = 'A valid access token is required: send it as `Authorization: Bearer <token>`.';
 
@@ -18,43 +17,32 @@ export async function authenticate(
   token: string | null,
   kind: TokenKind,
 ): Promise<Principal> {
-  if (!token || tokenKindOf(token) !== kind) throw new AppError('unauthenticated', UNAUTHENTICATED);
-  const tokenHash = hashToken(token);
+  const tokenHash = tokenHashOf(token, kind);
+  if (!tokenHash) throw new AppError('unauthenticated', UNAUTHENTICATED);
   const cache = kind === 'access' ? services.principalCache : undefined;
   const cached = cache?.get(tokenHash);
   if (cached) {
     services.tokenUsage.note(cached.tokenId);
     return cached;
   }
-  const row = await services.db
-    .selectFrom('access_tokens as t')
-    .innerJoin('users as u', 'u.guid', 't.user_guid')
+  const row = await tokenQuery(services.db, tokenHash, kind)
     .innerJoin('organizations as o', 'o.guid', 't.organization_guid')
     .innerJoin('roles as r', 'r.guid', 'u.role_guid')
     .select([
-      't.id as token_id',
-      't.expires_at',
-      'u.guid as user_guid',
       'u.email',
       'u.display_name',
-      'o.guid as organization_guid',
       'o.name as organization_name',
       'o.type as organization_type',
       'r.guid as role_guid',
       'r.name as role_name',
       'r.granted_capabilities',
-      holdsAdminEntitlement('o.guid').as('entitled'),
     ])
-    .where('t.token_hash', '=', tokenHash)
-    .where('t.kind', '=', kind)
-    .where('t.revoked_at', 'is', null)
-    .where((eb) => eb.or([eb('t.expires_at', 'is', null), eb('t.expires_at', '>', sql<Date>`now()`)]))
-    .where('u.is_active', '=', true)
     .executeTakeFirst();
-  if (!row) throw new AppError('unauthenticated', UNAUTHENTICATED);
+  if (!row || !tokenUsable(row)) throw new AppError('unauthenticated', UNAUTHENTICATED);
   services.tokenUsage.note(row.token_id);
   const principal: Principal = {
     tokenId: row.token_id,
+    tokenPrefix: row.token_prefix,
     userGuid: row.user_guid,
     emailAddress: row.email,
     displayName: row.display_name,
@@ -66,6 +54,6 @@ export async function authenticate(
     capabilities: new Set(row.granted_capabilities),
     entitled: Boolean(row.entitled),
   };
-  cache?.set(tokenHash, principal, row.expires_at);
+  cache?.set(tokenHash, principal, expiryOf(row));
   return principal;
 }

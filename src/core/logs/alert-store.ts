@@ -5,7 +5,7 @@ import { newGuid } from '../ids.js';
 import type { Logger } from '../services.js';
 import { chDateTime } from './call-log-row.js';
 import { queryScoped, timeBounds } from './clickhouse-query.js';
-import { redactDeep } from './redact.js';
+import { redactDeep } from '../redaction.js';
 
 export const ALERT_MESSAGE_TYPES = ['info', 'warning', 'error'] as const satisfies readonly AlertMessageType[];
 

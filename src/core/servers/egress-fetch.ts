@@ -39,10 +39,3 @@ export function egressFetch(egress: EgressPolicy, field = 'url'): typeof fetch {
     }
   }) as typeof fetch;
 }
-
-/** Replaces every occurrence of a secret in `text`, so upstream answers echoing a credential cannot leak it. */
-export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('[redacted]');
-  return out;
-}

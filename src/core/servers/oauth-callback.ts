@@ -4,7 +4,8 @@ import { insertIdentity } from '../repositories/identities.js';
 import { findServer, scheduleValidation } from '../repositories/inbound-servers.js';
 import type { Services } from '../services.js';
 import type { OAuthTokenSet } from './credentials.js';
-import { egressFetch, redact } from './egress-fetch.js';
+import { egressFetch } from './egress-fetch.js';
+import { redactSecretValues } from '../redaction.js';
 import { redirectUriOf, type OAuthServerSettings } from './oauth-authorize.js';
 
 /** A callback that cannot complete; the message is safe to show the human in the browser. */
@@ -55,10 +56,11 @@ export async function completeAuthorization(services: Services, params: Callback
       fetchFn: egressFetch(services.egress, 'url'),
     });
   } catch (err) {
-    const reason = redact(err instanceof Error ? err.message : String(err), [params.code, verifier.codeVerifier, clientSecret?.clientSecret ?? '']).slice(
-      0,
-      200,
-    );
+    const reason = redactSecretValues(err instanceof Error ? err.message : String(err), [
+      params.code,
+      verifier.codeVerifier,
+      clientSecret?.clientSecret ?? '',
+    ]).slice(0, 200);
     services.logger.warn({ inboundServerGuid: server.guid, reason }, 'OAuth code exchange failed');
     throw new OAuthCallbackError(`The authorization server refused the code exchange: ${reason}`);
   }

@@ -3,7 +3,8 @@ import type { AuthorizationServerMetadata } from '@modelcontextprotocol/sdk/shar
 import type { Identity } from '../repositories/identities.js';
 import type { Services } from '../services.js';
 import type { OAuthTokenSet } from './credentials.js';
-import { egressFetch, redact } from './egress-fetch.js';
+import { egressFetch } from './egress-fetch.js';
+import { redactSecretValues } from '../redaction.js';
 
 /** Refresh this long before the access token expires, so a call never races the expiry. */
 export const REFRESH_MARGIN_MS = 60_000;
@@ -64,7 +65,11 @@ async function refreshTokenSet(
       fetchFn: egressFetch(services.egress, 'oauthTokenEndpoint'),
     });
   } catch (err) {
-    const reason = redact(err instanceof Error ? err.message : String(err), [set.accessToken, set.refreshToken ?? '', set.clientSecret ?? '']).slice(0, 500);
+    const reason = redactSecretValues(err instanceof Error ? err.message : String(err), [
+      set.accessToken,
+      set.refreshToken ?? '',
+      set.clientSecret ?? '',
+    ]).slice(0, 500);
     services.logger.warn({ identityGuid: identity.guid, inboundServerGuid: identity.inbound_server_guid, reason }, 'OAuth token refresh failed');
     await services.alerts
       .raise({

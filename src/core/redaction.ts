@@ -1,6 +1,8 @@
 /**
- * Redaction of secrets before anything is stored: call-log headers and alert
- * debug context. Header names compare case-insensitively.
+ * The one redaction module: every secret that could reach a stored or returned text
+ * (call-log headers and bodies, alert context, audit records, service logs, collector
+ * answers, what the gateway relays) is replaced here by the one marker. Header names
+ * compare case-insensitively.
  */
 export const REDACTED = '[REDACTED]';
 
@@ -59,4 +61,47 @@ export function redactDeep(value: unknown, extraNames: Iterable<string> = [], de
     return out;
   }
   return value;
+}
+
+/** Input fields whose values are secrets (contract section 7), at any depth of an operation's input. */
+const SECRET_FIELD = /secret|password|token$/i;
+/** Input fields holding a map of header names to values: every value is a secret, the names are not. */
+const HEADER_MAP_FIELDS = new Set(['headers']);
+
+/**
+ * An operation's input as it may be recorded (the audit log's `request`): every
+ * secret field and every value of a header map replaced by the marker.
+ */
+export function redactInput(value: unknown, depth = 0): unknown {
+  if (depth > 20) return REDACTED;
+  if (Array.isArray(value)) return value.map((v) => redactInput(v, depth + 1));
+  if (!value || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    if (v === null || v === undefined) out[k] = v;
+    else if (HEADER_MAP_FIELDS.has(k) && typeof v === 'object' && !Array.isArray(v))
+      out[k] = Object.fromEntries(Object.keys(v as Record<string, unknown>).map((name) => [name, REDACTED]));
+    else if (SECRET_FIELD.test(k) && typeof v !== 'boolean') out[k] = REDACTED;
+    else out[k] = redactInput(v, depth + 1);
+  }
+  return out;
+}
+
+/** Whitespace-separated parts of a secret this long are secrets too (the token of `Splunk <token>`). */
+const SECRET_PART_MIN = 8;
+/** Shorter secret values are not searched for: they would mask ordinary words. */
+const SECRET_VALUE_MIN = 4;
+
+/**
+ * Replaces every occurrence of a known secret value in `text` (an upstream's or a
+ * collector's answer echoing a credential, an error message quoting one): each value
+ * of at least 4 characters and each long part of it.
+ */
+export function redactSecretValues(text: string, secrets: Iterable<string>): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (!secret || secret.length < SECRET_VALUE_MIN) continue;
+    for (const part of [secret, ...secret.split(/\s+/).filter((p) => p.length >= SECRET_PART_MIN && p !== secret)]) out = out.split(part).join(REDACTED);
+  }
+  return out;
 }
