@@ -46,6 +46,19 @@ const ConfigSchema = z
             .every((c) => ipaddr.isValidCIDR(c)),
         'EGRESS_ALLOWED_CIDRS must be comma-separated CIDRs such as 10.0.0.0/8,127.0.0.1/32',
       ),
+    /** Browser origins besides PUBLIC_BASE_URL's that may call the MCP endpoints (comma-separated, e.g. https://console.example.com). */
+    ALLOWED_ORIGINS: z
+      .string()
+      .default('')
+      .refine(
+        (v) =>
+          v
+            .split(',')
+            .map((o) => o.trim())
+            .filter(Boolean)
+            .every((o) => URL.canParse(o) && new URL(o).origin === o.replace(/\/+$/, '')),
+        'ALLOWED_ORIGINS must be comma-separated origins such as https://app.example.com (scheme, host and port only)',
+      ),
     /** Requests per minute per access token on the admin interface. */
     ADMIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(60000),
     /** Keys that sealed secrets before SECRET_KEY (comma-separated, base64 32 bytes each); read while `rotate-secret-key` re-encrypts. */
@@ -107,6 +120,14 @@ const ConfigSchema = z
         .map((c) => c.trim())
         .filter(Boolean),
       adminRateLimitPerMinute: env.ADMIN_RATE_LIMIT_PER_MINUTE,
+      /** The origins a browser may call the MCP endpoints from: PUBLIC_BASE_URL's and ALLOWED_ORIGINS. */
+      allowedOrigins: [
+        new URL(publicBaseUrl).origin,
+        ...env.ALLOWED_ORIGINS.split(',')
+          .map((o) => o.trim())
+          .filter(Boolean)
+          .map((o) => new URL(o).origin),
+      ],
       previousSecretKeys: env.PREVIOUS_SECRET_KEY.split(',')
         .map((k) => k.trim())
         .filter(Boolean),

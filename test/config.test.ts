@@ -22,7 +22,12 @@ describe('configuration', () => {
 
   it('names every bad variable and why', () => {
     try {
-      loadConfig({ PORT: 'eighty', SECRET_KEY: 'short', EGRESS_ALLOWED_CIDRS: '10.0.0.0/8,not-a-cidr' });
+      loadConfig({
+        PORT: 'eighty',
+        SECRET_KEY: 'short',
+        EGRESS_ALLOWED_CIDRS: '10.0.0.0/8,not-a-cidr',
+        ALLOWED_ORIGINS: 'https://ok.example.com,https://x.example.com/path',
+      });
       expect.unreachable();
     } catch (err) {
       expect(err).toBeInstanceOf(ConfigError);
@@ -30,6 +35,7 @@ describe('configuration', () => {
       expect(message).toContain('PORT');
       expect(message).toContain('SECRET_KEY: SECRET_KEY must be 32 bytes');
       expect(message).toContain('EGRESS_ALLOWED_CIDRS');
+      expect(message).toContain('ALLOWED_ORIGINS must be comma-separated origins');
     }
   });
 
@@ -40,7 +46,9 @@ describe('configuration', () => {
       CLICKHOUSE_DATABASE: 'logs',
       PUBLIC_BASE_URL: 'https://gw.example.com/',
       EGRESS_ALLOWED_CIDRS: ' 10.0.0.0/8 , 127.0.0.1/32',
+      ALLOWED_ORIGINS: 'https://console.example.com , http://localhost:5173/',
     });
+    expect(c.allowedOrigins).toEqual(['https://gw.example.com', 'https://console.example.com', 'http://localhost:5173']);
     expect(c.clickhouse).toMatchObject({ url: 'http://ch:8123', username: 'u', database: 'logs' });
     expect(c.publicBaseUrl).toBe('https://gw.example.com');
     expect(c.egressAllowedCidrs).toEqual(['10.0.0.0/8', '127.0.0.1/32']);

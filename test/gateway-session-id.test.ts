@@ -30,6 +30,13 @@ describe('remembered gateway session ids', () => {
     expect(new SessionIds(Buffer.alloc(32, 8)).open(id)).toBeNull();
   });
 
+  it('opens only the canonical encoding: padding or a stray character appended is another, unknown id', () => {
+    const id = sealSession(key, session());
+    const ids = new SessionIds(key);
+    for (const variant of [`${id}==`, `${id}=`, `${id}.`, ` ${id}`]) expect(ids.open(variant)).toBeNull();
+    expect(ids.open(id)).toEqual(session());
+  });
+
   it('keeps no huge id in memory but still opens it', () => {
     const ids = new SessionIds(key);
     const big = session({ name: 'x'.repeat(10_000), version: '1' });

@@ -24,14 +24,23 @@ export class EgressPolicy {
 
   /** Why an address may not be reached, or null when it may. */
   refusal(address: string): string | null {
-    let ip = ipaddr.parse(address);
-    if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+    const ip = ipaddr.parse(address);
+    // An IPv6 address that carries an IPv4 one (mapped, compatible, NAT64, 6to4, Teredo) reaches that IPv4 address: it is judged by the IPv4 rule.
+    const embedded = ip.kind() === 'ipv6' ? embeddedIPv4(ip as ipaddr.IPv6) : [];
+    if (embedded.length > 0) {
+      for (const v4 of embedded) {
+        const why = this.refusal(v4.toString());
+        if (why) return `embeds ${v4.toString()}, which ${why}`;
+      }
+      return null;
+    }
     if (METADATA_ADDRESSES.has(ip.toString())) return 'is a cloud metadata address';
     const range = ip.range();
-    if (ALWAYS_BLOCKED.includes(range)) return `is a ${range} address`;
+    if (range === 'unicast') return null;
     const allowedHere = this.allowed.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits));
-    if (NEEDS_ALLOWANCE.includes(range) && !allowedHere) return `is a ${range} address not allowed by EGRESS_ALLOWED_CIDRS`;
-    return null;
+    if (NEEDS_ALLOWANCE.includes(range)) return allowedHere ? null : `is a ${range} address not allowed by EGRESS_ALLOWED_CIDRS`;
+    // Every other range (link-local, multicast, reserved, benchmarking, documentation, ...) is not global unicast.
+    return ALWAYS_BLOCKED.includes(range) ? `is a ${range} address` : `is a ${range} address, not global unicast`;
   }
 
   /**
@@ -84,4 +93,24 @@ export class EgressPolicy {
     }
     return url;
   }
+}
+
+const v4At = (bytes: number[], at: number): ipaddr.IPv4 => new ipaddr.IPv4(bytes.slice(at, at + 4));
+
+/**
+ * The IPv4 addresses an IPv6 address leads to: IPv4-mapped (::ffff:a.b.c.d) and
+ * IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96, the last 32 bits; the local-use
+ * 64:ff9b:1::/48 places it by prefix length and is refused as not global), 6to4 (2002::/16, bits 16-48) and Teredo (2001::/32: the server, bits 32-64,
+ * and the client, the last 32 bits inverted). Empty for any other address.
+ */
+export function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4[] {
+  const bytes = ip.toByteArray();
+  const zeros = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
+  if (ip.isIPv4MappedAddress()) return [ip.toIPv4Address()];
+  // ::a.b.c.d, but not :: and ::1 (unspecified and loopback are IPv6's own).
+  if (zeros(0, 12) && !zeros(12, 14)) return [v4At(bytes, 12)];
+  if (ip.match(ipaddr.parseCIDR('64:ff9b::/96'))) return [v4At(bytes, 12)];
+  if (ip.match(ipaddr.parseCIDR('2002::/16'))) return [v4At(bytes, 2)];
+  if (ip.match(ipaddr.parseCIDR('2001::/32'))) return [v4At(bytes, 4), new ipaddr.IPv4(bytes.slice(12, 16).map((b) => b ^ 0xff))];
+  return [];
 }

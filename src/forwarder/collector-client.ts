@@ -42,7 +42,12 @@ export function parseRetryAfter(value: string | string[] | undefined): number | 
   return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
-export const isRetryableStatus = (status: number): boolean => status === 408 || status === 429 || status >= 500;
+/**
+ * Statuses after which the batch is kept and sent again with backoff: the collector
+ * is busy or away (408, 429, 5xx), or misconfigured (3xx: a redirect is never a
+ * rejection of the data, and the forwarder does not follow one to another address).
+ */
+export const isRetryableStatus = (status: number): boolean => (status >= 300 && status < 400) || status === 408 || status === 429 || status >= 500;
 
 function partialRejected(body: string, key: SendRequest['partialSuccessKey']): { rejected: number; message?: string } {
   if (!key || !body) return { rejected: 0 };

@@ -71,6 +71,7 @@ export class GatewayRateLimits {
 /**
  * Options of every gateway route: the admin interface's rate limit (a plugin hook
  * on every route, which hashes the token) does not apply; the gateway has its own
- * limits per connection and workspace (GatewayRateLimits above).
+ * limits per connection and workspace (GatewayRateLimits above). As an MCP endpoint
+ * it checks Origin (src/http/origin-check.ts).
  */
-export const GATEWAY_ROUTE_OPTIONS = { config: { rateLimit: false as const } };
+export const GATEWAY_ROUTE_OPTIONS = { config: { rateLimit: false as const, mcpEndpoint: true } };

@@ -37,6 +37,8 @@ export function sealSession(key: Buffer, session: GatewaySession): string {
 export function openSession(key: Buffer, id: string): GatewaySession | null {
   try {
     const raw = Buffer.from(id, 'base64url');
+    // Only the canonical encoding opens a session: base64url decoding ignores padding and stray characters, so `<id>==` would.
+    if (raw.toString('base64url') !== id) return null;
     if (raw.length < 1 + NONCE_BYTES + TAG_BYTES + 2 || raw[0] !== VERSION) return null;
     const nonce = raw.subarray(1, 1 + NONCE_BYTES);
     const tag = raw.subarray(1 + NONCE_BYTES, 1 + NONCE_BYTES + TAG_BYTES);

@@ -33,3 +33,29 @@ export function problemFromFastifyError(err: FastifyError): AppError {
   }
   return toAppError(err);
 }
+
+/**
+ * The answer to a request Node's HTTP parser refused (fastify never sees it): still a
+ * problem+json body with the contract's shape, then the connection is closed.
+ * Headers over the limit are a 431, a request line too long a 414, anything else 400.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: import('node:stream').Duplex): void {
+  if (!socket.writable) return void socket.destroy();
+  const [status, title, detail] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request header fields too large', 'The request headers exceed the size this service accepts.']
+      : error.code === 'HPE_URI_TOO_LONG'
+        ? [414, 'URI too long', 'The request path exceeds the length this service accepts.']
+        : [400, 'Validation failed', 'The request is not valid HTTP.'];
+  const body = JSON.stringify({
+    type: 'urn:svc-admin:problem:validation_failed',
+    title,
+    status,
+    detail,
+    code: 'validation_failed',
+    errors: [{ path: 'request', message: detail }],
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

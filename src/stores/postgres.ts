@@ -18,12 +18,22 @@ export interface PostgresStore {
  * given, otherwise PGlite (Postgres in WASM) with its data under `dataDir`.
  * Both run the same Kysely queries.
  */
-export async function openPostgres(opts: { databaseUrl?: string | undefined; dataDir: string }): Promise<PostgresStore> {
+export async function openPostgres(opts: {
+  databaseUrl?: string | undefined;
+  dataDir: string;
+  /** Told of a connection the server dropped (a restart, a failover, an idle timeout): the pool replaces it on demand. */
+  onConnectionError?: (err: Error) => void;
+}): Promise<PostgresStore> {
   if (opts.databaseUrl) {
     const { default: pg } = await import('pg');
     // Return int8 (counts) as numbers: no count here comes near 2^53.
     pg.types.setTypeParser(20, (v) => Number(v));
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    // A request waits at most this long for a connection while the server is away, then fails instead of hanging.
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10, connectionTimeoutMillis: 5000 });
+    // A connection the server terminated emits 'error': on the pool when it was idle, on the client itself when it
+    // was checked out between two statements (a transaction). Without a listener either would end the process.
+    pool.on('error', (err) => opts.onConnectionError?.(err));
+    pool.on('connect', (client) => client.on('error', (err) => opts.onConnectionError?.(err)));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }

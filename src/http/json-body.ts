@@ -1,0 +1,45 @@
+import { validationFailed, type FieldError } from '../core/errors.js';
+
+/** Keys that would rewrite an object's prototype wherever a parsed body is copied into another object. */
+const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Parses a JSON request body for every route of the service (REST, the admin MCP
+ * endpoint, the gateways). Refused with a 400 naming the problem, never repaired
+ * in silence: bytes that are not UTF-8 (they would be stored as U+FFFD), text that
+ * is not JSON, and prototype keys at any depth (a copy of the object would drop
+ * them or change its prototype). An empty body is no body.
+ */
+export function parseJsonBody(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw validationFailed([{ path: 'body', message: 'is not valid UTF-8' }]);
+  }
+  if (text.trim() === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw validationFailed([{ path: 'body', message: 'is not valid JSON' }]);
+  }
+  const found: FieldError[] = [];
+  findPrototypeKeys(value, '', found);
+  if (found.length > 0) throw validationFailed(found);
+  return value;
+}
+
+function findPrototypeKeys(value: unknown, path: string, found: FieldError[]): void {
+  if (value === null || typeof value !== 'object' || found.length >= 20) return;
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => findPrototypeKeys(v, path ? `${path}.${i}` : String(i), found));
+    return;
+  }
+  for (const key of Object.keys(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (PROTOTYPE_KEYS.has(key)) found.push({ path: at, message: 'is not allowed as a key' });
+    else findPrototypeKeys((value as Record<string, unknown>)[key], at, found);
+  }
+}
