@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
 import { chEpochMs, encodeCallLog, THIN_INSERT_COLUMNS, truncateUtf8 } from '../src/core/logs/call-log-row.js';
-import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/logs/redact.js';
+import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/redaction.js';
 import { listSegments, newSegmentName } from '../src/core/logs/spool.js';
 import { CapturedLog, startTestApp, type TestApp } from './helpers/harness.js';
 import { countRows, logRow } from './helpers/call-logs.js';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ADMIN_ENTITLEMENT, zodFieldErrors } from './executor.js';
-import { AppError, notFound, validationFailed } from './errors.js';
+import { AppError, notFound, toAppError, validationFailed } from './errors.js';
+import { targetGuidsOf } from './audit/audit-record.js';
 import { isGuid } from './ids.js';
 import { issueAccessToken } from './auth/issue-access-token.js';
 import { findOrganization, grantEntitlement, revokeEntitlement } from './repositories/organizations.js';
@@ -58,7 +59,14 @@ const handlers: Handlers = {
       label: a.label,
       expiresInDays: a.expiresInDays,
     });
-    return { id: issued.record.id, label: issued.record.label, prefix: issued.record.prefix, token: issued.token, alreadyExisted: issued.alreadyExisted };
+    return {
+      id: issued.record.id,
+      label: issued.record.label,
+      prefix: issued.record.prefix,
+      token: issued.token,
+      alreadyExisted: issued.alreadyExisted,
+      organizationGuid: user.organization_guid,
+    };
   },
   migrate: async (services) => {
     const pg = await migratePostgres(services.db);
@@ -82,10 +90,44 @@ export async function runAdminCommand(
   if (!(name in commandSchemas)) throw validationFailed([{ path: 'command', message: `unknown command; one of ${ADMIN_COMMANDS.join(', ')}` }]);
   const command = name as AdminCommandName;
   const parsed = commandSchemas[command].safeParse(rawArgs);
-  if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
-  const result = await (handlers[command] as (s: Services, a: unknown, h: AdminCommandHooks) => Promise<Record<string, unknown>>)(services, parsed.data, hooks);
+  let result: Record<string, unknown>;
+  try {
+    if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
+    result = await (handlers[command] as (s: Services, a: unknown, h: AdminCommandHooks) => Promise<Record<string, unknown>>)(services, parsed.data, hooks);
+  } catch (err) {
+    const appError = toAppError(err);
+    await auditCommand(services, command, rawArgs, {}, appError.code, appError.status);
+    throw err;
+  }
+  await auditCommand(services, command, rawArgs, result, 'ok', 200);
   // Commands change workspaces behind the interface (e.g. an entitlement): caches must hear of it, like after an operation.
   const org = (parsed.data as { org?: string }).org;
   if (org) services.configChanges.changed(org);
   return result;
+}
+
+/** The operator's commands are audited like operations: surface cli, no acting user, the workspace they touched. */
+async function auditCommand(
+  services: Services,
+  command: AdminCommandName,
+  args: Record<string, unknown>,
+  result: Record<string, unknown>,
+  outcome: string,
+  status: number,
+) {
+  const org = [args.org, result.organizationGuid].find((v): v is string => typeof v === 'string' && isGuid(v)) ?? '';
+  await services.audit.write([
+    {
+      organizationGuid: org,
+      createdAt: Date.now(),
+      actorUserGuid: null,
+      actorTokenPrefix: null,
+      origin: { surface: 'cli', sourceIp: null, userAgent: 'npm run admin' },
+      operation: command,
+      targetGuids: targetGuidsOf({ ...args, orgGuid: args.org, userGuid: args.user }, result),
+      outcome,
+      status,
+      request: args,
+    },
+  ]);
 }

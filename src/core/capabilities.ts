@@ -70,7 +70,10 @@ export const CAPABILITY_GROUPS: readonly CapabilityGroup[] = [
   },
   {
     name: 'Workspace settings',
-    capabilities: [cap('manageOtelCollector', 'Manage the collector', 'Read and change where call logs and traces are forwarded (OTLP or HEC).')],
+    capabilities: [
+      cap('manageOtelCollector', 'Manage the collector', 'Read and change where call logs and traces are forwarded (OTLP or HEC).'),
+      cap('viewAuditLog', 'View the audit log', 'Read the admin audit log: who changed what, when, from where and through which surface.'),
+    ],
   },
   {
     name: 'Logging',

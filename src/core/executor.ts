@@ -1,7 +1,8 @@
 import type { z } from 'zod';
-import { AppError, validationFailed, type FieldError } from './errors.js';
+import { targetGuidsOf } from './audit/audit-record.js';
+import { AppError, toAppError, validationFailed, type FieldError } from './errors.js';
 import { isGuid } from './ids.js';
-import { pathParams, type AnyOperation, type OperationContext } from './operation.js';
+import { bodyParams, pathParams, successStatusOf, type AnyOperation, type OperationContext } from './operation.js';
 
 export const ADMIN_ENTITLEMENT = 'ff-svc-admin';
 
@@ -22,6 +23,39 @@ export function zodFieldErrors(error: z.ZodError): FieldError[] {
  * disagree. Returns the handler's result; throws AppError.
  */
 export async function executeOperation(op: AnyOperation, ctx: OperationContext, rawInput: Record<string, unknown>): Promise<unknown> {
+  if (op.annotations.readOnlyHint) return run(op, ctx, rawInput);
+  // Every other operation leaves one audit record, whatever its outcome, before it is answered.
+  let result: unknown;
+  try {
+    result = await run(op, ctx, rawInput);
+  } catch (err) {
+    const appError = toAppError(err);
+    await audit(ctx, op, rawInput, null, appError.code, appError.status);
+    throw err;
+  }
+  await audit(ctx, op, rawInput, result, 'ok', successStatusOf(op, result));
+  return result;
+}
+
+/** Writes the audit record of one operation call; resolves once it is spooled (as durable as a call-log row). */
+async function audit(ctx: OperationContext, op: AnyOperation, input: Record<string, unknown>, result: unknown, outcome: string, status: number): Promise<void> {
+  await ctx.services.audit.write([
+    {
+      organizationGuid: ctx.principal.organizationGuid,
+      createdAt: Date.now(),
+      actorUserGuid: ctx.principal.userGuid,
+      actorTokenPrefix: ctx.principal.tokenPrefix,
+      origin: ctx.origin,
+      operation: op.name,
+      targetGuids: targetGuidsOf(input, result),
+      outcome,
+      status,
+      request: input,
+    },
+  ]);
+}
+
+async function run(op: AnyOperation, ctx: OperationContext, rawInput: Record<string, unknown>): Promise<unknown> {
   const { principal } = ctx;
   if (!principal.entitled) {
     throw new AppError(
@@ -44,10 +78,45 @@ export async function executeOperation(op: AnyOperation, ctx: OperationContext, 
       throw new AppError('not_found', `No resource has the id ${JSON.stringify(value.slice(0, 64))}.`);
     }
   }
+  const unfit = unstorableFields(rawInput);
+  if (unfit.length > 0) throw validationFailed(unfit);
+  // An id field in the body that is not of our id format names nothing either: 404, as in the path.
+  const malformed = malformedIdField(op, rawInput);
+  if (malformed) throw new AppError('not_found', `No resource has the id ${JSON.stringify(malformed.slice(0, 64))}.`);
   const parsed = op.input.safeParse(rawInput);
   if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
   const result = await op.handler(ctx, parsed.data);
   // Hot-path caches (the gateway's) drop what they hold for this workspace at once.
   if (!op.annotations.readOnlyHint) ctx.services.configChanges?.changed(principal.organizationGuid);
   return result;
+}
+
+/** A NUL character in any string of the input: Postgres text cannot hold one, so every operation refuses it alike, naming the field. */
+function unstorableFields(input: Record<string, unknown>): FieldError[] {
+  const errors: FieldError[] = [];
+  const visit = (value: unknown, path: string, depth: number): void => {
+    if (errors.length >= 20 || depth > 32) return;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) errors.push({ path, message: 'must not contain a NUL character' });
+    } else if (Array.isArray(value)) value.forEach((v, i) => visit(v, `${path}.${i}`, depth + 1));
+    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) visit(v, path ? `${path}.${k}` : k, depth + 1);
+  };
+  for (const [key, value] of Object.entries(input)) visit(value, key, 0);
+  return errors;
+}
+
+/**
+ * The first value of an id field of the body (`...Guid`, `...Guids`) that is not of
+ * the service's id format, if any. Query filters keep their own answer (a 400 naming
+ * the filter, like any bad filter).
+ */
+function malformedIdField(op: AnyOperation, input: Record<string, unknown>): string | undefined {
+  const inBody = new Set(bodyParams(op));
+  for (const [key, value] of Object.entries(input)) {
+    if (!inBody.has(key)) continue;
+    const ids = /Guid$/.test(key) ? [value] : /Guids$/.test(key) && Array.isArray(value) ? value : [];
+    const bad = ids.find((id) => typeof id === 'string' && !isGuid(id));
+    if (bad !== undefined) return bad as string;
+  }
+  return undefined;
 }

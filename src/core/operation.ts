@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { RequestOrigin } from './audit/audit-record.js';
 import type { Services } from './services.js';
 
 /** Who is calling, resolved from an access token once per request. */
@@ -15,11 +16,15 @@ export interface Principal {
   /** Whether the workspace holds the `ff-svc-admin` entitlement. */
   entitled: boolean;
   tokenId: string;
+  /** The token's non-secret prefix (svcp_<prefix>_...), recorded in the audit log. */
+  tokenPrefix: string;
 }
 
 export interface OperationContext {
   services: Services;
   principal: Principal;
+  /** The surface, address and user agent of the request (audit log). */
+  origin: RequestOrigin;
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -64,6 +69,11 @@ export function defineOperation<I extends z.ZodObject, O extends z.ZodType>(op: 
 }
 
 export type AnyOperation = Operation<z.ZodObject, z.ZodType>;
+
+/** The HTTP status of an operation's success (200 unless it declares one). */
+export function successStatusOf(op: AnyOperation, result: unknown): number {
+  return typeof op.successStatus === 'function' ? op.successStatus(result as never) : (op.successStatus ?? 200);
+}
 
 /** The `:param` names of an operation's path, in order. */
 export function pathParams(op: Pick<AnyOperation, 'path'>): string[] {

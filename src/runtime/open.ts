@@ -8,7 +8,8 @@ import { ConfigChanges } from '../core/config-changes.js';
 import { PrincipalCache } from '../core/auth/principal-cache.js';
 import { EgressPolicy } from '../core/egress.js';
 import { ClickhouseAlertStore } from '../core/logs/alert-store.js';
-import { CallLogWriter } from '../core/logs/call-log-writer.js';
+import { CallLogWriter, SpoolWriter } from '../core/logs/call-log-writer.js';
+import { AUDIT_TABLES, encodeAuditRecord } from '../core/audit/audit-record.js';
 import { SecretStore } from '../core/secrets/secret-store.js';
 import { ServerValidationJobs } from '../core/servers/validation-jobs.js';
 import type { Services } from '../core/services.js';
@@ -36,7 +37,11 @@ export async function openRuntime(
 ): Promise<Runtime> {
   const logger = opts.logger ?? pino({ level: config.logLevel });
   const secretKey = resolveSecretKey(config);
-  const pg = await openPostgres({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const pg = await openPostgres({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres: a pooled connection was dropped; it is replaced on the next use'),
+  });
   const configChanges = new ConfigChanges();
   let clickhouse;
   let relay: PgChangeRelay | null = null;
@@ -57,6 +62,13 @@ export async function openRuntime(
     throw err;
   }
   const callLogs = await CallLogWriter.open({ insert: clickhouse.insertEncoded, spoolDir: path.join(config.dataDir, 'spool', 'call-logs'), logger });
+  const audit = await SpoolWriter.open({
+    insert: clickhouse.insertEncoded,
+    spoolDir: path.join(config.dataDir, 'spool', 'audit'),
+    logger,
+    encode: encodeAuditRecord,
+    tables: AUDIT_TABLES,
+  });
   const tokenUsage = new TokenUsage(pg.db);
   tokenUsage.start();
   const metricsRegistry = new Registry();
@@ -74,6 +86,7 @@ export async function openRuntime(
     metricsRegistry,
     alerts: new ClickhouseAlertStore(clickhouse, logger),
     callLogs,
+    audit,
     configChanges,
     // Embedded stores belong to this process alone, so a cache of callers kept exact by change notices is safe.
     principalCache: pg.kind === 'pglite' ? new PrincipalCache(configChanges) : undefined,
@@ -99,6 +112,7 @@ export async function openRuntime(
       await tokenUsage.stop().catch((err: unknown) => logger.warn({ err }, 'could not flush token usage'));
       // Before ClickHouse closes: the writer waits for its insert in flight and leaves the rest spooled.
       await callLogs.close().catch((err: unknown) => logger.warn({ err }, 'could not flush call logs'));
+      await audit.close().catch((err: unknown) => logger.warn({ err }, 'could not flush audit records'));
       await clickhouse.close();
       await relay?.close();
       await pg.close();

@@ -15,19 +15,38 @@ import {
   type SegmentContent,
 } from './spool.js';
 
-/** The one way rows reach the call log: every producer (gateway, seed-logs) writes through it. */
-export interface CallLogSink {
+/** One row encoded for its INSERTs: the main table's JSONCompactEachRow line, and the detail table's or null. */
+export interface EncodedRow {
+  thin: string;
+  detail: string | null;
+}
+
+/** The tables a spool's frames are inserted into: the main rows, and the optional detail rows. */
+export interface SpoolTables {
+  thin: { table: string; columns: readonly string[] };
+  detail?: { table: string; columns: readonly string[] };
+}
+
+const CALL_LOG_TABLES: SpoolTables = {
+  thin: { table: 'call_logs', columns: THIN_INSERT_COLUMNS },
+  detail: { table: 'call_log_details', columns: DETAIL_INSERT_COLUMNS },
+};
+
+/** The one way rows reach a spooled log table: every producer of call logs (gateway, seed-logs) and of audit records writes through one. */
+export interface SpoolSink<R> {
   /**
    * Accepts rows: they are validated, redacted, appended to the on-disk spool and
    * then acknowledged. Waits (back-pressure) while too much is buffered.
    * Throws TypeError on a malformed row, before accepting any of `rows`.
    */
-  write(rows: readonly CallLogInput[]): Promise<void>;
+  write(rows: readonly R[]): Promise<void>;
   /** Resolves once every row accepted before the call is in ClickHouse; rejects when ClickHouse refuses now (the rows stay spooled). */
   flush(): Promise<void>;
   /** Stops accepting, inserts what it can and leaves the rest in the spool for the next start. */
   close(): Promise<void>;
 }
+
+export type CallLogSink = SpoolSink<CallLogInput>;
 
 export interface CallLogWriterOptions {
   /** The store's bulk insert (JSONCompactEachRow lines). */
@@ -47,6 +66,12 @@ export interface CallLogWriterOptions {
   retryMaxMs?: number;
   /** Header names redacted on every row, beyond the built-in list. */
   sensitiveHeaderNames?: readonly string[];
+}
+
+export interface SpoolWriterOptions<R> extends Omit<CallLogWriterOptions, 'sensitiveHeaderNames'> {
+  /** Validates, redacts and encodes one row; throws TypeError on a malformed one. */
+  encode: (row: R) => EncodedRow;
+  tables: SpoolTables;
 }
 
 interface Segment {
@@ -69,8 +94,16 @@ const joinBuffers = (chunks: Buffer[]): Buffer => (chunks.length === 1 ? chunks[
 const isRejectedContent = (err: unknown): boolean =>
   err instanceof ClickHouseError && /PARSE|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE|CANNOT_READ|SYNTAX/.test(err.type ?? '');
 
+/** The call-log writer: a spool writer of call logs into call_logs and call_log_details. */
+export const CallLogWriter = {
+  open: (opts: CallLogWriterOptions): Promise<SpoolWriter<CallLogInput>> => {
+    const { sensitiveHeaderNames = [], ...rest } = opts;
+    return SpoolWriter.open<CallLogInput>({ ...rest, encode: (row) => encodeCallLog(row, sensitiveHeaderNames), tables: CALL_LOG_TABLES });
+  },
+};
+
 /**
- * Batches call-log rows into ClickHouse through a write-ahead spool on disk.
+ * Batches rows (call logs, audit records) into ClickHouse through a write-ahead spool on disk.
  *
  * Rows are appended to the open segment's files before write() resolves; a segment
  * is sealed at `batchRows` rows or after `flushIntervalMs`, and sealed segments are
@@ -80,8 +113,8 @@ const isRejectedContent = (err: unknown): boolean =>
  * ClickHouse is unreachable rows keep being accepted into the spool (bounded by
  * `maxSpoolBytes`) and are inserted when it returns, also after a restart.
  */
-export class CallLogWriter implements CallLogSink {
-  private readonly opts: Required<Omit<CallLogWriterOptions, 'sensitiveHeaderNames'>> & { sensitiveHeaderNames: readonly string[] };
+export class SpoolWriter<R> implements SpoolSink<R> {
+  private readonly opts: Required<SpoolWriterOptions<R>>;
   private openSegment: Segment | null = null;
   private readonly sealed: Segment[] = [];
   private bufferedRows = 0;
@@ -95,7 +128,7 @@ export class CallLogWriter implements CallLogSink {
   private closing = false;
   private failing = false;
 
-  private constructor(opts: CallLogWriterOptions) {
+  private constructor(opts: SpoolWriterOptions<R>) {
     this.opts = {
       // 50k-row parts: a fifth of the parts (and merges) of 10k ones; each costs about 20 MB while in flight.
       batchRows: 50_000,
@@ -104,28 +137,27 @@ export class CallLogWriter implements CallLogSink {
       maxSpoolBytes: 1024 ** 3,
       retryMinMs: 250,
       retryMaxMs: 30_000,
-      sensitiveHeaderNames: [],
       ...opts,
     };
   }
 
   /** Creates the spool directory, picks up segments a previous run left and starts inserting them. */
-  static async open(opts: CallLogWriterOptions): Promise<CallLogWriter> {
-    const writer = new CallLogWriter(opts);
+  static async open<R>(opts: SpoolWriterOptions<R>): Promise<SpoolWriter<R>> {
+    const writer = new SpoolWriter(opts);
     await fs.promises.mkdir(opts.spoolDir, { recursive: true });
     for (const name of listSegments(opts.spoolDir)) {
       const size = segmentBytes(opts.spoolDir, name);
       writer.sealed.push({ name, rows: 0, bytes: size, content: null, startedAt: 0, attempts: 0 });
       writer.spoolBytes += size;
     }
-    if (writer.sealed.length) opts.logger.info({ segments: writer.sealed.length }, 'call logs: replaying spooled segments');
+    if (writer.sealed.length) opts.logger.info({ segments: writer.sealed.length }, `${opts.tables.thin.table}: replaying spooled segments`);
     writer.timer = setInterval(() => writer.onTick(), Math.max(10, Math.min(writer.opts.flushIntervalMs, 1000)));
     writer.timer.unref();
     writer.kick();
     return writer;
   }
 
-  async write(rows: readonly CallLogInput[]): Promise<void> {
+  async write(rows: readonly R[]): Promise<void> {
     if (this.closing) throw new Error('The call-log writer is closed.');
     if (rows.length === 0) return;
     // The spool holds the INSERT bodies themselves, and so does memory, as Buffers: off
@@ -136,7 +168,7 @@ export class CallLogWriter implements CallLogSink {
     const thinLines: Buffer[] = [];
     const detailLines: Buffer[] = [];
     for (const row of rows) {
-      const encoded = encodeCallLog(row, this.opts.sensitiveHeaderNames);
+      const encoded = this.opts.encode(row);
       thinLines.push(Buffer.from(encoded.thin));
       if (encoded.detail !== null) detailLines.push(Buffer.from(encoded.detail));
     }
@@ -219,7 +251,9 @@ export class CallLogWriter implements CallLogSink {
   private onTick(): void {
     const segment = this.openSegment;
     if (segment && segment.rows > 0 && Date.now() - segment.startedAt >= this.opts.flushIntervalMs) {
-      void this.serial(() => this.seal()).catch((err: unknown) => this.opts.logger.error({ err: String(err) }, 'call logs: could not seal a spool segment'));
+      void this.serial(() => this.seal()).catch((err: unknown) =>
+        this.opts.logger.error({ err: String(err) }, `${this.opts.tables.thin.table}: could not seal a spool segment`),
+      );
     }
   }
 
@@ -242,14 +276,17 @@ export class CallLogWriter implements CallLogSink {
         if (isRejectedContent(error) && segment.attempts >= 3) {
           this.opts.logger.error(
             { segment: segment.name, err: (error as Error).message },
-            'call logs: ClickHouse rejects a spool segment; moved to spool/rejected',
+            `${this.opts.tables.thin.table}: ClickHouse rejects a spool segment; moved to spool/rejected`,
           );
           await quarantineSegment(this.opts.spoolDir, segment.name).catch(() => undefined);
           this.forget(segment);
           continue;
         }
         if (!this.failing)
-          this.opts.logger.warn({ err: (error as Error).message }, 'call logs: ClickHouse insert failed; rows stay in the spool and are retried');
+          this.opts.logger.warn(
+            { err: (error as Error).message },
+            `${this.opts.tables.thin.table}: ClickHouse insert failed; rows stay in the spool and are retried`,
+          );
         this.failing = true;
         this.dropSealedContent();
         if (this.closing) return;
@@ -260,7 +297,7 @@ export class CallLogWriter implements CallLogSink {
       }
       await removeSegment(this.opts.spoolDir, segment.name);
       this.forget(segment);
-      if (this.failing) this.opts.logger.info({}, 'call logs: ClickHouse accepts inserts again; draining the spool');
+      if (this.failing) this.opts.logger.info({}, `${this.opts.tables.thin.table}: ClickHouse accepts inserts again; draining the spool`);
       this.failing = false;
       delay = this.opts.retryMinMs;
       this.emitOutcome({ ok: true });
@@ -270,8 +307,9 @@ export class CallLogWriter implements CallLogSink {
   private async insertSegment(segment: Segment): Promise<void> {
     const content = segment.content ?? (await readSegment(this.opts.spoolDir, segment.name));
     // ingested_at is stamped by the server as the INSERT runs (column default): a replayed segment gets a fresh one (the forwarder relies on it).
-    if (content.thin.length) await this.insert('call_logs', THIN_INSERT_COLUMNS, content.thin, segment.name);
-    if (content.detail.length) await this.insert('call_log_details', DETAIL_INSERT_COLUMNS, content.detail, `${segment.name}:detail`);
+    const { thin, detail } = this.opts.tables;
+    if (content.thin.length) await this.insert(thin.table, thin.columns, content.thin, segment.name);
+    if (content.detail.length && detail) await this.insert(detail.table, detail.columns, content.detail, `${segment.name}:detail`);
   }
 
   /** Inserts chunks of JSONCompactEachRow lines as one INSERT, deduplicated by `token`. */
@@ -280,7 +318,7 @@ export class CallLogWriter implements CallLogSink {
       table,
       columns,
       body: joinBuffers(chunks),
-      settings: { insert_deduplicate: 1, insert_deduplication_token: token, log_comment: 'call-log-writer' },
+      settings: { insert_deduplicate: 1, insert_deduplication_token: token, log_comment: `spool-writer ${table}` },
     });
   }
 

@@ -1,0 +1,99 @@
+import { isGuid } from '../ids.js';
+import { chEpochMs, truncateUtf8 } from '../logs/call-log-row.js';
+import type { EncodedRow, SpoolTables } from '../logs/call-log-writer.js';
+import { randomGuidV7 } from '../logs/random-hex.js';
+import { redactInput } from '../redaction.js';
+
+export const AUDIT_SURFACES = ['rest', 'mcp', 'cli'] as const;
+export type AuditSurface = (typeof AUDIT_SURFACES)[number];
+
+/** Where an admin request came from: the adapter that received it fills this in. */
+export interface RequestOrigin {
+  surface: AuditSurface;
+  sourceIp: string | null;
+  userAgent: string | null;
+}
+
+/** One audit record as the executor (or the operator CLI) hands it to the writer. */
+export interface AuditRecordInput {
+  organizationGuid: string;
+  createdAt: number;
+  actorUserGuid: string | null;
+  actorTokenPrefix: string | null;
+  origin: RequestOrigin;
+  operation: string;
+  targetGuids: readonly string[];
+  /** "ok" or the problem code. */
+  outcome: string;
+  status: number;
+  /** The operation's input; redacted here, whatever the caller passed. */
+  request: unknown;
+}
+
+/** Columns in insert order; ingested_at is stamped by the server (column default). */
+export const AUDIT_INSERT_COLUMNS = [
+  'organization_guid',
+  'guid',
+  'created_at',
+  'actor_user_guid',
+  'actor_token_prefix',
+  'surface',
+  'operation',
+  'target_guids',
+  'outcome',
+  'status',
+  'request',
+  'source_ip',
+  'user_agent',
+] as const;
+
+export const AUDIT_TABLES: SpoolTables = { thin: { table: 'audit_log', columns: AUDIT_INSERT_COLUMNS } };
+
+/** A request's recorded input is cut here: the audit log is not a place for megabytes. */
+const MAX_REQUEST_BYTES = 16 * 1024;
+const MAX_TEXT = 512;
+
+/** Encodes one audit record as a JSONCompactEachRow line, redacting its request. */
+export function encodeAuditRecord(r: AuditRecordInput): EncodedRow {
+  const org = r.organizationGuid && isGuid(r.organizationGuid) ? r.organizationGuid.toLowerCase() : '';
+  const request = truncateUtf8(JSON.stringify(redactInput(r.request) ?? {}), MAX_REQUEST_BYTES).text;
+  const targets = [...new Set(r.targetGuids.filter(isGuid).map((g) => g.toLowerCase()))];
+  const thin = JSON.stringify([
+    org,
+    randomGuidV7(),
+    chEpochMs(r.createdAt),
+    r.actorUserGuid ?? '',
+    r.actorTokenPrefix ?? '',
+    r.origin.surface,
+    r.operation,
+    targets,
+    r.outcome,
+    r.status,
+    request,
+    truncateUtf8(String(r.origin.sourceIp ?? ''), MAX_TEXT).text,
+    truncateUtf8(String(r.origin.userAgent ?? ''), MAX_TEXT).text,
+  ]);
+  return { thin: `${thin}\n`, detail: null };
+}
+
+/**
+ * The guids an operation names: its guid-shaped inputs (path ids, fields ending in
+ * Guid, Id, Guids or Ids, and id itself) and the guid or id of what it created or changed.
+ */
+export function targetGuidsOf(input: Record<string, unknown>, result: unknown): string[] {
+  const out: string[] = [];
+  const add = (v: unknown) => {
+    if (typeof v === 'string' && isGuid(v)) out.push(v);
+  };
+  for (const [key, value] of Object.entries(input)) {
+    if (/^id$|(Guid|Id)$/.test(key)) add(value);
+    else if (/(Guids|Ids)$/.test(key) && Array.isArray(value)) value.forEach(add);
+  }
+  if (result && typeof result === 'object') {
+    const r = result as Record<string, unknown>;
+    add(r.guid);
+    add(r.id);
+    add(r.tokenId);
+  }
+  return [...new Set(out)];
+}
