@@ -7,16 +7,25 @@ const render = (cluster?: string) => files.flatMap((f) => renderDdlFile(f.sql, {
 /** A statement without its comments, on one line. */
 const bare = (s: string) => s.replace(/--.*$/gm, '').replace(/\s+/g, ' ').trim();
 const creates = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('CREATE'));
+/** The CREATEs of the four log tables (and their Distributed tables), without the usage rollup and its view. */
+const logTables = (cluster?: string) => creates(cluster).filter((s) => !s.includes('call_log_usage_hourly'));
 const alters = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('ALTER'));
 
 describe('ClickHouse DDL', () => {
-  it("ships the call_logs, call_log_details and alerts tables in order, then the forwarder's ingest order", () => {
-    expect(files.map((f) => f.name)).toEqual(['0001_call_logs.sql', '0002_call_log_details.sql', '0003_alerts.sql', '0004_forwarder_ingest_order.sql']);
+  it("ships the call_logs, call_log_details and alerts tables in order, the forwarder's ingest order, the usage rollup and the audit log", () => {
+    expect(files.map((f) => f.name)).toEqual([
+      '0001_call_logs.sql',
+      '0002_call_log_details.sql',
+      '0003_alerts.sql',
+      '0004_forwarder_ingest_order.sql',
+      '0005_call_log_usage_hourly.sql',
+      '0006_audit_log.sql',
+    ]);
   });
 
   it('renders single-node tables with MergeTree, the retention TTL and no placeholder left', () => {
-    const sql = creates();
-    expect(sql).toHaveLength(3);
+    const sql = logTables();
+    expect(sql).toHaveLength(4);
     for (const s of sql) {
       expect(s).not.toMatch(/\$\{/);
       expect(s).toMatch(/ENGINE = MergeTree\s/);
@@ -30,9 +39,9 @@ describe('ClickHouse DDL', () => {
   });
 
   it('renders a cluster: Replicated local tables on every shard and Distributed tables named as the queries expect', () => {
-    const sql = creates('logs_cluster');
-    expect(sql).toHaveLength(6);
-    for (const table of ['call_logs', 'call_log_details', 'alerts']) {
+    const sql = logTables('logs_cluster');
+    expect(sql).toHaveLength(8);
+    for (const table of ['call_logs', 'call_log_details', 'alerts', 'audit_log']) {
       const local = sql.find((s) => s.includes(`CREATE TABLE IF NOT EXISTS ${table}_local ON CLUSTER logs_cluster`));
       expect(local).toMatch(/ENGINE = ReplicatedMergeTree\('\/clickhouse\/tables\/\{shard\}\/\{database\}\/\{table\}', '\{replica\}'\)/);
       const distributed = sql.find((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER`));
@@ -62,5 +71,32 @@ describe('ClickHouse DDL', () => {
       `ALTER TABLE call_logs_local ON CLUSTER logs_cluster ${projection}`,
       'ALTER TABLE call_logs_local ON CLUSTER logs_cluster MATERIALIZE PROJECTION forwarder_order',
     ]);
+  });
+
+  it('adds the hourly usage rollup, fed by a materialized view and backfilled, on one node and on every shard', () => {
+    const single = render()
+      .filter((s) => s.includes('call_log_usage_hourly'))
+      .map(bare);
+    expect(single).toHaveLength(3);
+    expect(single[0]).toMatch(
+      /^CREATE TABLE IF NOT EXISTS call_log_usage_hourly \(.*\) ENGINE = AggregatingMergeTree PARTITION BY .* TTL hour \+ INTERVAL 30 DAY/,
+    );
+    expect(single[1]).toMatch(/^CREATE MATERIALIZED VIEW IF NOT EXISTS call_log_usage_hourly_mv TO call_log_usage_hourly AS SELECT .* FROM call_logs GROUP BY/);
+    expect(single[2]).toMatch(/^INSERT INTO call_log_usage_hourly SELECT .* FROM call_logs GROUP BY/);
+    const cluster = render('logs_cluster')
+      .filter((s) => s.includes('call_log_usage_hourly'))
+      .map(bare);
+    expect(cluster).toHaveLength(4);
+    expect(cluster[0]).toMatch(
+      /^CREATE TABLE IF NOT EXISTS call_log_usage_hourly_local ON CLUSTER logs_cluster \(.*\) ENGINE = ReplicatedAggregatingMergeTree\(/,
+    );
+    // The view reads each shard's local rows into that shard's local rollup.
+    expect(cluster[1]).toMatch(
+      /^CREATE MATERIALIZED VIEW IF NOT EXISTS call_log_usage_hourly_mv_local ON CLUSTER logs_cluster TO call_log_usage_hourly_local AS SELECT .* FROM call_logs_local GROUP BY/,
+    );
+    expect(cluster[2]).toMatch(/^INSERT INTO call_log_usage_hourly_local SELECT .* FROM call_logs_local/);
+    expect(cluster[3]).toBe(
+      'CREATE TABLE IF NOT EXISTS call_log_usage_hourly ON CLUSTER logs_cluster AS call_log_usage_hourly_local ENGINE = Distributed(logs_cluster, currentDatabase(), call_log_usage_hourly_local, cityHash64(organization_guid))',
+    );
   });
 });

@@ -1,6 +1,6 @@
 import { isGuid } from '../ids.js';
 import { randomGuidV7, randomHex } from './random-hex.js';
-import { redactHeaders } from './redact.js';
+import { redactHeaders } from '../redaction.js';
 
 /** The log types of contract section 4. */
 export const LOG_TYPES = ['tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'] as const;

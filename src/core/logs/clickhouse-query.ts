@@ -15,6 +15,8 @@ export interface ScopedQuery<S extends z.ZodType> {
   params?: Record<string, unknown>;
   /** Each result row is checked against this schema. */
   row: S;
+  /** ClickHouse settings that bound the query (max_execution_time, max_memory_usage, ...). */
+  settings?: Record<string, string | number>;
 }
 
 /**
@@ -39,7 +41,7 @@ export async function queryScoped<S extends z.ZodType>(
           query: q.sql,
           query_params: { ...q.params, org: organizationGuid },
           format: 'JSONCompactEachRowWithNames',
-          clickhouse_settings: { log_comment: q.tag },
+          clickhouse_settings: { ...q.settings, log_comment: q.tag },
         });
         return result.json<unknown[]>();
       });
