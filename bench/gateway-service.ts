@@ -31,6 +31,9 @@ export interface GatewayServiceReady {
   withoutLogs: string;
   path: string;
   token: string;
+  /** A second gateway to the same upstream whose assignment carries 50 tool filters and 50 overrides (none touching echo). */
+  curatedPath: string;
+  curatedToken: string;
 }
 
 const upstreamUrl = process.env.BENCH_UPSTREAM_URL;
@@ -66,6 +69,14 @@ await runtime.services.serverValidation.settled(server.guid);
 const gateway = await api('/gateways', { name: 'bench' });
 await api(`/gateways/${gateway.guid}/assignments`, { inboundServerGuid: server.guid });
 const issued = await api(`/gateways/${gateway.guid}/tokens`, {});
+// Curation's cost on a call: 50 deny globs and 50 overrides of other tools, the same echo through it.
+const curated = await api('/gateways', { name: 'bench curated' });
+await api(`/gateways/${curated.guid}/assignments`, {
+  inboundServerGuid: server.guid,
+  toolFilter: { mode: 'deny', tools: Array.from({ length: 50 }, (_, i) => `never_${i}_*`) },
+  toolOverrides: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`absent_${i}`, { name: `renamed_${i}`, description: `renamed tool ${i}` }])),
+});
+const curatedIssued = await api(`/gateways/${curated.guid}/tokens`, {});
 
 const profileDir = process.env.BENCH_PROFILE_DIR;
 const profiler = profileDir ? new Session() : null;
@@ -104,4 +115,6 @@ send({
   withoutLogs: urlOf(withoutLogs),
   path: `/gateways/${gateway.guid}/mcp`,
   token: issued.token,
+  curatedPath: `/gateways/${curated.guid}/mcp`,
+  curatedToken: curatedIssued.token,
 } satisfies GatewayServiceReady);

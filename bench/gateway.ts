@@ -48,8 +48,8 @@ const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-type Target = 'direct' | 'pass-through proxy' | 'gateway (logging on)' | 'gateway (logging off)';
-const TARGETS: Target[] = ['direct', 'pass-through proxy', 'gateway (logging on)', 'gateway (logging off)'];
+type Target = 'direct' | 'pass-through proxy' | 'gateway (logging on)' | 'gateway (logging off)' | 'gateway (curated)';
+const TARGETS: Target[] = ['direct', 'pass-through proxy', 'gateway (logging on)', 'gateway (logging off)', 'gateway (curated)'];
 interface Row extends LoadFigures {
   /** CPU time of the gateway process per call, in µs (gateway rows only). */
   gatewayCpuUs: number | null;
@@ -124,9 +124,11 @@ async function main(): Promise<void> {
       return { ...figures, gatewayCpuUs: null, loopCpuUs: null };
     }
     if (target === 'pass-through proxy') return { ...(await load(proxy.url, {}, 'echo', c)), gatewayCpuUs: null, loopCpuUs: null };
-    const base = target === 'gateway (logging on)' ? ready.withLogs : ready.withoutLogs;
+    const base = target === 'gateway (logging off)' ? ready.withoutLogs : ready.withLogs;
+    const [gatewayPath, headers] =
+      target === 'gateway (curated)' ? [ready.curatedPath, { authorization: `Bearer ${ready.curatedToken}` }] : [ready.path, gatewayHeaders];
     const before = await service.cpuUs();
-    const figures = await load(base + ready.path, gatewayHeaders, 'everything__echo', c);
+    const figures = await load(base + gatewayPath, headers, 'everything__echo', c);
     const after = await service.cpuUs();
     const calls = figures.rps * seconds;
     return { ...figures, gatewayCpuUs: (after.cpu - before.cpu) / calls, loopCpuUs: (after.loop - before.loop) / calls };
@@ -170,12 +172,12 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' ')}\n`,
   );
-  console.log('target                  conc   calls/s    p50 ms    p99 ms   gateway CPU µs/call (process, event loop)');
+  console.log('target                   conc   calls/s    p50 ms    p99 ms   gateway CPU µs/call (process, event loop)');
   for (const c of [1, concurrency]) {
     for (const target of TARGETS) {
       const r = pick(target, c);
       console.log(
-        `${target.padEnd(22)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
+        `${target.padEnd(23)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
       );
     }
   }
@@ -194,8 +196,9 @@ async function main(): Promise<void> {
     const logging = perRound((_direct, on, off) => (off.rps - on.rps) / off.rps);
     const loggingCpu = perRound((_direct, on, off) => on.gatewayCpuUs! - off.gatewayCpuUs!);
     const loggingLoop = perRound((_direct, on, off) => on.loopCpuUs! - off.loopCpuUs!);
+    const curation = median(samples.get(`gateway (logging on)|${c}`)!.map((on, i) => samples.get(`gateway (curated)|${c}`)![i]!.rps / on.rps));
     console.log(
-      `\nconcurrency ${c}: gateway/direct calls/s ${ratio.toFixed(2)} (a bare pass-through proxy: ${floor.toFixed(2)}), added p50 ${added.toFixed(2)} ms, ` +
+      `\nconcurrency ${c}: curated (50 filters, 50 overrides) / plain gateway calls/s ${curation.toFixed(2)}; gateway/direct calls/s ${ratio.toFixed(2)} (a bare pass-through proxy: ${floor.toFixed(2)}), added p50 ${added.toFixed(2)} ms, ` +
         `logging cost ${(logging * 100).toFixed(1)}% of throughput, ${loggingCpu.toFixed(0)} µs CPU per call (${loggingLoop.toFixed(0)} on the event loop)`,
     );
   }

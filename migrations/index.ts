@@ -3,6 +3,7 @@ import * as people from './2026-11-21-0001-people.js';
 import * as serversGateways from './2026-11-21-0002-servers-gateways.js';
 import * as serversExtra from './2026-11-21-0004-servers-extra.js';
 import * as collectors from './2026-11-21-0005-collectors.js';
+import * as toolCuration from './2026-11-24-0001-tool-curation.js';
 
 /**
  * Every Postgres migration, in order. Listed statically (not read from disk) so the
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-21-0002-servers-gateways': serversGateways,
   '2026-11-21-0004-servers-extra': serversExtra,
   '2026-11-21-0005-collectors': collectors,
+  '2026-11-24-0001-tool-curation': toolCuration,
 };

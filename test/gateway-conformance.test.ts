@@ -17,13 +17,11 @@ if (!available)
   console.error(`gateway-conformance: skipped, the conformance runner is not installed (npm install, or set CONFORMANCE_JS to its dist/index.js)`);
 
 /**
- * Scenarios whose outcome differs by design, recorded here: the runner calls the
- * upstream's tool by its own name (`echo`), which the gateway shows as
- * `everything__echo`; the gateway's event stream is one merged stream.
+ * Scenarios whose outcome differs by design, recorded here: the gateway's event
+ * stream is one merged stream. The gateway runs in when-needed naming mode, so the
+ * runner's calls of the upstream's tools by their own names (`echo`) pass unchanged.
  */
 const KNOWN_DIFFERENCES: Record<string, string> = {
-  'tools-call-simple-text': 'tool names are namespaced <server>__<name>',
-  'tools-call-error': 'tool names are namespaced <server>__<name>',
   'server-sse-multiple-streams': 'one merged GET stream per session (the second check is not made)',
 };
 

@@ -30,6 +30,8 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
       identityScheme: null,
       sharedIdentityGuid: null,
       configured: true,
+      toolFilter: null,
+      toolOverrides: null,
     });
   });
 
@@ -42,7 +44,17 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
       expect(res.body.configurationHint).toMatch(/modify_gateway_assignment/);
       // The hint belongs to creation only: the summary in lists has the exact contract shape.
       const listed = (await invoke(t, surface, ws.token, 'list_gateway_assignments', { gatewayGuid })).body.items.find((a: any) => a.guid === res.body.guid);
-      expect(Object.keys(listed).sort()).toEqual(['configured', 'enabled', 'gatewayGuid', 'guid', 'identityScheme', 'serverGuids', 'sharedIdentityGuid']);
+      expect(Object.keys(listed).sort()).toEqual([
+        'configured',
+        'enabled',
+        'gatewayGuid',
+        'guid',
+        'identityScheme',
+        'serverGuids',
+        'sharedIdentityGuid',
+        'toolFilter',
+        'toolOverrides',
+      ]);
       expect(listed.configured).toBe(false);
     }
   });
@@ -199,6 +211,8 @@ describe.each(SURFACES)('gateway assignments on %s', (surface) => {
       identityScheme: 'userIdentity',
       sharedIdentityGuid: null,
       configured: true,
+      toolFilter: null,
+      toolOverrides: null,
     });
 
     const shared = await modify({ sharedIdentityGuid: first });

@@ -1,10 +1,13 @@
-import type { Route } from './catalog.js';
+import { curateTools, namesToPrefix, toolAllowed, type CuratedTool } from '../core/gateways/tool-curation.js';
+import type { ToolNamingMode } from '../stores/schema.js';
+import type { Catalog, Route } from './catalog.js';
 import { qualify, splitQualified, wasCut } from './namespacing.js';
 
 /**
- * The gateway's lists are unions over its routes, each item's name namespaced
- * `<slug>__<name>`. Resource URIs stay as the upstream gave them (hosts and
- * models use them as addresses); reads are routed by looking them up.
+ * The gateway's lists are unions over its routes, each item named by the gateway's
+ * naming mode (`<slug>__<name>` or the upstream's name) after the assignment's tool
+ * curation. Resource URIs stay as the upstream gave them (hosts and models use them
+ * as addresses); reads are routed by looking them up.
  */
 export type ListMethod = 'tools/list' | 'prompts/list' | 'resources/list' | 'resources/templates/list';
 
@@ -23,26 +26,73 @@ export const LIST_CAPABILITY: Record<ListMethod, string> = {
   'resources/templates/list': 'resources',
 };
 
-export function namespaceItems(route: Route, items: Record<string, unknown>[]): Record<string, unknown>[] {
-  return items.map((item) => (typeof item.name === 'string' ? { ...item, name: qualify(route.slug, item.name) } : item));
+/** A route's list as hosts see it before the naming mode: tools curated by the assignment, other lists as given. */
+export interface ExposedItems {
+  route: Route;
+  items: CuratedTool<Record<string, unknown>>[];
+}
+
+export function exposeItems(route: Route, key: (typeof LIST_KEY)[ListMethod], items: Record<string, unknown>[]): ExposedItems {
+  if (key === 'tools') return { route, items: curateTools(route.toolFilter, route.toolOverrides, items) };
+  return { route, items: items.map((item) => ({ upstreamName: String(item.name ?? ''), name: String(item.name ?? ''), item })) };
 }
 
 /**
- * Resolves a namespaced name to its route and the upstream's own name. A cut name
- * is resolved against `knownNames` (the upstream's names, from its list).
+ * The gateway's list: every route's exposed items, named by the gateway's mode
+ * (contract 8.2): prefixed puts `<slug>__` before every name, when-needed only
+ * before the names two routes share. Items without a name (none in MCP's named
+ * lists) pass as they are.
  */
-export function resolveName(
-  bySlug: ReadonlyMap<string, Route>,
-  qualified: string,
-  knownNames?: (route: Route) => readonly string[],
-): { route: Route; name: string } | { slug: string | null } {
-  const split = splitQualified(qualified);
-  if (!split) return { slug: null };
-  const route = bySlug.get(split.slug);
-  if (!route) return { slug: split.slug };
-  if (!wasCut(qualified) || !knownNames) return { route, name: split.name };
-  const original = knownNames(route).find((n) => qualify(route.slug, n) === qualified);
-  return { route, name: original ?? split.name };
+export function nameItems(naming: ToolNamingMode, perRoute: readonly ExposedItems[]): Record<string, unknown>[] {
+  const prefixed = namesToPrefix(
+    naming,
+    perRoute.map((r) => r.items.map((i) => i.name)),
+  );
+  return perRoute.flatMap(({ route, items }) =>
+    items.map(({ name, item }) => (typeof item.name !== 'string' ? item : { ...item, name: prefixed(name) ? qualify(route.slug, name) : name })),
+  );
+}
+
+export type Resolution = { route: Route; name: string } | { refused: string } | { slug: string | null };
+
+/**
+ * Resolves a host's tool or prompt name to its route and the upstream's own name,
+ * by the routes' lists as feature-learning found them. A prefixed name is always
+ * understood; a plain one under when-needed. A filtered-out tool, an overridden
+ * tool's old name and a name several routes share (without its prefix) resolve to
+ * nothing, like an unknown name; `refused` says why for the call log.
+ */
+export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 'bySlug'>, key: 'tools' | 'prompts', hostName: string): Resolution {
+  const exposed = (route: Route) => exposeItems(route, key, (route.features?.[key] ?? []) as Record<string, unknown>[]).items;
+  const split = splitQualified(hostName);
+  const prefixedRoute = split ? catalog.bySlug.get(split.slug) : undefined;
+  if (split && prefixedRoute) {
+    const known = exposed(prefixedRoute);
+    const name = wasCut(hostName) ? (known.find((i) => qualify(prefixedRoute.slug, i.name) === hostName)?.name ?? split.name) : split.name;
+    return upstreamNameOf(prefixedRoute, key, name, known);
+  }
+  if (catalog.naming === 'when-needed') {
+    const holders = catalog.routes.filter((route) => exposed(route).some((i) => i.name === hostName));
+    if (holders.length === 1) return upstreamNameOf(holders[0]!, key, hostName, exposed(holders[0]!));
+    if (holders.length > 1) return { refused: `${hostName} is offered by several servers of this gateway: call it by its prefixed name` };
+    // Not in any list learned at validation: a single server with such lists is asked anyway (it may have added the name since).
+    const offering = catalog.routes.filter((r) => !r.features || r.features.capabilities[key] !== undefined);
+    if (offering.length === 1) return upstreamNameOf(offering[0]!, key, hostName, exposed(offering[0]!));
+  }
+  return { slug: split?.slug ?? null };
+}
+
+/** The upstream's own name of an exposed name on one route: overrides resolve back, filtered tools are refused. */
+function upstreamNameOf(route: Route, key: 'tools' | 'prompts', name: string, known: CuratedTool<unknown>[]): Resolution {
+  const listed = known.find((i) => i.name === name);
+  if (listed) return { route, name: listed.upstreamName };
+  if (key !== 'tools') return { route, name };
+  // Not in the list learned at validation: the overrides and the filter still decide.
+  const renamedTo = Object.entries(route.toolOverrides ?? {}).find(([, o]) => o.name === name)?.[0];
+  const upstreamName = renamedTo ?? name;
+  if (!renamedTo && route.toolOverrides?.[name]?.name !== undefined) return { refused: `tool ${name} of ${route.serverName} is offered under another name` };
+  if (!toolAllowed(route.toolFilter, upstreamName)) return { refused: `the tool filter of ${route.serverName} on this gateway excludes ${upstreamName}` };
+  return { route, name: upstreamName };
 }
 
 /** A URI template (RFC 6570, simple expressions) as a regular expression that matches its URIs. */

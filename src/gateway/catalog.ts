@@ -3,7 +3,7 @@ import type { OAuthTokenSet, HeadersSecret } from '../core/servers/credentials.j
 import { freshTokenSet, needsRefresh } from '../core/servers/oauth-refresh.js';
 import type { ServerFeatures } from '../core/servers/probe.js';
 import type { Services } from '../core/services.js';
-import type { AuthenticationType, IdentityScheme } from '../stores/schema.js';
+import type { AuthenticationType, IdentityScheme, ToolFilter, ToolNamingMode, ToolOverrides } from '../stores/schema.js';
 import type { GatewayCaller } from './access.js';
 import { uniqueSlugs } from './namespacing.js';
 import { SingleFlight, TtlCache } from './ttl-cache.js';
@@ -21,10 +21,15 @@ export interface Route {
   identityScheme: IdentityScheme | null;
   identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid' | 'kind' | 'header_names'> | null;
   features: ServerFeatures | null;
+  /** The assignment's tool curation (contract 8.2), by the upstream's own names. */
+  toolFilter: ToolFilter | null;
+  toolOverrides: ToolOverrides | null;
 }
 
 /** A connection's view of its gateway: the usable routes, by slug. */
 export interface Catalog {
+  /** How the gateway names tools and prompts for hosts. */
+  naming: ToolNamingMode;
   routes: Route[];
   bySlug: Map<string, Route>;
   byAssignment: Map<string, Route>;
@@ -105,7 +110,11 @@ export class Catalogs {
     const rows = await db
       .selectFrom('gateway_assignments as a')
       .innerJoin('inbound_servers as s', 's.guid', 'a.inbound_server_guid')
+      .innerJoin('gateways as g', 'g.guid', 'a.gateway_guid')
       .select([
+        'g.tool_naming',
+        'a.tool_filter',
+        'a.tool_overrides',
         'a.guid as assignment_guid',
         'a.enabled as assignment_enabled',
         'a.identity_scheme',
@@ -172,8 +181,16 @@ export class Catalogs {
         identityScheme: row.identity_scheme,
         identity,
         features,
+        toolFilter: row.tool_filter ?? null,
+        toolOverrides: row.tool_overrides ?? null,
       });
     });
-    return { routes, bySlug: new Map(routes.map((r) => [r.slug, r])), byAssignment: new Map(routes.map((r) => [r.assignmentGuid, r])), unavailable };
+    return {
+      naming: rows[0]?.tool_naming ?? 'prefixed',
+      routes,
+      bySlug: new Map(routes.map((r) => [r.slug, r])),
+      byAssignment: new Map(routes.map((r) => [r.assignmentGuid, r])),
+      unavailable,
+    };
   }
 }

@@ -1,4 +1,4 @@
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { readSseEvents } from './sse.js';
 import type { UpstreamFetch, UpstreamHttpResponse } from './upstream-client.js';
 
@@ -13,6 +13,8 @@ export interface UpstreamRequest {
   credentialHeaders: Record<string, string>;
   sessionId?: string | undefined;
   protocolVersion?: string | undefined;
+  /** Revision 2026-07-28's routing headers (Mcp-Method, Mcp-Name), which must match the body. */
+  routingHeaders?: Record<string, string> | undefined;
   traceparent: string;
   tracestate?: string | null;
   /** The host's: cuts the exchange when the host goes away. */
@@ -48,6 +50,7 @@ const headersFor = (req: UpstreamRequest, accept: string): Record<string, string
   ...(req.tracestate ? { tracestate: req.tracestate } : {}),
   ...(req.sessionId ? { 'mcp-session-id': req.sessionId } : {}),
   ...(req.protocolVersion ? { 'mcp-protocol-version': req.protocolVersion } : {}),
+  ...req.routingHeaders,
 });
 
 async function* parseMessages(text: string): AsyncGenerator<JSONRPCMessage> {
@@ -57,10 +60,43 @@ async function* parseMessages(text: string): AsyncGenerator<JSONRPCMessage> {
   else yield parsed;
 }
 
-async function* sseMessages(res: UpstreamHttpResponse, maxBytes: number): AsyncGenerator<JSONRPCMessage> {
-  for await (const event of readSseEvents(res.chunks(maxBytes))) {
-    if (event.event !== 'message' || !event.data.trim()) continue;
-    yield JSON.parse(event.data) as JSONRPCMessage;
+/** How often one request's stream is resumed before the gateway gives up on it. */
+const MAX_RESUMES = 10;
+/** The longest `retry` the gateway honours before resuming (an upstream cannot park a call for minutes). */
+const MAX_RETRY_MS = 5_000;
+
+const isAnswerOf = (id: RequestId, message: JSONRPCMessage): boolean =>
+  (message as { id?: RequestId }).id === id && ('result' in message || 'error' in message);
+
+/**
+ * The messages of an upstream's event stream. When the stream of a request ends
+ * before its answer (MCP's SSE polling: the server closes, the client comes back with
+ * Last-Event-ID), the gateway resumes it with a GET carrying the last event id, after
+ * the `retry` the upstream asked for, until the answer comes or MAX_RESUMES.
+ */
+async function* sseMessages(req: UpstreamRequest, first: UpstreamHttpResponse, requestId: RequestId | undefined): AsyncGenerator<JSONRPCMessage> {
+  let res = first;
+  let lastEventId: string | undefined;
+  let retryMs = 0;
+  for (let resumes = 0; ; resumes++) {
+    let answered = false;
+    for await (const event of readSseEvents(res.chunks(req.maxResponseBytes))) {
+      if (event.id !== undefined) lastEventId = event.id;
+      if (event.retry !== undefined) retryMs = event.retry;
+      if (event.event !== 'message' || !event.data.trim()) continue;
+      const message = JSON.parse(event.data) as JSONRPCMessage;
+      if (requestId !== undefined && isAnswerOf(requestId, message)) answered = true;
+      yield message;
+    }
+    if (answered || requestId === undefined || lastEventId === undefined || resumes >= MAX_RESUMES || req.signal.aborted) return;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(retryMs, MAX_RETRY_MS)));
+    res = await req.fetch(req.url, {
+      method: 'GET',
+      headers: { ...headersFor(req, 'text/event-stream'), 'last-event-id': lastEventId },
+      signal: req.signal,
+      timeoutMs: req.timeoutMs,
+    });
+    if (!res.ok) throw await failure(res);
   }
 }
 
@@ -85,7 +121,13 @@ export async function postToUpstream(req: UpstreamRequest, message: JSONRPCMessa
   }
   if (!res.ok) throw await failure(res);
   const type = res.header('content-type') ?? '';
-  if (type.includes('text/event-stream')) return { status: res.status, sessionId, streamed: true, messages: sseMessages(res, req.maxResponseBytes) };
+  if (type.includes('text/event-stream'))
+    return {
+      status: res.status,
+      sessionId,
+      streamed: true,
+      messages: sseMessages({ ...req, sessionId: sessionId ?? req.sessionId }, res, (message as { id?: RequestId }).id),
+    };
   const text = await res.text(req.maxResponseBytes);
   return { status: res.status, sessionId, streamed: false, messages: parseMessages(text) };
 }
@@ -98,7 +140,7 @@ export async function openUpstreamStream(req: UpstreamRequest): Promise<AsyncIte
     return null;
   }
   if (!res.ok) throw await failure(res);
-  return sseMessages(res, Number.MAX_SAFE_INTEGER);
+  return sseMessages({ ...req, maxResponseBytes: Number.MAX_SAFE_INTEGER }, res, undefined);
 }
 
 /** Ends an upstream session (DELETE); failures are ignored, the upstream expires it anyway. */

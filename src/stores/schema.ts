@@ -139,8 +139,20 @@ export interface GatewaysTable {
   enabled: Generated<boolean>;
   archived: Generated<boolean>;
   owner_guid: string;
+  tool_naming: Generated<ToolNamingMode>;
   created_at: Timestamp;
 }
+
+export type ToolNamingMode = 'prefixed' | 'when-needed';
+
+/** Which of a server's tools an assignment exposes: names or `*` globs, allowed or denied. */
+export interface ToolFilter {
+  mode: 'allow' | 'deny';
+  tools: string[];
+}
+
+/** Per upstream tool name: the name and description hosts see instead. */
+export type ToolOverrides = Record<string, { name?: string; description?: string }>;
 
 export interface GatewayTeamsTable {
   gateway_guid: string;
@@ -158,6 +170,8 @@ export interface GatewayAssignmentsTable {
   enabled: Generated<boolean>;
   identity_scheme: IdentityScheme | null;
   shared_identity_guid: string | null;
+  tool_filter: ColumnType<ToolFilter | null, string | null | undefined, string | null>;
+  tool_overrides: ColumnType<ToolOverrides | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }
 

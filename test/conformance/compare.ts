@@ -78,6 +78,8 @@ try {
   const { serverGuid } = await registerServer(t, ws, { name: 'everything', url: everything.url, authType: 'none' });
   const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'conformance' });
   await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: serverGuid });
+  // One server, upstream names unchanged (contract 8.2): the runner calls the fixture's tools by their own names.
+  await invoke(t, 'rest', ws.token, 'set_gateway_tool_naming', { gatewayGuid: gw.body.guid, mode: 'when-needed' });
   const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
   const fwd = await forwarder(`${base}/gateways/${gw.body.guid}/mcp`, issued.body.token);
   const direct = await scenarios(everything.url);

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { ConfigDb } from '../../stores/postgres.js';
-import type { IdentityScheme } from '../../stores/schema.js';
-import { notFound, validationFailed } from '../errors.js';
+import type { IdentityScheme, ToolFilter, ToolOverrides } from '../../stores/schema.js';
+import { conflict, notFound, validationFailed } from '../errors.js';
+import { curateTools, TOOL_NAME, TOOL_PATTERN, unknownToolNames } from '../gateways/tool-curation.js';
 import { isGuid, newGuid } from '../ids.js';
 import { defineOperation, type Principal } from '../operation.js';
 import { deleteAssignment, findAssignment, insertAssignment, listAssignments, updateAssignment, type AssignmentRecord } from '../repositories/assignments.js';
@@ -12,6 +13,32 @@ import { GatewayGuid, loadGateway, refuseIfArchived } from './gateways.js';
 
 const Scheme = z.enum(['sharedIdentity', 'userIdentity']);
 
+/** Keys that would rewrite an object's prototype instead of naming a tool. */
+const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+const ToolFilterSchema = z
+  .strictObject({
+    mode: z.enum(['allow', 'deny']).describe('allow: only the listed tools; deny: every tool but the listed ones'),
+    tools: z
+      .array(z.string().regex(TOOL_PATTERN, 'must be a tool name or a glob with * (letters, digits, _ - . and *)'))
+      .max(1000)
+      .describe('Upstream tool names or globs with *'),
+  })
+  .describe("Which of the server's tools the gateway exposes, by the upstream's own names; null clears it");
+
+const ToolOverridesSchema = z
+  .record(
+    z
+      .string()
+      .regex(TOOL_NAME, 'must be an upstream tool name')
+      .refine((k) => !PROTOTYPE_KEYS.has(k), 'is not allowed as a tool name here'),
+    z.strictObject({
+      name: z.string().regex(TOOL_NAME, 'must be 1-128 of A-Z a-z 0-9 _ - .').optional().describe('The name hosts see'),
+      description: z.string().max(8_192).optional().describe('The description hosts see'),
+    }),
+  )
+  .describe('Per upstream tool name: the name and description hosts see instead; calls still reach the upstream under its own name. null clears them');
+
 export const AssignmentSummary = z.object({
   guid: z.string(),
   gatewayGuid: z.string(),
@@ -20,6 +47,9 @@ export const AssignmentSummary = z.object({
   identityScheme: Scheme.nullable(),
   sharedIdentityGuid: z.string().nullable(),
   configured: z.boolean(),
+  toolFilter: ToolFilterSchema.nullable(),
+  toolOverrides: ToolOverridesSchema.nullable(),
+  toolCurationHint: z.string().optional().describe('Names of the filter or overrides the server does not offer today (kept: they apply once it does)'),
 });
 const CreatedAssignment = AssignmentSummary.extend({ configurationHint: z.string().optional() });
 
@@ -53,15 +83,81 @@ export function configurationOf(a: AssignmentRecord): Configuration {
   };
 }
 
-const toSummary = (a: AssignmentRecord) => ({
-  guid: a.guid,
-  gatewayGuid: a.gateway_guid,
-  serverGuids: [a.inbound_server_guid],
-  enabled: a.enabled,
-  identityScheme: a.identity_scheme,
-  sharedIdentityGuid: a.shared_identity_guid,
-  configured: configurationOf(a).configured,
-});
+/** The upstream tool names feature-learning found on the assignment's server, or null before it ran. */
+function offeredTools(a: Pick<AssignmentRecord, 'server_features'>): { name?: unknown; description?: unknown }[] | null {
+  const tools = (a.server_features as { tools?: unknown } | null)?.tools;
+  return Array.isArray(tools) ? (tools as { name?: unknown }[]) : null;
+}
+
+/** Says which names of the filter or overrides the server does not offer today, if any. */
+function curationHint(a: AssignmentRecord): string | undefined {
+  const tools = offeredTools(a);
+  if (!tools) return undefined;
+  const unknown = unknownToolNames(
+    a.tool_filter,
+    a.tool_overrides,
+    tools.map((t) => String(t.name)),
+  );
+  if (unknown.length === 0) return undefined;
+  return `${a.server_name ?? 'The server'} does not offer ${unknown.map((n) => JSON.stringify(n)).join(', ')} today: kept, they apply once it does.`;
+}
+
+const toSummary = (a: AssignmentRecord) => {
+  const hint = curationHint(a);
+  return {
+    guid: a.guid,
+    gatewayGuid: a.gateway_guid,
+    serverGuids: [a.inbound_server_guid],
+    enabled: a.enabled,
+    identityScheme: a.identity_scheme,
+    sharedIdentityGuid: a.shared_identity_guid,
+    configured: configurationOf(a).configured,
+    toolFilter: a.tool_filter ?? null,
+    toolOverrides: a.tool_overrides ?? null,
+    ...(hint ? { toolCurationHint: hint } : {}),
+  };
+};
+
+/**
+ * Refuses overrides that would give a tool a name another tool of the gateway
+ * already has (on the same server or another one): 409 naming both.
+ */
+async function refuseOverrideCollisions(
+  db: ConfigDb,
+  principal: Principal,
+  own: Pick<AssignmentRecord, 'guid' | 'gateway_guid' | 'server_name' | 'server_features'>,
+  filter: ToolFilter | null,
+  overrides: ToolOverrides | null,
+): Promise<void> {
+  if (!overrides || Object.keys(overrides).length === 0) return;
+  const ownTools = offeredTools(own) ?? [];
+  const ownNames = new Set(ownTools.map((t) => String(t.name)));
+  // The overridden tools, whether the server offers them today or not: their new names are what hosts will see.
+  const renamed = Object.entries(overrides).filter(([, o]) => o.name !== undefined);
+  const ownCurated = curateTools(filter, overrides, [...ownTools, ...renamed.filter(([n]) => !ownNames.has(n)).map(([name]) => ({ name }))]);
+  const serverName = own.server_name ?? 'this server';
+  for (const [upstream, override] of renamed) {
+    const other = ownCurated.find((t) => t.name === override.name && t.upstreamName !== upstream);
+    if (other)
+      throw conflict(
+        `Overriding tool ${upstream} of ${serverName} as ${override.name} collides with tool ${other.upstreamName} of ${serverName}, which hosts see under that name.`,
+      );
+  }
+  const siblings = (await listAssignments(db, principal.organizationGuid, own.gateway_guid)).filter((a) => a.guid !== own.guid);
+  for (const sibling of siblings) {
+    const curated = curateTools(sibling.tool_filter, sibling.tool_overrides, offeredTools(sibling) ?? []);
+    for (const [upstream, override] of renamed) {
+      const other = curated.find((t) => t.name === override.name);
+      if (other) {
+        throw conflict(
+          `Overriding tool ${upstream} of ${serverName} as ${override.name} collides with tool ${other.upstreamName} of ${sibling.server_name ?? sibling.inbound_server_guid} on the same gateway (assignment ${sibling.guid}).`,
+        );
+      }
+    }
+  }
+}
+
+const jsonOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
 
 const AssignmentGuid = Id('Assignment guid');
 
@@ -103,6 +199,11 @@ async function setAssignmentEnabled(db: ConfigDb, principal: Principal, guid: st
   return toSummary({ ...assignment, enabled });
 }
 
+const CurationInput = {
+  toolFilter: ToolFilterSchema.nullable().optional(),
+  toolOverrides: ToolOverridesSchema.nullable().optional(),
+};
+
 const SchemeInput = {
   identityScheme: Scheme.optional().describe(
     'userIdentity: each connecting user selects their own identity; sharedIdentity: one identity for everyone (needs sharedIdentityGuid)',
@@ -130,11 +231,11 @@ export const assignmentOperations = [
     name: 'assign_server_to_gateway',
     title: 'Assign a server to a gateway',
     description:
-      'Exposes an inbound server through a gateway with a new, enabled assignment (a server may be assigned to the same gateway several times). identityScheme userIdentity: each user selects their own identity when issuing a gateway token; sharedIdentity: everyone uses sharedIdentityGuid. Without a scheme, a server that requires authentication is left configured=false with a configurationHint.',
+      'Exposes an inbound server through a gateway with a new, enabled assignment (a server may be assigned to the same gateway several times). identityScheme userIdentity: each user selects their own identity when issuing a gateway token; sharedIdentity: everyone uses sharedIdentityGuid. Without a scheme, a server that requires authentication is left configured=false with a configurationHint. toolFilter (allow or deny, names or * globs) chooses the tools hosts see; toolOverrides renames or re-describes them (calls reach the upstream under its own name); an override whose name another tool of the gateway has is a 409.',
     method: 'POST',
     path: '/gateways/:gatewayGuid/assignments',
     capability: 'basicGatewayManagement',
-    input: z.strictObject({ gatewayGuid: GatewayGuid, inboundServerGuid: Id('The inbound server to expose'), ...SchemeInput }),
+    input: z.strictObject({ gatewayGuid: GatewayGuid, inboundServerGuid: Id('The inbound server to expose'), ...SchemeInput, ...CurationInput }),
     output: CreatedAssignment,
     annotations: CREATES,
     successStatus: 201,
@@ -151,6 +252,15 @@ export const assignmentOperations = [
         sharedIdentityGuid = await requireSharedIdentity(db, principal, server.guid, input.sharedIdentityGuid);
       }
       const guid = newGuid();
+      const filter = input.toolFilter ?? null;
+      const overrides = input.toolOverrides ?? null;
+      await refuseOverrideCollisions(
+        db,
+        principal,
+        { guid, gateway_guid: gateway.guid, server_name: server.name, server_features: server.features },
+        filter,
+        overrides,
+      );
       await insertAssignment(db, {
         guid,
         organization_guid: principal.organizationGuid,
@@ -158,6 +268,8 @@ export const assignmentOperations = [
         inbound_server_guid: server.guid,
         identity_scheme: scheme,
         shared_identity_guid: sharedIdentityGuid,
+        tool_filter: jsonOrNull(filter),
+        tool_overrides: jsonOrNull(overrides),
       });
       const created = await loadAssignment(db, principal, guid);
       const { hint } = configurationOf(created);
@@ -166,18 +278,27 @@ export const assignmentOperations = [
   }),
   defineOperation({
     name: 'modify_gateway_assignment',
-    title: 'Change the identity scheme of an assignment',
+    title: 'Change an assignment',
     description:
-      'Switches an assignment between userIdentity and sharedIdentity, re-pointing or clearing the shared identity to match. sharedIdentityGuid alone implies sharedIdentity; it is ignored for userIdentity. Saved only when something changes.',
+      'Switches an assignment between userIdentity and sharedIdentity, re-pointing or clearing the shared identity to match, and sets or clears its toolFilter (allow or deny, names or * globs) and toolOverrides (per upstream tool: name, description). sharedIdentityGuid alone implies sharedIdentity; it is ignored for userIdentity. An override whose name another tool of the gateway has is a 409. Saved only when something changes.',
     method: 'PATCH',
     path: '/assignments/:assignmentGuid',
     capability: 'basicGatewayManagement',
-    input: z.strictObject({ assignmentGuid: AssignmentGuid, ...SchemeInput }),
+    input: z.strictObject({ assignmentGuid: AssignmentGuid, ...SchemeInput, ...CurationInput }),
     output: AssignmentSummary,
     annotations: CHANGES,
     handler: async ({ services, principal }, input) => {
       const { db } = services;
-      const assignment = await loadAssignment(db, principal, input.assignmentGuid);
+      let assignment = await loadAssignment(db, principal, input.assignmentGuid);
+      if (input.toolFilter !== undefined || input.toolOverrides !== undefined) {
+        const filter = input.toolFilter === undefined ? assignment.tool_filter : input.toolFilter;
+        const overrides = input.toolOverrides === undefined ? assignment.tool_overrides : input.toolOverrides;
+        await refuseOverrideCollisions(db, principal, assignment, filter, overrides);
+        if (jsonOrNull(filter) !== jsonOrNull(assignment.tool_filter) || jsonOrNull(overrides) !== jsonOrNull(assignment.tool_overrides)) {
+          await updateAssignment(db, assignment.guid, { tool_filter: jsonOrNull(filter), tool_overrides: jsonOrNull(overrides) });
+          assignment = await loadAssignment(db, principal, assignment.guid);
+        }
+      }
       const scheme = requestedScheme(input);
       if (scheme === undefined) return toSummary(assignment);
       let sharedIdentityGuid: string | null = null;

@@ -2,6 +2,8 @@ import type { AnyOperation } from '../operation.js';
 import { identityOperations } from './identities.js';
 import { alertOperations } from './alerts.js';
 import { logOperations } from './logs.js';
+import { reportOperations } from './reports.js';
+import { auditOperations } from './audit.js';
 import { collectorOperations } from './collector.js';
 import { roleOperations } from './roles.js';
 import { serverOperations } from './servers.js';
@@ -11,6 +13,7 @@ import { userOperations } from './users.js';
 import { gatewayOperations } from './gateways.js';
 import { gatewayTokenOperations } from './gateway-tokens.js';
 import { assignmentOperations } from './assignments.js';
+import { toolNamingOperations } from './tool-naming.js';
 import { hostOperations } from './hosts.js';
 import { connectionOperations } from './connections.js';
 
@@ -26,11 +29,14 @@ export const operations: readonly AnyOperation[] = [
   ...gatewayOperations,
   ...gatewayTokenOperations,
   ...assignmentOperations,
+  ...toolNamingOperations,
   ...hostOperations,
   ...connectionOperations,
   ...serverOperations,
   ...identityOperations,
   ...logOperations,
+  ...reportOperations,
+  ...auditOperations,
   ...alertOperations,
   ...collectorOperations,
 ] as unknown as AnyOperation[];

@@ -12,6 +12,9 @@ export type GatewayAssignment = Selectable<GatewayAssignmentsTable>;
 export interface AssignmentRecord extends GatewayAssignment {
   server_authentication_type: AuthenticationType | null;
   shared_identity_enabled: boolean | null;
+  server_name: string | null;
+  /** The server's features as feature-learning last found them (its tools, for curation hints and collisions). */
+  server_features: Record<string, unknown> | null;
 }
 
 function assignmentQuery(db: ConfigDb, organizationGuid: string) {
@@ -20,7 +23,12 @@ function assignmentQuery(db: ConfigDb, organizationGuid: string) {
     .leftJoin('inbound_servers as s', (j) => j.onRef('s.guid', '=', 'a.inbound_server_guid').onRef('s.organization_guid', '=', 'a.organization_guid'))
     .leftJoin('identities as i', (j) => j.onRef('i.guid', '=', 'a.shared_identity_guid').onRef('i.organization_guid', '=', 'a.organization_guid'))
     .selectAll('a')
-    .select(['s.authentication_type as server_authentication_type', 'i.enabled as shared_identity_enabled'])
+    .select([
+      's.authentication_type as server_authentication_type',
+      'i.enabled as shared_identity_enabled',
+      's.name as server_name',
+      's.features as server_features',
+    ])
     .where('a.organization_guid', '=', organizationGuid);
 }
 
@@ -35,7 +43,10 @@ export async function findAssignment(db: ConfigDb, organizationGuid: string, gui
 
 export async function insertAssignment(
   db: ConfigDb,
-  assignment: Pick<GatewayAssignment, 'guid' | 'organization_guid' | 'gateway_guid' | 'inbound_server_guid' | 'identity_scheme' | 'shared_identity_guid'>,
+  assignment: Pick<GatewayAssignment, 'guid' | 'organization_guid' | 'gateway_guid' | 'inbound_server_guid' | 'identity_scheme' | 'shared_identity_guid'> & {
+    tool_filter?: string | null;
+    tool_overrides?: string | null;
+  },
 ): Promise<void> {
   await db.insertInto('gateway_assignments').values(assignment).execute();
 }

@@ -1,0 +1,82 @@
+import type { ToolFilter, ToolNamingMode, ToolOverrides } from '../../stores/schema.js';
+
+/**
+ * The rules of tool curation (contract 8.2), defined once: the admin operations
+ * check and describe assignments with them, the gateway applies them to every list
+ * and call. A filter and the overrides name the upstream's own tool names.
+ */
+export const TOOL_NAMING_MODES = ['prefixed', 'when-needed'] as const satisfies readonly ToolNamingMode[];
+
+/** MCP's tool-name alphabet (2025-11-25: 1-128 of A-Z a-z 0-9 _ - .); a filter may add `*`. */
+export const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+export const TOOL_PATTERN = /^[A-Za-z0-9_.*-]{1,128}$/;
+
+const globCache = new Map<string, RegExp>();
+
+/** A name or `*` glob as a matcher of whole names. */
+function globRegExp(pattern: string): RegExp {
+  let re = globCache.get(pattern);
+  if (!re) {
+    re = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\-]/g, '\\$&').replaceAll('*', '.*')}$`);
+    if (globCache.size > 10_000) globCache.clear();
+    globCache.set(pattern, re);
+  }
+  return re;
+}
+
+/** Whether a filter lets the upstream tool `name` through (no filter: every tool). */
+export function toolAllowed(filter: ToolFilter | null | undefined, name: string): boolean {
+  if (!filter) return true;
+  const matched = filter.tools.some((p) => globRegExp(p).test(name));
+  return filter.mode === 'allow' ? matched : !matched;
+}
+
+/** The name hosts see for an upstream tool, before any prefix. */
+export const overriddenName = (overrides: ToolOverrides | null | undefined, upstreamName: string): string => overrides?.[upstreamName]?.name ?? upstreamName;
+
+/** A curated tool of one assignment: what the host sees, and what the upstream calls it. */
+export interface CuratedTool<T> {
+  upstreamName: string;
+  /** The name after the override, before the gateway's naming mode. */
+  name: string;
+  item: T;
+}
+
+/**
+ * An upstream's tool list as one assignment exposes it: filtered, renamed and
+ * re-described. Items keep every other field as the upstream gave them.
+ */
+export function curateTools<T extends { name?: unknown; description?: unknown }>(
+  filter: ToolFilter | null | undefined,
+  overrides: ToolOverrides | null | undefined,
+  tools: readonly T[],
+): CuratedTool<T>[] {
+  const out: CuratedTool<T>[] = [];
+  for (const tool of tools) {
+    if (typeof tool.name !== 'string' || !toolAllowed(filter, tool.name)) continue;
+    const override = overrides?.[tool.name];
+    const name = override?.name ?? tool.name;
+    const item = override ? { ...tool, name, ...(override.description !== undefined ? { description: override.description } : {}) } : tool;
+    out.push({ upstreamName: tool.name, name, item });
+  }
+  return out;
+}
+
+/**
+ * The names that need a prefix under a naming mode: every name in `prefixed`; in
+ * `when-needed` only the names two or more routes share (all of their holders).
+ */
+export function namesToPrefix(mode: ToolNamingMode, namesPerRoute: readonly (readonly string[])[]): (name: string) => boolean {
+  if (mode === 'prefixed') return () => true;
+  const holders = new Map<string, number>();
+  for (const names of namesPerRoute) for (const name of new Set(names)) holders.set(name, (holders.get(name) ?? 0) + 1);
+  return (name) => (holders.get(name) ?? 0) > 1;
+}
+
+/** Names a filter or the overrides mention that the server does not offer today (they are kept: servers change). */
+export function unknownToolNames(filter: ToolFilter | null | undefined, overrides: ToolOverrides | null | undefined, offered: readonly string[]): string[] {
+  const unknown = new Set<string>();
+  for (const pattern of filter?.tools ?? []) if (!offered.some((n) => globRegExp(pattern).test(n))) unknown.add(pattern);
+  for (const name of Object.keys(overrides ?? {})) if (!offered.includes(name)) unknown.add(name);
+  return [...unknown];
+}
