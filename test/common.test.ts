@@ -34,7 +34,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-describe.each(SURFACES)('every operation on %s', (surface) => {
+// Every operation on REST, on MCP for a 2025 host (the 1.x SDK) and for a 2026-07-28 host pinned to that revision (the v2 SDK).
+describe.each([...SURFACES, 'mcp2026' as const])('every operation on %s', (surface) => {
   it.each(operations.map((op) => [op.name, op] as const))('%s refuses a caller without the entitlement', async (_name, op) => {
     const res = await invoke(t, surface, unentitled, op.name, withIds(op));
     expect(res.status).toBe(403);

@@ -24,7 +24,7 @@ describe('SSE parsing of upstream streams', () => {
     { event: 'endpoint', data: '/message?x=1' },
     { event: 'message', data: '{"a":1}' },
     { event: 'message', data: 'first\nsecond' },
-    { event: 'message', data: 'é' },
+    { event: 'message', data: 'é', id: '7' },
     { event: 'message', data: '{"jsonrpc":"2.0","id":1,"result":{}}' },
   ];
 
@@ -34,5 +34,10 @@ describe('SSE parsing of upstream streams', () => {
 
   it('dispatches a last event that the stream ends without a blank line', async () => {
     expect(await read('data: tail\n', 4)).toEqual([{ event: 'message', data: 'tail' }]);
+  });
+
+  it('yields an event that only moves the position (id) or sets the reconnection delay (retry), for resumption', async () => {
+    expect(await read('id: ev-1\nretry: 20\ndata:\n\n', 3)).toEqual([{ event: 'message', data: '', id: 'ev-1', retry: 20 }]);
+    expect(await read('id: ev-2\n\n', 64)).toEqual([{ event: 'message', data: '', id: 'ev-2' }]);
   });
 });

@@ -4,6 +4,7 @@ import type { Registry } from 'prom-client';
 import { findCollectorConfiguration, openCollectorHeaders } from '../core/collector/config-repository.js';
 import { resolveLogsFormat } from '../core/collector/rules.js';
 import type { Services } from '../core/services.js';
+import { redactSecretValues } from '../core/redaction.js';
 import type { CollectorConfiguration, ForwardedSignal, LogsFormat } from '../stores/schema.js';
 import { CallLogSource, type Checkpoint } from './call-log-source.js';
 import { sendToCollector, type SendOutcome } from './collector-client.js';
@@ -102,10 +103,7 @@ type PreparedBatch = EncodedBatch & { kind: BodyKind };
 
 /** A collector's answer for an alert: cut short, with every configured header value masked. */
 export function redactBody(body: string, headers: Record<string, string>): string {
-  let text = body.slice(0, ALERT_BODY_CHARS * 4);
-  for (const value of Object.values(headers)) {
-    for (const part of [value, ...value.split(/\s+/).filter((p) => p.length >= 8)]) text = text.split(part).join('[redacted]');
-  }
+  const text = redactSecretValues(body.slice(0, ALERT_BODY_CHARS * 4), Object.values(headers));
   return text.length > ALERT_BODY_CHARS ? `${text.slice(0, ALERT_BODY_CHARS)}…` : text;
 }
 

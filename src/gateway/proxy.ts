@@ -4,7 +4,7 @@ import { AppError } from '../core/errors.js';
 import { OAuthRefreshError } from '../core/servers/oauth-refresh.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
-import { LIST_CAPABILITY, LIST_KEY, namespaceItems, resolveName, routeForUri, type ListMethod } from './aggregate.js';
+import { exposeItems, LIST_CAPABILITY, LIST_KEY, nameItems, resolveExposedName, routeForUri, type ExposedItems, type ListMethod } from './aggregate.js';
 import type { CallRecord } from './call-record.js';
 import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';
 import { cancelledTarget, fromUpstream, isAnswerTo, unrelayId } from './relay.js';
@@ -13,6 +13,7 @@ import { upstreamTraceparent, type TraceContext } from './trace-context.js';
 import { ResponseTooLargeError, type UpstreamFetch } from './upstream-client.js';
 import { deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
 import { initializeLegacyUpstream, sendToLegacyUpstream } from './upstream-legacy-sse.js';
+import { MODERN_REVISION, toModernUpstream } from './modern-upstream.js';
 import type { UpstreamHealth } from './upstream-health.js';
 
 /** JSON-RPC error codes the gateway answers with. */
@@ -52,6 +53,8 @@ export class GatewayCallError extends Error {
     readonly code: number,
     message: string,
     readonly data?: Record<string, unknown>,
+    /** What the call log says when it differs from what the host is told (a refusal's reason). */
+    readonly logMessage?: string,
   ) {
     super(message);
   }
@@ -62,7 +65,15 @@ class SessionExpired extends Error {}
 const errorResponse = (id: RequestId, code: number, message: string, data?: Record<string, unknown>): JSONRPCMessage =>
   ({ jsonrpc: '2.0', id, error: { code, message, ...(data ? { data } : {}) } }) as JSONRPCMessage;
 
-const GATEWAY_VERSION = '1.0.0';
+export const GATEWAY_VERSION = '1.0.0';
+/** What a gateway offers a host, in every revision: everything a later assignment could bring; lists say what exists now. */
+export const GATEWAY_CAPABILITIES = {
+  tools: { listChanged: true },
+  prompts: { listChanged: true },
+  resources: { subscribe: true, listChanged: true },
+  completions: {},
+  logging: {},
+};
 /** Aggregated lists read at most this many pages from each upstream. */
 const MAX_PAGES = 20;
 
@@ -120,13 +131,14 @@ export class GatewayProxy {
       const e = err instanceof GatewayCallError ? err : new GatewayCallError(ERRORS.internal, 'The gateway could not serve this request.');
       if (!(err instanceof GatewayCallError))
         this.services.logger.error({ err: err instanceof Error ? err.message : String(err), method: m.method }, 'gateway request failed');
-      return this.answer(ctx, errorResponse(id, e.code, e.message, e.data));
+      return this.answer(ctx, errorResponse(id, e.code, e.message, e.data), { failure: e.logMessage });
     }
   }
 
-  private answer(ctx: HostContext, message: JSONRPCMessage, extra: { newSession?: GatewaySession } = {}): HostReply {
-    ctx.record.finish(message, 0);
-    return { kind: 'json', message, ...extra };
+  private answer(ctx: HostContext, message: JSONRPCMessage, extra: { newSession?: GatewaySession; failure?: string | undefined } = {}): HostReply {
+    const { failure, ...rest } = extra;
+    ctx.record.finish(message, 0, failure);
+    return { kind: 'json', message, ...rest };
   }
 
   // --- initialize -----------------------------------------------------------------
@@ -146,14 +158,17 @@ export class GatewayProxy {
       createdAt: Date.now(),
     };
     const opened = await Promise.all(
-      ctx.catalog.routes.map(async (route) => {
-        try {
-          return { route, init: await this.openUpstream(ctx, route, session) };
-        } catch (err) {
-          this.services.logger.warn({ inboundServerGuid: route.serverGuid, reason: this.describe(route, err) }, 'an upstream could not be initialized');
-          return { route, init: null };
-        }
-      }),
+      // A 2026-07-28 upstream has no session to open: each request carries its envelope.
+      ctx.catalog.routes
+        .filter((route) => route.features?.protocolVersion !== MODERN_REVISION)
+        .map(async (route) => {
+          try {
+            return { route, init: await this.openUpstream(ctx, route, session) };
+          } catch (err) {
+            this.services.logger.warn({ inboundServerGuid: route.serverGuid, reason: this.describe(route, err) }, 'an upstream could not be initialized');
+            return { route, init: null };
+          }
+        }),
     );
     const instructions: string[] = [];
     for (const { route, init } of opened) {
@@ -166,14 +181,7 @@ export class GatewayProxy {
     }
     const result = {
       protocolVersion,
-      // Everything a later assignment could bring is offered; lists say what exists now.
-      capabilities: {
-        tools: { listChanged: true },
-        prompts: { listChanged: true },
-        resources: { subscribe: true, listChanged: true },
-        completions: {},
-        logging: {},
-      },
+      capabilities: GATEWAY_CAPABILITIES,
       serverInfo: { name: ctx.caller.gatewayName, version: GATEWAY_VERSION },
       ...(instructions.length
         ? { instructions: `Tools, prompts and resources of several servers, each named <server>__<name>.\n\n${instructions.join('\n\n')}` }
@@ -234,16 +242,16 @@ export class GatewayProxy {
               cursor = typeof response.nextCursor === 'string' ? response.nextCursor : undefined;
               if (!cursor) break;
             }
-            return namespaceItems(route, items);
+            return exposeItems(route, key, items);
           } catch (err) {
             if (err instanceof SessionExpired) throw err;
             // One failing upstream must not hide the others: its items are left out.
             this.services.logger.warn({ inboundServerGuid: route.serverGuid, method, reason: this.describe(route, err) }, 'an upstream could not be listed');
-            return [];
+            return { route, items: [] } satisfies ExposedItems;
           }
         }),
     );
-    return this.answer(ctx, { jsonrpc: '2.0', id, result: { [key]: perRoute.flat() } } as JSONRPCMessage);
+    return this.answer(ctx, { jsonrpc: '2.0', id, result: { [key]: nameItems(ctx.catalog.naming, perRoute) } } as JSONRPCMessage);
   }
 
   /** Sends a request to one upstream and returns its result (throws GatewayCallError on an error answer). */
@@ -267,9 +275,12 @@ export class GatewayProxy {
     const qualified = typeof params.name === 'string' ? params.name : '';
     const kind = method === 'tools/call' ? 'Tool' : 'Prompt';
     const listKey = method === 'tools/call' ? 'tools' : 'prompts';
-    const resolved = resolveName(ctx.catalog.bySlug, qualified, (route) =>
-      ((route.features?.[listKey] ?? []) as { name?: string }[]).map((t) => String(t.name)),
-    );
+    const resolved = resolveExposedName(ctx.catalog, listKey, qualified);
+    if ('refused' in resolved) {
+      // Refused like an unknown name; the call log keeps the reason.
+      ctx.record.toolName = qualified.slice(0, 500);
+      throw new GatewayCallError(ERRORS.invalidParams, `${kind} ${qualified} not found on this gateway.`, undefined, resolved.refused);
+    }
     if (!('route' in resolved)) {
       const why = resolved.slug ? ctx.catalog.unavailable.get(resolved.slug) : undefined;
       throw new GatewayCallError(
@@ -292,7 +303,7 @@ export class GatewayProxy {
   private async complete(ctx: HostContext, message: JSONRPCMessage, params: Record<string, unknown>): Promise<HostReply> {
     const ref = (params.ref ?? {}) as { type?: string; name?: string; uri?: string };
     if (ref.type === 'ref/resource') return this.callByUri(ctx, message, String(ref.uri ?? ''));
-    const resolved = resolveName(ctx.catalog.bySlug, String(ref.name ?? ''));
+    const resolved = resolveExposedName(ctx.catalog, 'prompts', String(ref.name ?? ''));
     if (!('route' in resolved)) throw new GatewayCallError(ERRORS.invalidParams, `Prompt ${String(ref.name)} not found on this gateway.`);
     return this.relay(ctx, resolved.route, { ...message, params: { ...params, ref: { ...ref, name: resolved.name } } } as JSONRPCMessage);
   }
@@ -426,6 +437,17 @@ export class GatewayProxy {
     }
   }
 
+  /** One request to a 2026-07-28 upstream: no session, no initialize; the envelope and routing headers instead. */
+  private async sendModern(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamReply> {
+    const host = ctx.session ?? { clientInfo: { name: ctx.caller.gatewayName, version: GATEWAY_VERSION }, clientCapabilities: {} };
+    const modern = toModernUpstream(message, host);
+    try {
+      return await postToUpstream({ ...this.request(ctx, route, credential, undefined, MODERN_REVISION), routingHeaders: modern.headers }, modern.message);
+    } catch (err) {
+      throw this.failed(ctx, route, message, err);
+    }
+  }
+
   private request(
     ctx: HostContext,
     route: Route,
@@ -460,6 +482,7 @@ export class GatewayProxy {
     ctx.record.secrets.push(...credential.secrets);
     ctx.record.headerNames.push(...credential.headerNames);
     if (route.transport === 'sse') return this.sendLegacy(ctx, route, credential, message);
+    if (route.features?.protocolVersion === MODERN_REVISION) return this.sendModern(ctx, route, credential, message);
     let upstream = ctx.session?.upstreams[route.assignmentGuid];
     let transient = false;
     try {

@@ -10,12 +10,15 @@ import { isAnswerTo } from './relay.js';
 import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits } from './rate-limits.js';
 import { SessionIds, type GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
+import { StreamReplay } from './stream-replay.js';
 import { openHostEventStream } from './event-stream.js';
 import { traceContextFrom } from './trace-context.js';
 import { UpstreamHealth } from './upstream-health.js';
 import { deleteUpstreamSession } from './upstream-http.js';
 import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
+import { createModernHostHandler, isModernMessage, type ModernHostRequest } from './modern-host.js';
+import { sendWebResponse, toWebRequest } from '../http/web-request.js';
 
 const SESSION_HEADER = 'mcp-session-id';
 const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({
@@ -36,6 +39,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   const health = new UpstreamHealth(services);
   const upstreams = new UpstreamClient(services.egress);
   const sessionIds = new SessionIds(services.gatewaySessionKey);
+  const replay = new StreamReplay();
   const proxy = new GatewayProxy(services, catalogs, health, upstreams.fetch);
   const limits = new GatewayRateLimits({
     perConnectionPerMinute: services.config.gateway.rateLimitPerConnectionPerMinute,
@@ -119,27 +123,64 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       return reply.code(400).send(rpcError(ERRORS.invalidRequest, 'The body must be one JSON-RPC 2.0 message.'));
     }
     const message = body as JSONRPCMessage;
+    if (isModernMessage(body, request.headers['mcp-protocol-version'])) return serveModern(request, reply, caller);
     const isInitialize = (message as { method?: string }).method === 'initialize';
     const found = isInitialize ? { session: null, id: null } : await sessionOf(request, reply, caller);
     if (!found) return reply;
     const catalog = await catalogs.forCaller(caller);
     const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
     const abort = new AbortController();
-    // Only a host that goes away before its answer is complete cancels anything (an abort is not free: it builds an error and runs listeners).
+    // Only a host without a session that goes away before its answer is complete cancels anything (an abort is not
+    // free: it builds an error and runs listeners). A host with a session can resume its stream (GET, Last-Event-ID):
+    // its call goes on, as the transport asks (a disconnection is not a cancellation).
     reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) abort.abort();
+      if (!reply.raw.writableFinished && !found.session) abort.abort();
     });
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
     const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, found.session?.id ?? null);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
-    return render(reply, answer, found.id, (message as { id?: unknown }).id, acceptsJson(request));
+    return render(reply, answer, found.id, (message as { id?: unknown }).id, acceptsJson(request), found.session);
   });
+
+  /** A 2026-07-28 request: the SDK's handler serves the revision, the same proxy serves the request. */
+  const modern = createModernHostHandler(proxy);
+  app.addHook('onClose', () => modern.close());
+  const serveModern = async (request: FastifyRequest, reply: FastifyReply, caller: GatewayCaller) => {
+    const catalog = await catalogs.forCaller(caller);
+    const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
+    const abort = new AbortController();
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
+    const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(request.body));
+    const modernHost: ModernHostRequest = {
+      caller,
+      catalog,
+      trace,
+      signal: abort.signal,
+      record: (message) => new CallRecord(services, caller, trace, message, requestBytes, request.headers, null),
+    };
+    const response = await modern.fetch(toWebRequest(request), {
+      parsedBody: request.body,
+      authInfo: { token: 'verified', clientId: caller.connectionGuid, scopes: [], extra: { modernHost } },
+    });
+    return sendWebResponse(reply, response);
+  };
 
   registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, postOptions });
 
   app.get<{ Params: { gatewayGuid: string } }>(path, GATEWAY_ROUTE_OPTIONS, async (request, reply) => {
     const found = await admitSession(request, reply);
     if (!found) return reply;
+    const lastEventId = header(request, 'last-event-id');
+    const resumed = lastEventId ? replay.resume(found.session.id, lastEventId) : null;
+    if (resumed) {
+      reply.hijack();
+      reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', [SESSION_HEADER]: found.id });
+      for await (const event of resumed) if (!reply.raw.destroyed) reply.raw.write(event);
+      reply.raw.end();
+      return reply;
+    }
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', [SESSION_HEADER]: found.id });
     reply.raw.flushHeaders();
@@ -180,7 +221,14 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return reply.code(200).send();
   });
 
-  async function render(reply: FastifyReply, answer: HostReply, sessionId: string | null, requestId: unknown, jsonAccepted: boolean): Promise<FastifyReply> {
+  async function render(
+    reply: FastifyReply,
+    answer: HostReply,
+    sessionId: string | null,
+    requestId: unknown,
+    jsonAccepted: boolean,
+    session: GatewaySession | null = null,
+  ): Promise<FastifyReply> {
     if (answer.kind === 'accepted') return reply.code(202).send();
     if (answer.kind === 'session-expired') return reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
     if (answer.kind === 'json') {
@@ -200,13 +248,17 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     }
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(sessionId ? { [SESSION_HEADER]: sessionId } : {}) });
+    // In a session, every event has an id and is kept, so a host whose connection drops can resume (GET with Last-Event-ID).
+    const kept = session ? replay.open(session.id) : null;
     for (; !next.done; next = await messages.next()) {
       const message = next.value;
+      const text = kept ? kept.event(message) : sseMessage(message);
       if (reply.raw.destroyed || reply.raw.writableEnded) continue;
       // The answer to the host's request ends the response (headers, event and end in one write).
-      if (isAnswerTo(requestId, message)) reply.raw.end(sseMessage(message));
-      else reply.raw.write(sseMessage(message));
+      if (isAnswerTo(requestId, message)) reply.raw.end(text);
+      else reply.raw.write(text);
     }
+    kept?.end();
     if (!reply.raw.writableEnded) reply.raw.end();
     return reply;
   }

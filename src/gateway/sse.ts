@@ -6,6 +6,10 @@
 export interface SseEvent {
   event: string;
   data: string;
+  /** The event's `id` field, when it has one (a resumable stream's position). */
+  id?: string;
+  /** The event's `retry` field: how long to wait before reconnecting, in ms. */
+  retry?: number;
 }
 
 /**
@@ -20,6 +24,18 @@ export async function* readSseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGe
   let buffer = '';
   let event = '';
   let data: string[] = [];
+  let id: string | undefined;
+  let retry: number | undefined;
+  // An event with no data still moves the stream's position (id) or its reconnection delay (retry): those are yielded too, with empty data.
+  const pending = () => data.length > 0 || id !== undefined || retry !== undefined;
+  const take = (): SseEvent => {
+    const out: SseEvent = { event: event || 'message', data: data.join('\n'), ...(id !== undefined ? { id } : {}), ...(retry !== undefined ? { retry } : {}) };
+    event = '';
+    data = [];
+    id = undefined;
+    retry = undefined;
+    return out;
+  };
   for await (const value of chunks) {
     buffer += decoder.decode(value, { stream: true });
     // Lines are cut from a moving position (not by re-slicing the rest each time), so a big event costs one pass.
@@ -31,9 +47,8 @@ export async function* readSseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGe
       const line = buffer.slice(start, m.index);
       start = lineEnd.lastIndex;
       if (line === '') {
-        if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
-        event = '';
-        data = [];
+        if (pending()) yield take();
+        else event = '';
         continue;
       }
       if (line.charCodeAt(0) === 58 /* ':' */) continue;
@@ -42,10 +57,12 @@ export async function* readSseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGe
       const value = colon < 0 ? '' : line.slice(line.charCodeAt(colon + 1) === 32 /* ' ' */ ? colon + 2 : colon + 1);
       if (field === 'data') data.push(value);
       else if (field === 'event') event = value;
+      else if (field === 'id' && !value.includes('\0')) id = value;
+      else if (field === 'retry' && /^\d+$/.test(value)) retry = Number(value);
     }
     buffer = buffer.slice(start);
   }
-  if (data.length > 0) yield { event: event || 'message', data: data.join('\n') };
+  if (pending()) yield take();
 }
 
 /** One JSON-RPC message as an SSE `message` event. */

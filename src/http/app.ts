@@ -2,21 +2,25 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest }
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { authenticate } from '../core/auth/authenticate.js';
 import { bearerToken, hashToken } from '../core/auth/tokens.js';
 import { AppError, toAppError } from '../core/errors.js';
 import { executeOperation } from '../core/executor.js';
-import type { AnyOperation, Principal } from '../core/operation.js';
+import { successStatusOf, type AnyOperation, type OperationContext, type Principal } from '../core/operation.js';
 import { operations as allOperations } from '../core/operations/index.js';
 import type { Services } from '../core/services.js';
 import { registerGatewayRoutes } from '../gateway/routes.js';
-import { buildToolList, createAdminMcpServer } from '../mcp/admin-tools.js';
+import { createAdminMcpHandler, malformedToolCall } from '../mcp/admin-tools.js';
+import { sendWebResponse, toWebRequest } from './web-request.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
 import { registerOAuthCallbackRoute } from './oauth-callback-route.js';
-import { problemFromFastifyError, sendProblem } from './problem.js';
+import { answerClientError, problemFromFastifyError, sendProblem } from './problem.js';
 import { assembleInput } from './rest-input.js';
+import { parseJsonBody } from './json-body.js';
+import { originOf } from './request-origin.js';
+import { registerOriginCheck } from './origin-check.js';
+import { registerConsoleRoute } from './console-route.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -48,17 +52,23 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     bodyLimit: ONE_MIB,
     // Ids in paths are UUIDs; anything longer is certainly not one of ours.
     routerOptions: { maxParamLength: 200 },
+    // A path fastify cannot decode (%ZZ, an overlong UTF-8 form) names no resource: the contract's 404, as problem+json.
+    frameworkErrors: (error, request, reply) => {
+      const appError =
+        error.code === 'FST_ERR_BAD_URL' ? new AppError('not_found', 'The path is not a valid URL: it names no resource.') : problemFromFastifyError(error);
+      return sendProblem(reply, appError);
+    },
+    // Requests Node's parser refuses before fastify sees them (headers too large, a malformed request line).
+    clientErrorHandler: (error, socket) => answerClientError(error, socket),
   });
 
   // An empty body with a JSON content type is an empty object, not an error: clients
   // commonly send it for POSTs that take no parameters.
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = String(body);
-    if (text.trim() === '') return done(null, undefined);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
     try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new AppError('validation_failed', 'body: is not valid JSON', { errors: [{ path: 'body', message: 'is not valid JSON' }] }), undefined);
+      done(null, parseJsonBody(body as Buffer));
+    } catch (err) {
+      done(err as Error, undefined);
     }
   });
 
@@ -68,6 +78,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return sendProblem(reply, appError);
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`)));
+
+  registerOriginCheck(app, services.config.allowedOrigins);
 
   // One budget per token across the whole admin interface (REST and MCP together).
   await app.register(rateLimit, {
@@ -100,8 +112,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       handler: async (request, reply) => {
         const end = metrics.duration.startTimer({ operation: op.name, surface: 'rest' });
         try {
-          const result = await executeOperation(op, { services, principal: request.principal! }, assembleInput(op, request));
-          const status = typeof op.successStatus === 'function' ? op.successStatus(result) : (op.successStatus ?? 200);
+          const result = await executeOperation(op, { services, principal: request.principal!, origin: originOf(request, 'rest') }, assembleInput(op, request));
+          const status = successStatusOf(op, result);
           metrics.requests.inc({ operation: op.name, surface: 'rest', status });
           return reply.code(status).send(result);
         } catch (err) {
@@ -116,34 +128,27 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     });
   }
 
-  // MCP: the same operations as tools, over stateless Streamable HTTP.
-  const tools = buildToolList(operations);
-  const byName = new Map(operations.map((op) => [op.name, op]));
-  app.post(`${ADMIN_PREFIX}/mcp`, { onRequest: authenticateRequest }, async (request, reply) => {
-    const end = metrics.duration.startTimer({ operation: 'mcp', surface: 'mcp' });
-    const server = createAdminMcpServer(byName, tools, { services, principal: request.principal! });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    reply.hijack();
-    reply.raw.on('close', () => {
+  // MCP: the same operations as tools, on revision 2026-07-28 and the 2025 ones alike (the v2 SDK serves both).
+  const mcp = createAdminMcpHandler(operations);
+  app.addHook('onClose', () => mcp.close());
+  app.route({
+    method: ['POST', 'GET', 'DELETE'],
+    url: `${ADMIN_PREFIX}/mcp`,
+    onRequest: authenticateRequest,
+    config: { mcpEndpoint: true },
+    handler: async (request, reply) => {
+      const end = metrics.duration.startTimer({ operation: 'mcp', surface: 'mcp' });
+      const malformed = malformedToolCall(request.body);
+      if (malformed) return reply.send(malformed);
+      const operationContext: OperationContext = { services, principal: request.principal!, origin: originOf(request, 'mcp') };
+      const response = await mcp.fetch(toWebRequest(request), {
+        parsedBody: request.body,
+        authInfo: { token: 'verified', clientId: request.principal!.userGuid, scopes: [], extra: { operationContext } },
+      });
       end();
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(request.raw, reply.raw, request.body);
+      return sendWebResponse(reply, response);
+    },
   });
-  for (const method of ['GET', 'DELETE'] as const) {
-    app.route({
-      method,
-      url: `${ADMIN_PREFIX}/mcp`,
-      onRequest: authenticateRequest,
-      handler: (_request, reply) =>
-        reply
-          .code(405)
-          .header('allow', 'POST')
-          .send({ jsonrpc: '2.0', error: { code: -32000, message: 'This endpoint is stateless: send every message as a POST.' }, id: null }),
-    });
-  }
 
   // The API description and a browsable reference page.
   const openApiDocument = buildOpenApiDocument(operations, services.config.publicBaseUrl);
@@ -169,6 +174,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return { status: 'ok' };
   });
   registerOAuthCallbackRoute(app, services);
+  await registerConsoleRoute(app);
   registerGatewayRoutes(app, services);
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   return app;

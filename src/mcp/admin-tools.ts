@@ -1,5 +1,4 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
 import { toAppError } from '../core/errors.js';
 import { executeOperation } from '../core/executor.js';
 import { inputJsonSchema, outputJsonSchema, ProblemSchema } from '../core/json-schema.js';
@@ -38,16 +37,45 @@ export async function callTool(op: AnyOperation, ctx: OperationContext, args: Re
 }
 
 /**
- * An MCP server for one caller's request. Stateless: the tool list is shared and
- * the server is cheap, so one is made per HTTP request, bound to that caller.
+ * A JSON-RPC answer for a tools/call whose params the SDK's own schema would refuse
+ * with a dump of its issues: the same -32602, in words (contract: bad input is named).
+ * Null when the message is not such a call.
  */
-export function createAdminMcpServer(operations: ReadonlyMap<string, AnyOperation>, tools: Tool[], ctx: OperationContext): Server {
-  const server = new Server(ADMIN_SERVER_INFO, { capabilities: { tools: { listChanged: false } } });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
-  server.setRequestHandler(CallToolRequestSchema, (request) => {
-    const op = operations.get(request.params.name);
-    if (!op) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
-    return callTool(op, ctx, request.params.arguments ?? {});
-  });
-  return server;
+export function malformedToolCall(message: unknown): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string } } | null {
+  const m = message as { method?: unknown; id?: unknown; params?: unknown } | null;
+  if (!m || typeof m !== 'object' || m.method !== 'tools/call' || m.id === undefined) return null;
+  const p = (m.params ?? {}) as { name?: unknown; arguments?: unknown };
+  const refuse = (text: string) => ({ jsonrpc: '2.0' as const, id: m.id, error: { code: ProtocolErrorCode.InvalidParams, message: text } });
+  if (typeof p.name !== 'string' || p.name === '') return refuse('tools/call needs params.name: the name of a tool from tools/list.');
+  if (p.arguments !== undefined && (p.arguments === null || typeof p.arguments !== 'object' || Array.isArray(p.arguments))) {
+    const got = Array.isArray(p.arguments) ? 'an array' : p.arguments === null ? 'null' : `a ${typeof p.arguments}`;
+    return refuse(`tools/call params.arguments must be an object of the tool's parameters, not ${got}.`);
+  }
+  return null;
+}
+
+/**
+ * The admin MCP endpoint's handler (contract sections 3 and 8.1), served by the v2
+ * SDK: revision 2026-07-28 (server/discover, the per-request envelope) and, through
+ * its stateless legacy leg, the 2025 revisions, on the same URL. One server is made
+ * per request from the caller's context, which the route passes as authInfo.extra.
+ */
+export function createAdminMcpHandler(operations: readonly AnyOperation[]): McpHttpHandler {
+  const tools = buildToolList(operations);
+  const byName = new Map(operations.map((op) => [op.name, op]));
+  return createMcpHandler(
+    (request) => {
+      const ctx = request.authInfo?.extra?.operationContext as OperationContext | undefined;
+      const server = new Server(ADMIN_SERVER_INFO, { capabilities: { tools: { listChanged: false } } });
+      server.setRequestHandler('tools/list', () => ({ tools }));
+      server.setRequestHandler('tools/call', async (request) => {
+        const op = byName.get(request.params.name);
+        if (!op) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}. tools/list names every tool.`);
+        if (!ctx) throw new ProtocolError(ProtocolErrorCode.InternalError, 'The request carries no caller.');
+        return callTool(op, ctx, (request.params.arguments ?? {}) as Record<string, unknown>);
+      });
+      return server;
+    },
+    { legacy: 'stateless' },
+  );
 }

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as Client2026, StreamableHTTPClientTransport as StreamableHTTPClientTransport2026 } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { pathParams, queryParams, type AnyOperation } from '../../src/core/operation.js';
@@ -14,7 +15,7 @@ import { buildApp } from '../../src/http/app.js';
 import { ADMIN_PREFIX } from '../../src/http/openapi.js';
 import { openRuntime, type Runtime } from '../../src/runtime/open.js';
 
-export type Surface = 'rest' | 'mcp';
+export type Surface = 'rest' | 'mcp' | 'mcp2026';
 export const SURFACES: Surface[] = ['rest', 'mcp'];
 
 /** The store this test process runs on: PGlite always, the Postgres server in the 'postgres' project. */
@@ -161,7 +162,18 @@ export async function mcpClient(t: TestApp, token: string): Promise<Client> {
   return client;
 }
 
-const clients = new Map<string, Client>();
+/** A v2 SDK client pinned to revision 2026-07-28 (no fallback to the 2025 handshake), connected to the admin endpoint. */
+export async function mcp2026Client(t: TestApp, token: string): Promise<Client2026> {
+  const client = new Client2026({ name: 'test-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const transport = new StreamableHTTPClientTransport2026(new URL(`${t.config.publicBaseUrl}${ADMIN_PREFIX}/mcp`), {
+    fetch: injectFetch(t.app),
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+const clients = new Map<string, Client | Client2026>();
 
 /**
  * Runs one operation on one surface with the flattened input an MCP caller would
@@ -171,7 +183,7 @@ const clients = new Map<string, Client>();
 export async function invoke(t: TestApp, surface: Surface, token: string, name: string, input: Record<string, unknown> = {}): Promise<Answer> {
   const op = operationsByName.get(name);
   if (!op) throw new Error(`no operation ${name}`);
-  const answer = surface === 'rest' ? await invokeRest(t, op, token, input) : await invokeMcp(t, op, token, input);
+  const answer = surface === 'rest' ? await invokeRest(t, op, token, input) : await invokeMcp(t, op, token, input, surface === 'mcp2026' ? '2026' : '2025');
   // Every success is checked against the operation's declared output schema.
   if (answer.status < 300) {
     const parsed = op.output.safeParse(answer.body);
@@ -180,12 +192,13 @@ export async function invoke(t: TestApp, surface: Surface, token: string, name: 
   return answer;
 }
 
-async function invokeMcp(t: TestApp, op: AnyOperation, token: string, input: Record<string, unknown>): Promise<Answer> {
+async function invokeMcp(t: TestApp, op: AnyOperation, token: string, input: Record<string, unknown>, era: '2025' | '2026' = '2025'): Promise<Answer> {
   const name = op.name;
-  let client = clients.get(token);
+  const key = `${era}:${token}`;
+  let client = clients.get(key);
   if (!client) {
-    client = await mcpClient(t, token);
-    clients.set(token, client);
+    client = era === '2026' ? await mcp2026Client(t, token) : await mcpClient(t, token);
+    clients.set(key, client);
   }
   const result = (await client.callTool({ name, arguments: input })) as CallToolResult;
   const body = result.structuredContent as any;

@@ -125,6 +125,31 @@ export async function startHeaderServer(headerName: string, headerValue: string)
   return { url: `http://127.0.0.1:${port}/mcp`, seenHeaderNames, close: () => closeServer(httpServer) };
 }
 
+/**
+ * An open MCP server (no credential) whose tools share names with any other such
+ * server (whoami, search_docs, search_code, prompt greet) plus one of its own,
+ * `<label>_only`; every tool answers `<label>:<tool as the upstream knows it>`.
+ */
+export async function startToolServer(label: string): Promise<Upstream> {
+  const build = () => {
+    const server = new McpServer({ name: `tools-${label}`, version: '1.0.0' });
+    for (const name of ['whoami', 'search_docs', 'search_code', `${label}_only`]) {
+      server.registerTool(name, { description: `${name} of ${label}`, inputSchema: { note: z.string().optional() } }, async () => ({
+        content: [{ type: 'text', text: `${label}:${name}` }],
+      }));
+    }
+    server.registerPrompt('greet', { description: `greet of ${label}` }, () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `hello from ${label}` } }],
+    }));
+    return server;
+  };
+  const httpServer = http.createServer((req, res) => {
+    serveStateless(build(), req, res).catch(() => res.destroy());
+  });
+  const port = await listen(httpServer);
+  return { url: `http://127.0.0.1:${port}/mcp`, close: () => closeServer(httpServer) };
+}
+
 /** A server that accepts connections and never answers: for validation timeouts. */
 export async function startSilentServer(): Promise<Upstream> {
   const sockets = new Set<net.Socket>();

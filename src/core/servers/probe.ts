@@ -1,7 +1,4 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { Client, SSEClientTransport, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
 
 /** What feature-learning found on an upstream, stored in inbound_servers.features. */
 export interface ServerFeatures {
@@ -44,7 +41,8 @@ const httpStatusOf = (err: unknown): number | undefined => {
 
 /**
  * Connects to an upstream MCP server the way the gateway will (Streamable HTTP,
- * falling back to the older HTTP+SSE transport), runs initialize and lists what it
+ * falling back to the older HTTP+SSE transport), negotiates the newest revision both
+ * speak (learned here, remembered in the features' protocolVersion) and lists what it
  * offers: tools always, prompts, resources and resource templates when its
  * capabilities say so. Throws ProbeError; the message can carry upstream text, so
  * callers redact it before storing or logging.
@@ -95,7 +93,7 @@ export async function probeUpstream(url: URL, opts: ProbeOptions): Promise<Serve
     const info = client.getServerVersion();
     return {
       transport,
-      protocolVersion: (client.transport as { protocolVersion?: string } | undefined)?.protocolVersion ?? null,
+      protocolVersion: client.getNegotiatedProtocolVersion() ?? null,
       serverInfo: info ? { name: info.name, version: info.version, ...(info.title ? { title: info.title } : {}) } : null,
       capabilities: caps as Record<string, unknown>,
       instructions: client.getInstructions() ?? null,
@@ -112,7 +110,8 @@ export async function probeUpstream(url: URL, opts: ProbeOptions): Promise<Serve
 }
 
 async function connect(transport: Transport, opts: ProbeOptions): Promise<Client> {
-  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  // The newest revision both sides speak: server/discover first (2026-07-28), the 2025 initialize when the server does not know it.
+  const client = new Client(CLIENT_INFO, { capabilities: {}, versionNegotiation: { mode: 'auto' } });
   try {
     await client.connect(transport, { signal: opts.signal, timeout: opts.timeoutMs });
     return client;

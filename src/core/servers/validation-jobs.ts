@@ -2,7 +2,8 @@ import type { Identity } from '../repositories/identities.js';
 import type { InboundServer } from '../repositories/inbound-servers.js';
 import type { Services } from '../services.js';
 import { secretStringsOf, type HeadersSecret, type OAuthTokenSet } from './credentials.js';
-import { egressFetch, redact } from './egress-fetch.js';
+import { egressFetch } from './egress-fetch.js';
+import { redactSecretValues } from '../redaction.js';
 import { freshTokenSet } from './oauth-refresh.js';
 import { probeUpstream } from './probe.js';
 
@@ -150,7 +151,7 @@ export class ServerValidationJobs {
         return;
       }
       const raw = timeout.aborted ? `timed out after ${timeoutMs} ms` : err instanceof Error ? err.message : String(err);
-      await this.fail(server, identity, lease, redact(raw, secrets).slice(0, 500));
+      await this.fail(server, identity, lease, redactSecretValues(raw, secrets).slice(0, 500));
     }
   }
 

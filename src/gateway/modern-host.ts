@@ -1,0 +1,76 @@
+import { createMcpHandler, PROTOCOL_VERSION_META_KEY, ProtocolError, Server, type McpHttpHandler } from '@modelcontextprotocol/server';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { GatewayCaller } from './access.js';
+import type { Catalog } from './catalog.js';
+import type { CallRecord } from './call-record.js';
+import { GATEWAY_CAPABILITIES, GATEWAY_VERSION, type GatewayProxy, type HostReply } from './proxy.js';
+import { isAnswerTo } from './relay.js';
+import type { TraceContext } from './trace-context.js';
+
+/** The methods a 2026-07-28 host may send through a gateway, each served by the same proxy as a 2025 host's. */
+const RELAYED_METHODS = [
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'completion/complete',
+] as const;
+
+/** What one modern request is served with; the route hands it to the SDK's handler as authInfo.extra. */
+export interface ModernHostRequest {
+  caller: GatewayCaller;
+  catalog: Catalog;
+  trace: TraceContext;
+  signal: AbortSignal;
+  /** The call log's record of this request (one per HTTP request, as for a 2025 host). */
+  record: (message: JSONRPCMessage) => CallRecord;
+}
+
+/** Whether a POSTed message is of revision 2026-07-28: it carries the per-request envelope or the revision's header. */
+export function isModernMessage(body: unknown, protocolHeader: string | string[] | undefined): boolean {
+  const meta = (body as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
+  return (meta !== undefined && meta !== null && PROTOCOL_VERSION_META_KEY in meta) || protocolHeader === '2026-07-28';
+}
+
+/** The answer of a proxied request: its result, or its error as the SDK's protocol error (so the SDK renders it in the host's revision). */
+async function resultOf(reply: HostReply, id: number): Promise<Record<string, unknown>> {
+  let final: JSONRPCMessage | null = null;
+  if (reply.kind === 'json') final = reply.message;
+  else if (reply.kind === 'stream') for await (const message of reply.messages) if (isAnswerTo(id, message)) final = message;
+  const answer = final as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } } | null;
+  if (answer?.error) throw new ProtocolError(answer.error.code, answer.error.message, answer.error.data);
+  if (!answer?.result) throw new ProtocolError(-32603, 'The gateway got no answer for this request.');
+  return answer.result;
+}
+
+/**
+ * The host side of revision 2026-07-28 at a gateway's connect URL (contract 8.1),
+ * served by the v2 SDK: server/discover, the per-request envelope, the
+ * Mcp-Method/Mcp-Name header checks and resultType are the SDK's; every request
+ * then goes through the same proxy (routing, naming, curation, upstream revisions,
+ * call logs) as a 2025 host's, without a session. 2025 traffic never reaches this
+ * handler: the route sends it to the proxy directly.
+ */
+export function createModernHostHandler(proxy: GatewayProxy): McpHttpHandler {
+  return createMcpHandler(
+    (request) => {
+      const host = request.authInfo?.extra?.modernHost as ModernHostRequest;
+      const server = new Server({ name: host.caller.gatewayName, version: GATEWAY_VERSION }, { capabilities: GATEWAY_CAPABILITIES });
+      for (const method of RELAYED_METHODS) {
+        server.setRequestHandler(method, async (incoming: { params?: Record<string, unknown> }) => {
+          const message = { jsonrpc: '2.0', id: 1, method, params: incoming.params ?? {} } as JSONRPCMessage;
+          const reply = await proxy.handle(
+            { caller: host.caller, catalog: host.catalog, session: null, trace: host.trace, signal: host.signal, record: host.record(message) },
+            message,
+          );
+          return resultOf(reply, 1) as never;
+        });
+      }
+      return server;
+    },
+    { legacy: 'reject' },
+  );
+}

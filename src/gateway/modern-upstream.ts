@@ -1,0 +1,41 @@
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+
+/** The revision an upstream learned at validation speaks without sessions or initialize. */
+export const MODERN_REVISION = '2026-07-28';
+
+const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
+const CLIENT_INFO_KEY = 'io.modelcontextprotocol/clientInfo';
+const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
+
+/** Where Mcp-Name comes from for the methods that name something. */
+const NAMED_BY: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+
+export interface HostIdentity {
+  clientInfo: { name: string; version: string };
+  clientCapabilities: Record<string, unknown>;
+}
+
+/**
+ * A message as a 2026-07-28 upstream takes it (the upstream side of the revision):
+ * the per-request envelope in `params._meta` (the revision, the host's info and
+ * capabilities; any other `_meta` of the host's kept), and the routing headers that
+ * must match the body.
+ */
+export function toModernUpstream(message: JSONRPCMessage, host: HostIdentity): { message: JSONRPCMessage; headers: Record<string, string> } {
+  const m = message as { method?: string; params?: Record<string, unknown> };
+  if (m.method === undefined) return { message, headers: { 'mcp-protocol-version': MODERN_REVISION } };
+  const params = m.params ?? {};
+  const meta = (params._meta ?? {}) as Record<string, unknown>;
+  const enveloped = {
+    ...message,
+    params: {
+      ...params,
+      _meta: { ...meta, [PROTOCOL_VERSION_KEY]: MODERN_REVISION, [CLIENT_INFO_KEY]: host.clientInfo, [CLIENT_CAPABILITIES_KEY]: host.clientCapabilities },
+    },
+  } as JSONRPCMessage;
+  const headers: Record<string, string> = { 'mcp-method': m.method };
+  const namedBy = NAMED_BY[m.method];
+  const name = namedBy ? params[namedBy] : undefined;
+  if (typeof name === 'string') headers['mcp-name'] = name;
+  return { message: enveloped, headers };
+}

@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedWorkspace } from '../src/core/workspaces.js';
+import { closeClients, mcp2026Client, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+
+/**
+ * The admin MCP endpoint serves revision 2026-07-28 and the 2025 ones on one URL
+ * (contract 8.1): a host pinned to 2026-07-28 discovers and calls tools with no
+ * handshake; a 2025 host initializes as before; malformed calls get a readable
+ * -32602 in both.
+ */
+let t: TestApp;
+let ws: CreatedWorkspace;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  ws = await newWorkspace(t);
+});
+afterAll(async () => {
+  await closeClients();
+  await t?.close();
+});
+
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  t.app.inject({
+    method: 'POST',
+    url: '/api/v1/svc-admin/mcp',
+    headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    payload: JSON.stringify(body),
+  });
+
+/** The JSON-RPC message of an answer, whether it came as JSON or as one SSE event. */
+const messageOf = (payload: string) =>
+  JSON.parse(
+    payload.startsWith('{')
+      ? payload
+      : payload
+          .split('\n')
+          .find((l) => l.startsWith('data: '))!
+          .slice(6),
+  );
+
+describe('the admin MCP endpoint in both eras', () => {
+  it('a host pinned to 2026-07-28 lists and calls tools without initialize', async () => {
+    const client = await mcp2026Client(t, ws.token);
+    const tools = await client.listTools();
+    expect(tools.tools.map((x) => x.name)).toContain('get_usage_report');
+    const who = await client.callTool({ name: 'whoami', arguments: {} });
+    expect((who.structuredContent as any).user.emailAddress).toMatch(/@/);
+    await client.close();
+  });
+
+  it.each([
+    [{ arguments: null }, /arguments must be an object/],
+    [{ arguments: [1, 2] }, /not an array/],
+    [{ arguments: 'x' }, /not a string/],
+    [{}, /needs params.name/],
+  ])('a tools/call with params %j is invalid params in words', async (params, message) => {
+    const res = await post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: Object.keys(params).length === 0 ? {} : { name: 'whoami', ...params } });
+    const answer = messageOf(res.payload);
+    expect(answer.error.code).toBe(-32602);
+    expect(answer.error.message).toMatch(message);
+    expect(answer.error.message).not.toMatch(/invalid_type|"path"/);
+  });
+});
