@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**'] },
@@ -12,6 +13,11 @@ export default tseslint.config(
       // Secrets and request data go through the logger with redaction, never the console.
       'no-console': ['error', { allow: ['error'] }],
     },
+  },
+  {
+    // The web console runs in the browser, as plain ES modules.
+    files: ['console/**/*.js'],
+    languageOptions: { globals: globals.browser, sourceType: 'module' },
   },
   {
     // Benchmarks print their figures.

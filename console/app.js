@@ -1,0 +1,121 @@
+import { html } from 'htm/preact';
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { call, onUnauthenticated, token } from './api.js';
+import { ErrorBox, Session } from './ui.js';
+import { Overview } from './pages/overview.js';
+import { Logs } from './pages/logs.js';
+import { Alerts } from './pages/alerts.js';
+import { Servers } from './pages/servers.js';
+import { Gateways } from './pages/gateways.js';
+import { People } from './pages/people.js';
+import { Audit } from './pages/audit.js';
+import { Settings } from './pages/settings.js';
+
+const PAGES = [
+  ['overview', 'Overview', Overview],
+  ['logs', 'Logs', Logs],
+  ['alerts', 'Alerts', Alerts],
+  ['servers', 'Servers', Servers],
+  ['gateways', 'Gateways', Gateways],
+  ['people', 'People', People],
+  ['audit', 'Audit', Audit],
+  ['settings', 'Settings', Settings],
+];
+
+/** The page and its parameters, from the URL's hash (see nav.js). */
+function parseHash() {
+  const [path, query = ''] = location.hash.replace(/^#\/?/, '').split('?');
+  return { page: PAGES.some((p) => p[0] === path) ? path : 'overview', params: Object.fromEntries(new URLSearchParams(query)) };
+}
+
+function SignIn({ onSignedIn }) {
+  const [value, setValue] = useState('');
+  const [error, setError] = useState(null);
+  const submit = async (e) => {
+    e.preventDefault();
+    setError(null);
+    token.set(value.trim());
+    try {
+      onSignedIn(await call('whoami'));
+    } catch (err) {
+      token.clear();
+      setError(err);
+    }
+  };
+  return html`<main class="signin">
+    <form onSubmit=${submit} aria-label="Sign in" class="card">
+      <h1>MCP gateway manager</h1>
+      <p>Sign in with an access token (svcp_…). It is kept in this tab only.</p>
+      <div class="field">
+        <label for="access-token">Access token</label>
+        <input id="access-token" type="password" autocomplete="off" value=${value} onInput=${(e) => setValue(e.currentTarget.value)} required />
+      </div>
+      <${ErrorBox} error=${error} />
+      <button type="submit">Sign in</button>
+    </form>
+  </main>`;
+}
+
+function Shell({ me, labels, onSignOut }) {
+  const [route, setRoute] = useState(parseHash());
+  useEffect(() => {
+    const update = () => setRoute(parseHash());
+    addEventListener('hashchange', update);
+    return () => removeEventListener('hashchange', update);
+  }, []);
+  const Page = PAGES.find((p) => p[0] === route.page)[2];
+  return html`<${Session.Provider} value=${{ me, labels }}>
+    <div class="shell">
+      <header>
+        <span class="brand">MCP gateway manager</span>
+        <nav aria-label="Main">
+          ${PAGES.map(([key, label]) => html`<a href=${`#/${key}`} aria-current=${route.page === key ? 'page' : undefined}>${label}</a>`)}
+        </nav>
+        <span class="who">${me.user.emailAddress} · ${me.organization.name}</span>
+        <button type="button" onClick=${onSignOut}>Sign out</button>
+      </header>
+      <main id="page">
+        <${Page} params=${route.params} />
+      </main>
+    </div>
+  <//>`;
+}
+
+function App() {
+  const [me, setMe] = useState(null);
+  const [labels, setLabels] = useState(new Map());
+  const [checking, setChecking] = useState(Boolean(token.get()));
+  const signOut = () => {
+    token.clear();
+    setMe(null);
+  };
+  useEffect(() => {
+    onUnauthenticated(() => setMe(null));
+    if (!token.get()) return;
+    call('whoami')
+      .then(setMe, () => token.clear())
+      .finally(() => setChecking(false));
+  }, []);
+  useEffect(() => {
+    if (!me) return;
+    call('list_capabilities').then(
+      (r) => setLabels(new Map(r.groups.flatMap((g) => g.capabilities.map((c) => [c.key, c.label])))),
+      () => undefined,
+    );
+  }, [me]);
+  if (checking && !me) return html`<p class="loading" role="status">Loading…</p>`;
+  if (!me)
+    return html`<${SignIn}
+      onSignedIn=${(who) => {
+        setMe(who);
+        setChecking(false);
+      }}
+    />`;
+  return html`<${Shell} me=${me} labels=${labels} onSignOut=${signOut} />`;
+}
+
+const root = document.getElementById('root');
+// The static "Loading" placeholder goes: Preact diffs against what it finds in the container.
+root.textContent = '';
+render(html`<${App} />`, root);

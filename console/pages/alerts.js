@@ -1,0 +1,106 @@
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { hrefOf, navigate } from '../nav.js';
+import { ErrorBox, Field, Loading, Table, fmtTime, useCall, useNames } from '../ui.js';
+
+/** Where a related resource id leads: its calls in the logs, by what kind of resource it is. */
+function ResourceLink({ id, kinds }) {
+  const kind = kinds.get(id);
+  if (!kind) return html`<code>${id}</code>`;
+  return html`<a href=${hrefOf('logs', { [kind.filter]: id, range: '7d' })}>${kind.label}: calls</a>`;
+}
+
+function AlertDetail({ guid, kinds, onClose }) {
+  const { data, error } = useCall('get_alert', { alertGuid: guid });
+  const traceId = data?.debugContext?.traceId ?? data?.dynamicContent?.traceId;
+  return html`<aside class="card detail" aria-label="Alert record">
+    <div class="page-head">
+      <h2>${data?.subject ?? 'Alert'}</h2>
+      <button type="button" onClick=${onClose}>Close alert</button>
+    </div>
+    <${ErrorBox} error=${error} />
+    ${!data && !error ? html`<${Loading} />` : null}
+    ${
+      data
+        ? html`<dl>
+              <dt>Code</dt>
+              <dd>${data.code}</dd>
+              <dt>Severity</dt>
+              <dd>${data.messageType}</dd>
+              <dt>Raised</dt>
+              <dd>${fmtTime(data.createdAt)}</dd>
+              <dt>Message</dt>
+              <dd>${data.message}</dd>
+              <dt>Resources</dt>
+              <dd>${data.relatedResourceIds.map((id) => html`<div><${ResourceLink} id=${id} kinds=${kinds} /></div>`)}</dd>
+              ${
+                traceId
+                  ? html`<dt>Call</dt>
+                      <dd><a href=${hrefOf('logs', { trace_id: traceId, range: '30d' })}>The call behind this alert</a></dd>`
+                  : null
+              }
+            </dl>
+            ${['dynamicContent', 'debugContext', 'relatedContext', 'closeDetails'].map(
+              (k) =>
+                html`<h3>${k}</h3>
+                  <pre aria-label=${k}>${JSON.stringify(data[k], null, 2)}</pre>`,
+            )}`
+        : null
+    }
+  </aside>`;
+}
+
+export function Alerts({ params }) {
+  const [draft, setDraft] = useState({ code: params.code ?? '', messageType: params.messageType ?? '', relatedResourceGuid: params.relatedResourceGuid ?? '' });
+  const filters = Object.fromEntries(
+    Object.entries({ code: params.code, messageType: params.messageType, relatedResourceGuid: params.relatedResourceGuid }).filter(([, v]) => v),
+  );
+  const { data, error, loading } = useCall('list_alerts', { filters, take: 100 });
+  const servers = useNames([['list_inbound_servers', (s) => s.name]]);
+  const gateways = useNames([['list_gateways', (g) => g.name]]);
+  const kinds = new Map([
+    ...[...servers].map(([id, name]) => [id, { filter: 'inbound_server_guid', label: `Server ${name}` }]),
+    ...[...gateways].map(([id, name]) => [id, { filter: 'outbound_gateway_guid', label: `Gateway ${name}` }]),
+  ]);
+  return html`<section aria-labelledby="alerts-title">
+    <h1 id="alerts-title">Alerts</h1>
+    <form class="filters card" aria-label="Alert filters" onSubmit=${(e) => (e.preventDefault(), navigate('alerts', draft))}>
+      <${Field} label="Code" value=${draft.code} onInput=${(v) => setDraft({ ...draft, code: v })} />
+      <${Field}
+        label="Severity"
+        as="select"
+        value=${draft.messageType}
+        options=${[
+          ['', 'any'],
+          ['info', 'info'],
+          ['warning', 'warning'],
+          ['error', 'error'],
+        ]}
+        onInput=${(v) => setDraft({ ...draft, messageType: v })}
+      />
+      <${Field} label="Related resource" value=${draft.relatedResourceGuid} onInput=${(v) => setDraft({ ...draft, relatedResourceGuid: v })} />
+      <div class="buttons"><button type="submit">Apply filters</button></div>
+    </form>
+    <${ErrorBox} error=${error} />
+    ${loading && !data ? html`<${Loading} />` : null}
+    ${
+      data
+        ? html`<${Table}
+            caption="Alerts, newest first"
+            rows=${data.items}
+            empty="No alerts."
+            columns=${[
+              { label: 'Time', render: (a) => fmtTime(a.createdAt) },
+              { label: 'Severity', render: (a) => html`<span class=${`status ${a.messageType}`}>${a.messageType}</span>` },
+              { label: 'Code', render: (a) => a.code },
+              {
+                label: 'Subject',
+                render: (a) => html`<button type="button" class="link" onClick=${() => navigate('alerts', { ...params, open: a.guid })}>${a.subject}</button>`,
+              },
+            ]}
+          />`
+        : null
+    }
+    ${params.open ? html`<${AlertDetail} guid=${params.open} kinds=${kinds} onClose=${() => navigate('alerts', { ...params, open: '' })} />` : null}
+  </section>`;
+}

@@ -1,0 +1,80 @@
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { navigate } from '../nav.js';
+import { ErrorBox, Field, Loading, RANGES, Table, fmtTime, rangeMs, short, useCall, useNames } from '../ui.js';
+
+const FILTERS = [
+  ['operation', 'Operation'],
+  ['actor_user_guid', 'Actor'],
+  ['target_guid', 'Target'],
+  ['outcome', 'Outcome'],
+];
+
+export function Audit({ params }) {
+  const range = params.range ?? '7d';
+  const [now] = useState(Date.now());
+  const [draft, setDraft] = useState(() => Object.fromEntries([...FILTERS.map(([k]) => [k, params[k] ?? '']), ['surface', params.surface ?? '']]));
+  const [open, setOpen] = useState(null);
+  const filters = Object.fromEntries([...FILTERS.map(([k]) => k), 'surface'].filter((k) => params[k]).map((k) => [k, params[k]]));
+  const { data, error, loading } = useCall('query_audit_log', { filters, fromMs: now - rangeMs(range), toMs: now, take: 200 });
+  const users = useNames([['list_users', (u) => u.emailAddress]]);
+  return html`<section aria-labelledby="audit-title">
+    <div class="page-head">
+      <h1 id="audit-title">Audit</h1>
+      <${Field}
+        label="Time range"
+        as="select"
+        value=${range}
+        options=${RANGES.map(([k, l]) => [k, l])}
+        onInput=${(v) => navigate('audit', { ...params, range: v })}
+      />
+    </div>
+    <form class="filters card" aria-label="Audit filters" onSubmit=${(e) => (e.preventDefault(), navigate('audit', { ...draft, range }))}>
+      ${FILTERS.map(([k, label]) => html`<${Field} label=${label} value=${draft[k]} onInput=${(v) => setDraft({ ...draft, [k]: v })} />`)}
+      <${Field}
+        label="Surface"
+        as="select"
+        value=${draft.surface}
+        options=${[
+          ['', 'any'],
+          ['rest', 'REST'],
+          ['mcp', 'MCP'],
+          ['cli', 'CLI'],
+        ]}
+        onInput=${(v) => setDraft({ ...draft, surface: v })}
+      />
+      <div class="buttons"><button type="submit">Apply filters</button></div>
+    </form>
+    <${ErrorBox} error=${error} />
+    ${loading && !data ? html`<${Loading} />` : null}
+    ${
+      data
+        ? html`<${Table}
+            caption="Admin operations, newest first"
+            rows=${data.items}
+            empty="No operations in this range."
+            columns=${[
+              { label: 'Time', render: (r) => html`<button type="button" class="link" onClick=${() => setOpen(r)}>${fmtTime(r.created_at)}</button>` },
+              { label: 'Operation', render: (r) => r.operation },
+              { label: 'Outcome', render: (r) => html`<span class=${`status ${r.outcome === 'ok' ? 'ok' : 'error'}`}>${r.outcome}</span>` },
+              { label: 'Surface', render: (r) => r.surface },
+              { label: 'Actor', render: (r) => (r.actor_user_guid ? (users.get(r.actor_user_guid) ?? short(r.actor_user_guid)) : 'operator') },
+              { label: 'From', render: (r) => r.source_ip ?? '—' },
+              { label: 'Targets', render: (r) => r.target_guids.map(short).join(', ') || '—' },
+            ]}
+          />`
+        : null
+    }
+    ${
+      open
+        ? html`<aside class="card detail" aria-label="Audit record">
+            <div class="page-head">
+              <h2>${open.operation}</h2>
+              <button type="button" onClick=${() => setOpen(null)}>Close record</button>
+            </div>
+            <pre aria-label="Audit record">${JSON.stringify(open, null, 2)}</pre>
+          </aside>`
+        : null
+    }
+  </section>`;
+}

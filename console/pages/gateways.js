@@ -1,0 +1,319 @@
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { call } from '../api.js';
+import { hrefOf, navigate } from '../nav.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, fmtTime, useCall, useNames } from '../ui.js';
+
+const SCHEMES = [
+  ['', 'none (open servers)'],
+  ['userIdentity', 'each user brings an identity'],
+  ['sharedIdentity', 'one shared identity'],
+];
+
+function CurationEditor({ assignment, onSaved }) {
+  const [mode, setMode] = useState(assignment.toolFilter?.mode ?? '');
+  const [tools, setTools] = useState((assignment.toolFilter?.tools ?? []).join(', '));
+  const [overrides, setOverrides] = useState(assignment.toolOverrides ? JSON.stringify(assignment.toolOverrides, null, 2) : '');
+  const action = () => {
+    let parsed = null;
+    if (overrides.trim()) {
+      try {
+        parsed = JSON.parse(overrides);
+      } catch {
+        throw Object.assign(new Error('x'), { problem: { detail: 'Tool overrides must be JSON: {"upstream_name": {"name": "...", "description": "..."}}' } });
+      }
+    }
+    return call('modify_gateway_assignment', {
+      assignmentGuid: assignment.guid,
+      toolFilter: mode
+        ? {
+            mode,
+            tools: tools
+              .split(',')
+              .map((t) => t.trim())
+              .filter(Boolean),
+          }
+        : null,
+      toolOverrides: parsed,
+    });
+  };
+  return html`<${Form} title="Tool filter and overrides" submit="Save tool curation" action=${action} onDone=${onSaved}>
+    <${Field}
+      label="Tool filter"
+      as="select"
+      value=${mode}
+      options=${[
+        ['', 'every tool'],
+        ['allow', 'only these tools'],
+        ['deny', 'all but these tools'],
+      ]}
+      onInput=${setMode}
+    />
+    <${Field} label="Filtered tools" value=${tools} onInput=${setTools} hint="Upstream tool names or globs with *, comma-separated" />
+    <${Field}
+      label="Tool overrides"
+      as="textarea"
+      value=${overrides}
+      onInput=${setOverrides}
+      hint='JSON: {"upstream_name": {"name": "shown_name", "description": "…"}}'
+    />
+    ${assignment.toolCurationHint ? html`<p class="notice">${assignment.toolCurationHint}</p>` : null}
+  <//>`;
+}
+
+function GatewayDetail({ gateway, servers, onChange }) {
+  const assignments = useCall('list_gateway_assignments', { gatewayGuid: gateway.guid });
+  const naming = useCall('get_gateway_tool_naming', { gatewayGuid: gateway.guid });
+  const connections = useCall('list_connections', { gatewayGuid: gateway.guid });
+  const teams = useCall('list_teams', {});
+  const hosts = useCall('list_hosts', {});
+  const [assign, setAssign] = useState({ inboundServerGuid: '', identityScheme: '' });
+  const [issued, setIssued] = useState(null);
+  const [hostGuid, setHostGuid] = useState('');
+  const [editing, setEditing] = useState(null);
+  const [connection, setConnection] = useState(null);
+  const serverName = (guid) => servers.get(guid) ?? guid;
+  return html`<div class="card">
+    <div class="page-head">
+      <h2>${gateway.name}</h2>
+      <button type="button" onClick=${() => navigate('gateways')}>Close gateway</button>
+    </div>
+    <p>Connect URL: <code>${gateway.url}</code></p>
+    <div class="buttons">
+      <${ActionButton}
+        label=${gateway.enabled ? 'Disable gateway' : 'Enable gateway'}
+        action=${() => call(gateway.enabled ? 'disable_gateway' : 'enable_gateway', { gatewayGuid: gateway.guid })}
+        onDone=${onChange}
+      />
+      <${ActionButton} label="Archive gateway" danger action=${() => call('archive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />
+    </div>
+
+    <h3>Tool naming</h3>
+    <${ErrorBox} error=${naming.error} />
+    ${
+      naming.data
+        ? html`<${Field}
+            label="Tool naming mode"
+            as="select"
+            value=${naming.data.mode}
+            options=${[
+              ['prefixed', 'prefixed: server__tool'],
+              ['when-needed', 'when needed: only names two servers share'],
+            ]}
+            onInput=${async (mode) => {
+              await call('set_gateway_tool_naming', { gatewayGuid: gateway.guid, mode });
+              naming.reload();
+            }}
+          />`
+        : null
+    }
+
+    <h3>Assignments</h3>
+    <${ErrorBox} error=${assignments.error} />
+    ${
+      assignments.data
+        ? html`<${Table}
+            caption=${`Servers of ${gateway.name}`}
+            rows=${assignments.data.items}
+            empty="No server assigned."
+            columns=${[
+              { label: 'Server', render: (a) => serverName(a.serverGuids[0]) },
+              { label: 'Identity scheme', render: (a) => a.identityScheme ?? 'none' },
+              { label: 'Configured', render: (a) => (a.configured ? 'yes' : 'no') },
+              { label: 'Enabled', render: (a) => (a.enabled ? 'yes' : 'no') },
+              { label: 'Tool filter', render: (a) => (a.toolFilter ? `${a.toolFilter.mode}: ${a.toolFilter.tools.join(', ')}` : 'all tools') },
+              { label: 'Overrides', render: (a) => (a.toolOverrides ? Object.keys(a.toolOverrides).join(', ') : '—') },
+              {
+                label: 'Actions',
+                render: (a) =>
+                  html`<button type="button" onClick=${() => setEditing(a)}>Edit tools of ${serverName(a.serverGuids[0])}</button>
+                    <${ActionButton}
+                      label=${`Remove ${serverName(a.serverGuids[0])}`}
+                      danger
+                      action=${() => call('remove_gateway_assignment', { assignmentGuid: a.guid })}
+                      onDone=${assignments.reload}
+                    />`,
+              },
+            ]}
+          />`
+        : null
+    }
+    ${
+      editing
+        ? html`<${CurationEditor}
+            key=${editing.guid}
+            assignment=${editing}
+            onSaved=${() => {
+              setEditing(null);
+              assignments.reload();
+            }}
+          />`
+        : null
+    }
+    <${Form}
+      title="Assign a server"
+      submit="Assign server"
+      action=${() => call('assign_server_to_gateway', { gatewayGuid: gateway.guid, inboundServerGuid: assign.inboundServerGuid, ...(assign.identityScheme ? { identityScheme: assign.identityScheme } : {}) })}
+      onDone=${assignments.reload}
+    >
+      <${Field}
+        label="Server to assign"
+        as="select"
+        value=${assign.inboundServerGuid}
+        options=${[['', 'choose a server'], ...servers]}
+        onInput=${(v) => setAssign({ ...assign, inboundServerGuid: v })}
+      />
+      <${Field}
+        label="Identity scheme"
+        as="select"
+        value=${assign.identityScheme}
+        options=${SCHEMES}
+        onInput=${(v) => setAssign({ ...assign, identityScheme: v })}
+      />
+    <//>
+
+    <h3>Teams</h3>
+    ${
+      teams.data
+        ? html`<ul class="checks" aria-label="Teams provisioned">
+            ${teams.data.items.map(
+              (team) =>
+                html`<li>
+                  <${ActionButton}
+                    label=${`Provision ${team.name}`}
+                    action=${() => call('assign_team_to_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                  />
+                  <${ActionButton}
+                    label=${`Unprovision ${team.name}`}
+                    action=${() => call('remove_team_from_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                  />
+                </li>`,
+            )}
+          </ul>`
+        : null
+    }
+
+    <h3>Gateway token</h3>
+    <${Form}
+      title="Issue a gateway token"
+      submit="Issue gateway token"
+      action=${() => call('issue_gateway_token', { gatewayGuid: gateway.guid, ...(hostGuid ? { hostGuid } : {}) })}
+      onDone=${(r) => (setIssued(r), connections.reload())}
+    >
+      ${
+        hosts.data
+          ? html`<${Field}
+              label="Host"
+              as="select"
+              value=${hostGuid}
+              options=${[['', 'no host'], ...hosts.data.items.map((h) => [h.guid, h.name])]}
+              onInput=${setHostGuid}
+            />`
+          : null
+      }
+    <//>
+    ${
+      issued
+        ? html`<${ShownOnce} label="Gateway token" value=${issued.token} />
+            <p>Connect URL: <code>${issued.url}</code></p>`
+        : null
+    }
+
+    <h3>Connections</h3>
+    <${ErrorBox} error=${connections.error} />
+    ${
+      connections.data
+        ? html`<${Table}
+            caption=${`Connections of ${gateway.name}`}
+            rows=${connections.data.items}
+            empty="No connections yet."
+            columns=${[
+              { label: 'Name', render: (c) => html`<button type="button" class="link" onClick=${() => setConnection(c.guid)}>${c.name}</button>` },
+              { label: 'Enabled', render: (c) => (c.enabled ? 'yes' : 'no') },
+              {
+                label: 'Actions',
+                render: (c) =>
+                  html`<${ActionButton}
+                    label=${c.enabled ? `Disable ${c.name}` : `Enable ${c.name}`}
+                    action=${() => call(c.enabled ? 'disable_connection' : 'enable_connection', { connectionGuid: c.guid })}
+                    onDone=${connections.reload}
+                  />`,
+              },
+            ]}
+          />`
+        : null
+    }
+    ${connection ? html`<${ConnectionDetail} guid=${connection} />` : null}
+  </div>`;
+}
+
+function ConnectionDetail({ guid }) {
+  const { data, error } = useCall('get_connection', { connectionGuid: guid });
+  if (error) return html`<${ErrorBox} error=${error} />`;
+  if (!data) return html`<${Loading} />`;
+  return html`<aside class="card detail" aria-label="Connection detail">
+    <h3>${data.name}</h3>
+    <dl>
+      <dt>Gateway</dt>
+      <dd>${data.gatewayName}</dd>
+      <dt>Host</dt>
+      <dd>${data.hostName ?? '—'}</dd>
+      <dt>Created by</dt>
+      <dd>${data.creatorEmail}</dd>
+      <dt>Servers</dt>
+      <dd>${data.serverCount}</dd>
+      <dt>Last successful call</dt>
+      <dd>${fmtTime(data.lastSuccessfulCallAt)}</dd>
+      <dt>Calls</dt>
+      <dd><a href=${hrefOf('logs', { gateway_connection_guid: data.guid, range: '7d' })}>Calls of this connection</a></dd>
+    </dl>
+    <${Table}
+      caption="Recent errors"
+      rows=${data.recentErrors}
+      rowKey=${(e) => e.traceId}
+      empty="No recent errors."
+      columns=${[
+        { label: 'Time', render: (e) => fmtTime(e.createdAt) },
+        { label: 'Tool', render: (e) => e.toolName ?? '—' },
+        { label: 'Message', render: (e) => html`<a href=${hrefOf('logs', { trace_id: e.traceId, range: '30d' })}>${e.message}</a>` },
+      ]}
+    />
+  </aside>`;
+}
+
+export function Gateways({ params }) {
+  const [includeArchived, setIncludeArchived] = useState(false);
+  const { data, error, loading, reload } = useCall('list_gateways', includeArchived ? { includeArchived: true } : {});
+  const [name, setName] = useState('');
+  const servers = useNames([['list_inbound_servers', (s) => s.name]]);
+  const open = data?.items.find((g) => g.guid === params.open);
+  return html`<section aria-labelledby="gateways-title">
+    <h1 id="gateways-title">Gateways</h1>
+    <${Field} label="Show archived gateways" type="checkbox" checked=${includeArchived} value="" onInput=${setIncludeArchived} />
+    <${ErrorBox} error=${error} />
+    ${loading && !data ? html`<${Loading} />` : null}
+    ${
+      data
+        ? html`<${Table}
+            caption="Gateways"
+            rows=${data.items}
+            empty="No gateways yet."
+            columns=${[
+              { label: 'Name', render: (g) => html`<a href=${hrefOf('gateways', { open: g.guid })}>${g.name}</a>` },
+              { label: 'Enabled', render: (g) => (g.enabled ? 'yes' : 'no') },
+              { label: 'Connect URL', render: (g) => html`<code>${g.url}</code>` },
+            ]}
+          />`
+        : null
+    }
+    ${open ? html`<${GatewayDetail} key=${open.guid} gateway=${open} servers=${servers} onChange=${reload} />` : null}
+    <${Form}
+      title="Create a gateway"
+      submit="Create gateway"
+      action=${() => call('create_gateway', { name })}
+      onDone=${(g) => (setName(''), reload(), navigate('gateways', { open: g.guid }))}
+    >
+      <${Field} label="Gateway name" value=${name} onInput=${setName} required />
+    <//>
+  </section>`;
+}

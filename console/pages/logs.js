@@ -1,0 +1,144 @@
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { navigate, hrefOf } from '../nav.js';
+import { ErrorBox, Field, Loading, RANGES, Table, fmtMs, fmtTime, rangeMs, short, useCall, useNames } from '../ui.js';
+
+/** The query_logs filters the page offers, with their labels; each lives in the URL. */
+const FILTERS = [
+  ['inbound_server_guid', 'Server'],
+  ['outbound_gateway_guid', 'Gateway'],
+  ['user_guid', 'User'],
+  ['gateway_connection_guid', 'Connection'],
+  ['host_guid', 'Host'],
+  ['team_guid', 'Team'],
+  ['server_container_guid', 'Container'],
+  ['trace_id', 'Trace id'],
+  ['span_id', 'Span id'],
+];
+const TYPES = ['', 'tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'];
+const PAGE = 50;
+
+function Detail({ row, onClose }) {
+  const { data, error } = useCall('query_logs', {
+    filters: { trace_id: row.trace_id, span_id: row.span_id },
+    fromMs: Date.parse(row.created_at),
+    toMs: Date.parse(row.created_at),
+    includeDetail: true,
+    take: 1,
+  });
+  const detail = data?.items.find((i) => i.guid === row.guid) ?? data?.items[0];
+  const pretty = (text) => {
+    if (text == null) return '—';
+    try {
+      return JSON.stringify(JSON.parse(text), null, 2);
+    } catch {
+      return text;
+    }
+  };
+  return html`<aside class="card detail" aria-label="Call detail">
+    <div class="page-head">
+      <h2>${row.method} ${row.tool_name ?? ''}</h2>
+      <button type="button" onClick=${onClose}>Close detail</button>
+    </div>
+    <dl>
+      <dt>Time</dt>
+      <dd>${fmtTime(row.created_at)}</dd>
+      <dt>Status</dt>
+      <dd>${row.status}${row.error_message ? ` — ${row.error_message}` : ''}</dd>
+      <dt>Duration</dt>
+      <dd>${fmtMs(row.duration_ms)}</dd>
+      <dt>Trace</dt>
+      <dd><a href=${hrefOf('logs', { trace_id: row.trace_id, range: '30d' })}>All calls of trace ${row.trace_id}</a></dd>
+    </dl>
+    <${ErrorBox} error=${error} />
+    ${!data && !error ? html`<${Loading} />` : null}
+    ${
+      detail
+        ? html`<h3>Request body</h3>
+            <pre aria-label="Request body">${pretty(detail.request_body)}</pre>
+            <h3>Response body</h3>
+            <pre aria-label="Response body">${pretty(detail.response_body)}</pre>
+            <h3>Request headers</h3>
+            <pre aria-label="Request headers">${pretty(detail.request_headers)}</pre>
+            <h3>Response headers</h3>
+            <pre aria-label="Response headers">${pretty(detail.response_headers)}</pre>
+            ${detail.detail_truncated ? html`<p><small>Bodies and headers are cut at 4 KiB.</small></p>` : null}`
+        : null
+    }
+  </aside>`;
+}
+
+export function Logs({ params }) {
+  const range = params.range ?? '24h';
+  const skip = Number(params.skip ?? 0);
+  const [now] = useState(Date.now());
+  const [draft, setDraft] = useState(() => Object.fromEntries([...FILTERS.map(([k]) => [k, params[k] ?? '']), ['type', params.type ?? '']]));
+  const [open, setOpen] = useState(null);
+  const filters = Object.fromEntries([...FILTERS.map(([k]) => k), 'type'].filter((k) => params[k]).map((k) => [k, params[k]]));
+  const fromMs = params.fromMs ? Number(params.fromMs) : now - rangeMs(range);
+  const toMs = params.toMs ? Number(params.toMs) : now;
+  const { data, error, loading } = useCall('query_logs', { filters, fromMs, toMs, skip, take: PAGE });
+  const names = useNames([
+    ['list_inbound_servers', (s) => s.name],
+    ['list_gateways', (g) => g.name],
+    ['list_users', (u) => u.emailAddress],
+  ]);
+  const apply = (e) => {
+    e.preventDefault();
+    navigate('logs', { ...draft, range });
+  };
+  const name = (guid) => (guid ? (names.get(guid) ?? short(guid)) : '—');
+  return html`<section aria-labelledby="logs-title">
+    <div class="page-head">
+      <h1 id="logs-title">Logs</h1>
+      <${Field}
+        label="Time range"
+        as="select"
+        value=${range}
+        options=${RANGES.map(([k, l]) => [k, l])}
+        onInput=${(v) => navigate('logs', { ...params, range: v, skip: 0, fromMs: '', toMs: '' })}
+      />
+    </div>
+    <form class="filters card" onSubmit=${apply} aria-label="Log filters">
+      ${FILTERS.map(([key, label]) => html`<${Field} label=${label} value=${draft[key]} onInput=${(v) => setDraft({ ...draft, [key]: v })} />`)}
+      <${Field} label="Type" as="select" value=${draft.type} options=${TYPES.map((t) => [t, t || 'any'])} onInput=${(v) => setDraft({ ...draft, type: v })} />
+      <div class="buttons">
+        <button type="submit">Apply filters</button>
+        <button type="button" onClick=${() => navigate('logs', { range })}>Clear filters</button>
+      </div>
+    </form>
+    <${ErrorBox} error=${error} />
+    ${loading && !data ? html`<${Loading} />` : null}
+    ${
+      data
+        ? html`<${Table}
+              caption=${`Calls ${skip + 1}–${skip + data.items.length}`}
+              rows=${data.items}
+              empty="No calls in this range."
+              columns=${[
+                {
+                  label: 'Time',
+                  render: (r) =>
+                    html`<button type="button" class="link" onClick=${() => setOpen(r)} aria-label=${`Details of the call at ${fmtTime(r.created_at)}`}>
+                      ${fmtTime(r.created_at)}
+                    </button>`,
+                },
+                { label: 'Tool', render: (r) => r.tool_name ?? r.method },
+                { label: 'Status', render: (r) => html`<span class=${`status ${r.status}`}>${r.status}</span>` },
+                { label: 'Duration', render: (r) => fmtMs(r.duration_ms) },
+                { label: 'Server', render: (r) => name(r.inbound_server_guid) },
+                { label: 'Gateway', render: (r) => name(r.outbound_gateway_guid) },
+                { label: 'User', render: (r) => name(r.user_guid) },
+              ]}
+            />
+            <div class="pager">
+              <button type="button" disabled=${skip === 0} onClick=${() => navigate('logs', { ...params, skip: Math.max(0, skip - PAGE) })}>
+                Previous page
+              </button>
+              <button type="button" disabled=${data.nextSkip === null} onClick=${() => navigate('logs', { ...params, skip: data.nextSkip })}>Next page</button>
+            </div>`
+        : null
+    }
+    ${open ? html`<${Detail} row=${open} onClose=${() => setOpen(null)} />` : null}
+  </section>`;
+}

@@ -1,0 +1,107 @@
+import { html } from 'htm/preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import uPlot from 'uplot';
+import { navigate, hrefOf } from '../nav.js';
+import { ErrorBox, Field, Loading, RANGES, Table, fmtBytes, fmtMs, rangeMs, short, useCall, useNames } from '../ui.js';
+
+/** The bucket each window is drawn in: about 60 to 720 points. */
+const INTERVAL = { '15m': 'minute', '1h': 'minute', '24h': 'hour', '7d': 'hour', '30d': 'day' };
+
+/** Calls and errors over time, drawn by uPlot. */
+function CallsChart({ items, fromMs, toMs, interval }) {
+  const box = useRef(null);
+  useEffect(() => {
+    if (!box.current) return undefined;
+    const step = { minute: 60, hour: 3600, day: 86400 }[interval];
+    const byBucket = new Map(items.map((i) => [Date.parse(i.bucket) / 1000, i]));
+    // Every bucket of the window, so a quiet hour shows as zero rather than a gap.
+    const xs = [];
+    for (let x = Math.floor(fromMs / 1000 / step) * step; x <= toMs / 1000; x += step) xs.push(x);
+    const calls = xs.map((x) => byBucket.get(x)?.calls ?? 0);
+    const errors = xs.map((x) => byBucket.get(x)?.errors ?? 0);
+    const plot = new uPlot(
+      {
+        title: 'Calls and errors',
+        width: Math.max(320, box.current.clientWidth),
+        height: 240,
+        series: [{}, { label: 'Calls', stroke: '#2563eb', fill: 'rgba(37,99,235,0.12)' }, { label: 'Errors', stroke: '#dc2626' }],
+        axes: [{}, { label: 'calls' }],
+      },
+      [xs, calls, errors],
+      box.current,
+    );
+    const resize = () => plot.setSize({ width: Math.max(320, box.current.clientWidth), height: 240 });
+    addEventListener('resize', resize);
+    return () => {
+      removeEventListener('resize', resize);
+      plot.destroy();
+    };
+  }, [items, fromMs, toMs, interval]);
+  return html`<figure class="chart" aria-label="Calls and errors over time" role="img" ref=${box}></figure>`;
+}
+
+function Top({ title, groupBy, window, range, names }) {
+  const { data, error } = useCall('get_usage_report', { ...window, groupBy: [groupBy], take: 10 });
+  if (error) return html`<${ErrorBox} error=${error} />`;
+  if (!data) return html`<${Loading} />`;
+  return html`<${Table}
+    caption=${title}
+    rows=${data.items}
+    rowKey=${(r) => r[groupBy] ?? 'none'}
+    columns=${[
+      {
+        label: title.replace('Top ', '').replace(/s$/, ''),
+        render: (r) =>
+          r[groupBy] === null
+            ? html`<em>none</em>`
+            : groupBy === 'tool_name'
+              ? r[groupBy]
+              : html`<a href=${hrefOf('logs', { [groupBy]: r[groupBy], range })}>${names.get(r[groupBy]) ?? short(r[groupBy])}</a>`,
+      },
+      { label: 'Calls', render: (r) => r.calls },
+      { label: 'Errors', render: (r) => r.errors },
+      { label: 'p50', render: (r) => fmtMs(r.p50Ms) },
+      { label: 'p95', render: (r) => fmtMs(r.p95Ms) },
+    ]}
+  />`;
+}
+
+export function Overview({ params }) {
+  const range = params.range ?? '24h';
+  const [now] = useState(Date.now());
+  const window = { fromMs: now - rangeMs(range), toMs: now };
+  const interval = INTERVAL[range] ?? 'hour';
+  const series = useCall('get_usage_report', { ...window, interval, take: 10_000 });
+  const names = useNames([
+    ['list_inbound_servers', (s) => s.name],
+    ['list_users', (u) => u.emailAddress],
+    ['list_gateways', (g) => g.name],
+  ]);
+  const totals = series.data?.totals;
+  return html`<section aria-labelledby="overview-title">
+    <div class="page-head">
+      <h1 id="overview-title">Overview</h1>
+      <${Field} label="Time range" as="select" value=${range} options=${RANGES.map(([k, l]) => [k, l])} onInput=${(v) => navigate('overview', { range: v })} />
+    </div>
+    <${ErrorBox} error=${series.error} />
+    ${series.loading && !series.data ? html`<${Loading} />` : null}
+    ${
+      totals
+        ? html`<ul class="stats" aria-label="Totals">
+              <li><span>Calls</span><strong>${totals.calls}</strong></li>
+              <li><span>Errors</span><strong>${totals.errors}</strong></li>
+              <li><span>Error rate</span><strong>${totals.calls ? ((100 * totals.errors) / totals.calls).toFixed(1) : '0.0'} %</strong></li>
+              <li><span>p50 latency</span><strong>${fmtMs(totals.p50Ms)}</strong></li>
+              <li><span>p95 latency</span><strong>${fmtMs(totals.p95Ms)}</strong></li>
+              <li><span>Traffic</span><strong>${fmtBytes(totals.requestBytes + totals.responseBytes)}</strong></li>
+            </ul>
+            <${CallsChart} items=${series.data.items} fromMs=${window.fromMs} toMs=${window.toMs} interval=${interval} />
+            <div class="grid">
+              <${Top} title="Top tools" groupBy="tool_name" window=${window} range=${range} names=${names} />
+              <${Top} title="Top servers" groupBy="inbound_server_guid" window=${window} range=${range} names=${names} />
+              <${Top} title="Top users" groupBy="user_guid" window=${window} range=${range} names=${names} />
+            </div>`
+        : null
+    }
+  </section>`;
+}

@@ -1,0 +1,190 @@
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { call } from '../api.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, Table, useCall } from '../ui.js';
+
+/** Capability checkboxes, grouped as list_capabilities groups them. */
+function CapabilityChecks({ groups, selected, onChange, idPrefix }) {
+  const toggle = (key, on) => onChange(on ? [...selected, key] : selected.filter((k) => k !== key));
+  return html`<div class="capabilities">
+    ${groups.map(
+      (g) =>
+        html`<fieldset>
+          <legend>${g.name}</legend>
+          ${g.capabilities.map(
+            (c) =>
+              html`<label class="check" title=${c.description}>
+                <input
+                  type="checkbox"
+                  id=${`${idPrefix}-${c.key}`}
+                  checked=${selected.includes(c.key)}
+                  onChange=${(e) => toggle(c.key, e.currentTarget.checked)}
+                />
+                ${c.label}
+              </label>`,
+          )}
+        </fieldset>`,
+    )}
+  </div>`;
+}
+
+function Roles({ groups }) {
+  const roles = useCall('list_roles', {});
+  const [name, setName] = useState('');
+  const [grants, setGrants] = useState([]);
+  const [editing, setEditing] = useState(null);
+  return html`<section aria-labelledby="roles-title">
+    <h2 id="roles-title">Roles</h2>
+    <${ErrorBox} error=${roles.error} />
+    ${
+      roles.data
+        ? html`<${Table}
+            caption="Roles"
+            rows=${roles.data.items}
+            columns=${[
+              { label: 'Role', render: (r) => r.name },
+              { label: 'Capabilities', render: (r) => r.grantedCapabilities.length },
+              { label: 'Actions', render: (r) => html`<button type="button" onClick=${() => setEditing({ ...r })}>Edit ${r.name}</button>` },
+            ]}
+          />`
+        : null
+    }
+    ${
+      editing && groups
+        ? html`<${Form}
+            key=${editing.guid}
+            title=${`Edit role ${editing.name}`}
+            submit="Save role"
+            action=${() => call('modify_role', { roleGuid: editing.guid, grants: editing.grantedCapabilities })}
+            onDone=${() => (setEditing(null), roles.reload())}
+          >
+            <${CapabilityChecks}
+              groups=${groups}
+              selected=${editing.grantedCapabilities}
+              onChange=${(g) => setEditing({ ...editing, grantedCapabilities: g })}
+              idPrefix="edit"
+            />
+          <//>`
+        : null
+    }
+    ${
+      groups
+        ? html`<${Form}
+            title="Create a role"
+            submit="Create role"
+            action=${() => call('create_role', { name, grants })}
+            onDone=${() => (setName(''), setGrants([]), roles.reload())}
+          >
+            <${Field} label="Role name" value=${name} onInput=${setName} required />
+            <${CapabilityChecks} groups=${groups} selected=${grants} onChange=${setGrants} idPrefix="new" />
+          <//>`
+        : null
+    }
+  </section>`;
+}
+
+function Teams() {
+  const teams = useCall('list_teams', {});
+  const [name, setName] = useState('');
+  return html`<section aria-labelledby="teams-title">
+    <h2 id="teams-title">Teams</h2>
+    <${ErrorBox} error=${teams.error} />
+    ${
+      teams.data
+        ? html`<${Table}
+            caption="Teams"
+            rows=${teams.data.items}
+            columns=${[
+              { label: 'Team', render: (t) => t.name },
+              {
+                label: 'Actions',
+                render: (t) =>
+                  html`<${ActionButton} label=${`Delete ${t.name}`} danger action=${() => call('delete_team', { teamGuid: t.guid })} onDone=${teams.reload} />`,
+              },
+            ]}
+          />`
+        : null
+    }
+    <${Form} title="Create a team" submit="Create team" action=${() => call('create_team', { name })} onDone=${() => (setName(''), teams.reload())}>
+      <${Field} label="Team name" value=${name} onInput=${setName} required />
+    <//>
+  </section>`;
+}
+
+function Users({ roles }) {
+  const users = useCall('list_users', {});
+  const [invite, setInvite] = useState({ email: '', roleGuid: '' });
+  return html`<section aria-labelledby="users-title">
+    <h2 id="users-title">Users</h2>
+    <${ErrorBox} error=${users.error} />
+    ${
+      users.data
+        ? html`<${Table}
+            caption="Users"
+            rows=${users.data.items}
+            columns=${[
+              { label: 'Email', render: (u) => u.emailAddress },
+              { label: 'Name', render: (u) => u.displayName },
+              {
+                label: 'Role',
+                render: (u) =>
+                  roles
+                    ? html`<${Field}
+                        label=${`Role of ${u.emailAddress}`}
+                        as="select"
+                        value=${u.roleGuid}
+                        options=${roles.map((r) => [r.guid, r.name])}
+                        onInput=${async (roleGuid) => (await call('set_user_role', { userGuid: u.guid, roleGuid }), users.reload())}
+                      />`
+                    : u.roleName,
+              },
+              { label: 'Active', render: (u) => (u.isActive ? 'yes' : 'no') },
+              {
+                label: 'Actions',
+                render: (u) =>
+                  u.isActive
+                    ? html`<${ActionButton}
+                        label=${`Deactivate ${u.emailAddress}`}
+                        danger
+                        action=${() => call('deactivate_user', { userGuid: u.guid })}
+                        onDone=${users.reload}
+                      />`
+                    : null,
+              },
+            ]}
+          />`
+        : null
+    }
+    ${
+      roles
+        ? html`<${Form}
+            title="Invite a user"
+            submit="Invite user"
+            action=${() => call('invite_user', { email: invite.email, roleGuid: invite.roleGuid || roles[0].guid })}
+            onDone=${() => (setInvite({ email: '', roleGuid: '' }), users.reload())}
+          >
+            <${Field} label="Email" type="email" value=${invite.email} onInput=${(v) => setInvite({ ...invite, email: v })} required />
+            <${Field}
+              label="Role"
+              as="select"
+              value=${invite.roleGuid}
+              options=${roles.map((r) => [r.guid, r.name])}
+              onInput=${(v) => setInvite({ ...invite, roleGuid: v })}
+            />
+          <//>`
+        : null
+    }
+  </section>`;
+}
+
+export function People() {
+  const capabilities = useCall('list_capabilities', {});
+  const roles = useCall('list_roles', {});
+  return html`<section aria-labelledby="people-title">
+    <h1 id="people-title">People</h1>
+    ${capabilities.loading ? html`<${Loading} />` : null}
+    <${Users} roles=${roles.data?.items} />
+    <${Teams} />
+    <${Roles} groups=${capabilities.data?.groups} />
+  </section>`;
+}

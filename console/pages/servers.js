@@ -1,0 +1,176 @@
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { call } from '../api.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, Table, parseHeaderLines, useCall, useInterval } from '../ui.js';
+
+const AUTH_TYPES = [
+  ['none', 'No authentication'],
+  ['headers', 'Static headers'],
+  ['oauth', 'OAuth'],
+];
+
+function CreateServer({ onCreated }) {
+  const [f, setF] = useState({
+    name: '',
+    url: '',
+    authType: 'none',
+    headers: '',
+    oauthClientId: '',
+    oauthClientSecret: '',
+    oauthAccessToken: '',
+    oauthRefreshToken: '',
+    oauthTokenEndpoint: '',
+    oauthScope: '',
+  });
+  const [authorizationUrl, setAuthorizationUrl] = useState(null);
+  const set = (k) => (v) => setF({ ...f, [k]: v });
+  const action = async () => {
+    const input = { name: f.name, url: f.url, authType: f.authType };
+    if (f.authType === 'headers') input.headers = parseHeaderLines(f.headers);
+    if (f.authType === 'oauth') {
+      for (const k of ['oauthClientId', 'oauthClientSecret', 'oauthAccessToken', 'oauthRefreshToken', 'oauthTokenEndpoint', 'oauthScope'])
+        if (f[k]) input[k] = f[k];
+    }
+    return call('create_inbound_server', input);
+  };
+  return html`<div>
+    <${Form}
+      title="Register a server"
+      submit="Register server"
+      action=${action}
+      onDone=${(server) => {
+        setAuthorizationUrl(server.authorizationUrl ?? null);
+        onCreated();
+      }}
+    >
+      <${Field} label="Server name" value=${f.name} onInput=${set('name')} required />
+      <${Field} label="Server URL" type="url" value=${f.url} onInput=${set('url')} required placeholder="https://mcp.example.com/mcp" />
+      <${Field} label="Authentication" as="select" value=${f.authType} options=${AUTH_TYPES} onInput=${set('authType')} />
+      ${
+        f.authType === 'headers'
+          ? html`<${Field}
+              label="Headers"
+              as="textarea"
+              value=${f.headers}
+              onInput=${set('headers')}
+              hint="One per line: Name: value. Values are write-only."
+            />`
+          : null
+      }
+      ${
+        f.authType === 'oauth'
+          ? html`<p>
+                <small
+                  >Leave the token fields empty to authorize in the browser; with an access token, client id and token endpoint, no browser step is
+                  needed.</small
+                >
+              </p>
+              <${Field} label="OAuth client id" value=${f.oauthClientId} onInput=${set('oauthClientId')} />
+              <${Field} label="OAuth client secret" type="password" value=${f.oauthClientSecret} onInput=${set('oauthClientSecret')} />
+              <${Field} label="OAuth scope" value=${f.oauthScope} onInput=${set('oauthScope')} />
+              <${Field} label="OAuth access token" type="password" value=${f.oauthAccessToken} onInput=${set('oauthAccessToken')} />
+              <${Field} label="OAuth refresh token" type="password" value=${f.oauthRefreshToken} onInput=${set('oauthRefreshToken')} />
+              <${Field} label="OAuth token endpoint" value=${f.oauthTokenEndpoint} onInput=${set('oauthTokenEndpoint')} />`
+          : null
+      }
+    <//>
+    ${
+      authorizationUrl
+        ? html`<div class="notice" role="status">
+            This server needs your authorization: <a href=${authorizationUrl} target="_blank" rel="noopener">Open the authorization page</a>, approve, then come
+            back here: the status updates by itself.
+          </div>`
+        : null
+    }
+  </div>`;
+}
+
+function Identities({ server }) {
+  const { data, error, reload } = useCall('list_identities', { inboundServerGuid: server.guid });
+  const [headers, setHeaders] = useState('');
+  const [label, setLabel] = useState('');
+  return html`<div class="card">
+    <h3>Identities of ${server.name}</h3>
+    <${ErrorBox} error=${error} />
+    ${
+      data
+        ? html`<${Table}
+            caption=${`Identities of ${server.name}`}
+            rows=${data.items}
+            columns=${[
+              { label: 'Name', render: (i) => i.name },
+              { label: 'Access', render: (i) => i.accessControl },
+              { label: 'Enabled', render: (i) => (i.enabled ? 'yes' : 'no') },
+              {
+                label: 'Actions',
+                render: (i) =>
+                  html`<${ActionButton}
+                    label=${i.enabled ? `Disable ${i.name}` : `Enable ${i.name}`}
+                    action=${() => call(i.enabled ? 'disable_identity' : 'enable_identity', { identityGuid: i.guid })}
+                    onDone=${reload}
+                  />`,
+              },
+            ]}
+          />`
+        : null
+    }
+    ${
+      server.authenticationType === 'headers'
+        ? html`<${Form}
+            title="Add an identity"
+            submit="Add identity"
+            action=${() => call('add_identity', { inboundServerGuid: server.guid, headers: parseHeaderLines(headers), ...(label ? { identityLabel: label } : {}) })}
+            onDone=${() => (setHeaders(''), reload())}
+          >
+            <${Field} label="Identity name" value=${label} onInput=${setLabel} />
+            <${Field} label="Identity headers" as="textarea" value=${headers} onInput=${setHeaders} hint="One per line: Name: value" />
+          <//>`
+        : null
+    }
+  </div>`;
+}
+
+export function Servers() {
+  const { data, error, loading, reload } = useCall('list_inbound_servers', {});
+  const [open, setOpen] = useState(null);
+  // Validation runs in the background: the list is read again while the page is shown.
+  useInterval(reload, 4000);
+  return html`<section aria-labelledby="servers-title">
+    <h1 id="servers-title">Servers</h1>
+    <${ErrorBox} error=${error} />
+    ${loading && !data ? html`<${Loading} />` : null}
+    ${
+      data
+        ? html`<${Table}
+            caption="Inbound servers"
+            rows=${data.items}
+            empty="No servers registered yet."
+            columns=${[
+              { label: 'Name', render: (s) => html`<button type="button" class="link" onClick=${() => setOpen(s)}>${s.name}</button>` },
+              { label: 'URL', render: (s) => html`<code>${s.url}</code>` },
+              { label: 'Authentication', render: (s) => s.authenticationType },
+              { label: 'Status', render: (s) => html`<span class=${`status ${s.authenticationStatus}`}>${s.authenticationStatus}</span>` },
+              { label: 'Enabled', render: (s) => (s.enabled ? 'yes' : 'no') },
+              {
+                label: 'Actions',
+                render: (s) =>
+                  html`<${ActionButton}
+                      label=${s.enabled ? `Disable ${s.name}` : `Enable ${s.name}`}
+                      action=${() => call(s.enabled ? 'disable_inbound_server' : 'enable_inbound_server', { inboundServerGuid: s.guid })}
+                      onDone=${reload}
+                    />
+                    <${ActionButton}
+                      label=${`Delete ${s.name}`}
+                      danger
+                      action=${() => call('delete_inbound_server', { inboundServerGuid: s.guid })}
+                      onDone=${reload}
+                    />`,
+              },
+            ]}
+          />`
+        : null
+    }
+    ${open ? html`<${Identities} server=${open} />` : null}
+    <${CreateServer} onCreated=${reload} />
+  </section>`;
+}

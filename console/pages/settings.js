@@ -1,0 +1,111 @@
+import { html } from 'htm/preact';
+import { useEffect, useState } from 'preact/hooks';
+import { call } from '../api.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, fmtTime, parseHeaderLines, useCall } from '../ui.js';
+
+function Collector() {
+  const config = useCall('get_otel_configuration', {});
+  const [f, setF] = useState({ logsCollectorUrl: '', logsFormat: 'otlp', tracesCollectorUrl: '', headers: '' });
+  useEffect(() => {
+    if (config.data)
+      setF({
+        logsCollectorUrl: config.data.logsCollectorUrl ?? '',
+        logsFormat: config.data.logsFormat ?? 'otlp',
+        tracesCollectorUrl: config.data.tracesCollectorUrl ?? '',
+        headers: '',
+      });
+  }, [config.data]);
+  const set = (k) => (v) => setF({ ...f, [k]: v });
+  const action = () =>
+    call('set_otel_configuration', {
+      ...(f.logsCollectorUrl ? { logsCollectorUrl: f.logsCollectorUrl } : {}),
+      ...(f.tracesCollectorUrl ? { tracesCollectorUrl: f.tracesCollectorUrl } : {}),
+      logsFormat: f.logsFormat,
+      ...(f.headers.trim() ? { headers: parseHeaderLines(f.headers) } : {}),
+    });
+  return html`<section aria-labelledby="collector-title">
+    <h2 id="collector-title">Collector</h2>
+    <${ErrorBox} error=${config.error} />
+    ${
+      config.data
+        ? html`<${Form} title="Forward call logs and traces" submit="Save collector" action=${action} onDone=${config.reload}>
+            <${Field} label="Logs collector URL" type="url" value=${f.logsCollectorUrl} onInput=${set('logsCollectorUrl')} />
+            <${Field}
+              label="Logs format"
+              as="select"
+              value=${f.logsFormat}
+              options=${[
+                ['otlp', 'OTLP'],
+                ['collector_hec', 'Splunk HEC'],
+              ]}
+              onInput=${set('logsFormat')}
+            />
+            <${Field} label="Traces collector URL" type="url" value=${f.tracesCollectorUrl} onInput=${set('tracesCollectorUrl')} />
+            <${Field}
+              label="Collector headers"
+              as="textarea"
+              value=${f.headers}
+              onInput=${set('headers')}
+              hint=${`Sent now: ${config.data.headerNames.join(', ') || 'none'}. One per line, Name: value; a new set replaces them all, empty keeps them. Values are never shown.`}
+            />
+          <//>`
+        : null
+    }
+  </section>`;
+}
+
+function Tokens() {
+  const tokens = useCall('list_access_tokens', {});
+  const [label, setLabel] = useState('');
+  const [days, setDays] = useState('90');
+  const [minted, setMinted] = useState(null);
+  return html`<section aria-labelledby="tokens-title">
+    <h2 id="tokens-title">Your access tokens</h2>
+    <${ErrorBox} error=${tokens.error} />
+    ${tokens.loading && !tokens.data ? html`<${Loading} />` : null}
+    ${
+      tokens.data
+        ? html`<${Table}
+            caption="Access and gateway tokens"
+            rows=${tokens.data.items}
+            columns=${[
+              { label: 'Label', render: (t) => t.label },
+              { label: 'Kind', render: (t) => t.kind },
+              { label: 'Prefix', render: (t) => html`<code>${t.prefix}</code>` },
+              { label: 'Created', render: (t) => fmtTime(t.createdAt) },
+              { label: 'Expires', render: (t) => (t.expiresAt ? fmtTime(t.expiresAt) : 'never') },
+              { label: 'Last used', render: (t) => fmtTime(t.lastUsedAt) },
+              {
+                label: 'Actions',
+                render: (t) =>
+                  html`<${ActionButton}
+                    label=${`Revoke ${t.label}`}
+                    danger
+                    action=${() => call('revoke_access_token', { id: t.id })}
+                    onDone=${tokens.reload}
+                  />`,
+              },
+            ]}
+          />`
+        : null
+    }
+    <${Form}
+      title="Create an access token"
+      submit="Create token"
+      action=${() => call('create_access_token', { label, expiresInDays: Number(days) })}
+      onDone=${(r) => (setMinted(r), setLabel(''), tokens.reload())}
+    >
+      <${Field} label="Token label" value=${label} onInput=${setLabel} required />
+      <${Field} label="Expires in days" type="number" min="0" max="90" value=${days} onInput=${setDays} hint="0 never expires" />
+    <//>
+    ${minted?.token ? html`<${ShownOnce} label="Access token" value=${minted.token} />` : null}
+  </section>`;
+}
+
+export function Settings() {
+  return html`<section aria-labelledby="settings-title">
+    <h1 id="settings-title">Settings</h1>
+    <${Collector} />
+    <${Tokens} />
+  </section>`;
+}

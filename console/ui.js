@@ -1,0 +1,212 @@
+import { html } from 'htm/preact';
+import { createContext } from 'preact';
+import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { call } from './api.js';
+
+/** What every page may read: the caller (whoami) and the capability labels (list_capabilities). */
+export const Session = createContext({ me: null, labels: new Map() });
+export const useSession = () => useContext(Session);
+
+/**
+ * Calls an operation when the inputs change (and on reload()); `input` null skips the
+ * call. Returns {data, error, loading, reload}.
+ */
+export function useCall(name, input, deps = []) {
+  const [state, setState] = useState({ data: null, error: null, loading: input !== null });
+  const [tick, setTick] = useState(0);
+  const reload = useCallback(() => setTick((n) => n + 1), []);
+  useEffect(() => {
+    if (input === null) return undefined;
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    call(name, input).then(
+      (data) => live && setState({ data, error: null, loading: false }),
+      (error) => live && setState({ data: null, error, loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [name, JSON.stringify(input), tick, ...deps]);
+  return { ...state, reload };
+}
+
+/** Re-runs `fn` every `ms` while the page is shown. */
+export function useInterval(fn, ms) {
+  const saved = useRef(fn);
+  saved.current = fn;
+  useEffect(() => {
+    const id = setInterval(() => saved.current(), ms);
+    return () => clearInterval(id);
+  }, [ms]);
+}
+
+/** An API failure as a person reads it: a missing capability by its label, anything else by the problem's detail. */
+export function ErrorBox({ error }) {
+  const { labels } = useSession();
+  if (!error) return null;
+  const problem = error.problem ?? {};
+  if (problem.code === 'missing_capability') {
+    const label = labels.get(problem.capability) ?? problem.capability;
+    return html`<div class="notice" role="alert">
+      <strong>You cannot see this.</strong> It needs the capability “${label}”, which your role does not grant. Ask an administrator.
+    </div>`;
+  }
+  return html`<div class="error" role="alert">${problem.detail ?? error.message}</div>`;
+}
+
+export const Loading = () => html`<p class="loading" role="status">Loading…</p>`;
+
+/** A table: columns [{label, render(row)}]; `onOpen` makes each row's first cell a button. */
+export function Table({ caption, columns, rows, empty = 'Nothing here yet.', rowKey = (r) => r.guid ?? r.id }) {
+  if (!rows) return null;
+  return html`<div class="table-wrap">
+    <table>
+      <caption>
+        ${caption}
+      </caption>
+      <thead>
+        <tr>
+          ${columns.map((c) => html`<th scope="col">${c.label}</th>`)}
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          rows.length === 0
+            ? html`<tr>
+                <td colspan=${columns.length} class="empty">${empty}</td>
+              </tr>`
+            : rows.map(
+                (row) =>
+                  html`<tr key=${rowKey(row)}>
+                    ${columns.map((c) => html`<td>${c.render(row)}</td>`)}
+                  </tr>`,
+              )
+        }
+      </tbody>
+    </table>
+  </div>`;
+}
+
+/** A labelled input; `as` picks input, select or textarea. */
+export function Field({ label, as = 'input', options, value, onInput, hint, ...rest }) {
+  const id = useRef(`f-${Math.random().toString(36).slice(2, 9)}`).current;
+  const set = (e) => onInput(e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value);
+  let control;
+  if (as === 'select') {
+    control = html`<select id=${id} value=${value} onChange=${set} ...${rest}>
+      ${options.map(([v, text]) => html`<option value=${v} selected=${v === value}>${text}</option>`)}
+    </select>`;
+  } else if (as === 'textarea') {
+    control = html`<textarea id=${id} value=${value} onInput=${set} ...${rest} />`;
+  } else {
+    control = html`<input id=${id} value=${value} onInput=${set} ...${rest} />`;
+  }
+  return html`<div class="field"><label for=${id}>${label}</label>${control}${hint ? html`<small>${hint}</small>` : null}</div>`;
+}
+
+/** A form whose submit runs `action` and shows its error; `children` are the fields. */
+export function Form({ title, submit, action, children, onDone }) {
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const result = await action();
+      onDone?.(result);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<form class="card" onSubmit=${run} aria-label=${title}>
+    ${title ? html`<h3>${title}</h3>` : null} ${children}
+    <${ErrorBox} error=${error} />
+    <button type="submit" disabled=${busy}>${submit}</button>
+  </form>`;
+}
+
+/** A button that runs an operation and shows its failure next to it. */
+export function ActionButton({ label, action, onDone, danger = false }) {
+  const [error, setError] = useState(null);
+  const run = async () => {
+    setError(null);
+    try {
+      onDone?.(await action());
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<span class="action"
+    ><button type="button" class=${danger ? 'danger' : ''} onClick=${run}>${label}</button>${error ? html`<${ErrorBox} error=${error} />` : null}</span
+  >`;
+}
+
+export function CopyButton({ text, label = 'Copy' }) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch {
+      // Without clipboard access (an http page, a headless browser) the text stays selectable.
+    }
+    setCopied(true);
+  };
+  return html`<button type="button" onClick=${copy}>${copied ? 'Copied' : label}</button>`;
+}
+
+/** A secret shown once, with a copy button. */
+export function ShownOnce({ label, value }) {
+  return html`<div class="once" role="status">
+    <p><strong>${label}</strong> (shown only now: copy it)</p>
+    <code aria-label=${label}>${value}</code>
+    <${CopyButton} text=${value} label=${`Copy ${label.toLowerCase()}`} />
+  </div>`;
+}
+
+export const fmtTime = (iso) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 19) : '—');
+export const fmtMs = (ms) => (ms == null ? '—' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms * 10) / 10} ms`);
+export const fmtBytes = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${n} B`);
+export const short = (guid) => (guid ? `${guid.slice(0, 8)}…` : '—');
+
+/** Time windows offered by the range pickers, in milliseconds. */
+export const RANGES = [
+  ['15m', 'Last 15 minutes', 15 * 60_000],
+  ['1h', 'Last hour', 3_600_000],
+  ['24h', 'Last 24 hours', 86_400_000],
+  ['7d', 'Last 7 days', 7 * 86_400_000],
+  ['30d', 'Last 30 days', 30 * 86_400_000],
+];
+export const rangeMs = (key) => (RANGES.find((r) => r[0] === key) ?? RANGES[2])[2];
+
+/** Lines of `Name: value` as a header map. */
+export function parseHeaderLines(text) {
+  const out = {};
+  for (const line of text.split('\n')) {
+    const at = line.indexOf(':');
+    if (at > 0) out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return out;
+}
+
+/** Names for guids, from lists the caller may read (failures leave the guid). */
+export function useNames(ops) {
+  const [names, setNames] = useState(new Map());
+  useEffect(() => {
+    let live = true;
+    Promise.all(
+      ops.map(([name, label]) =>
+        call(name, {}).then(
+          (r) => r.items.map((i) => [i.guid, label(i)]),
+          () => [],
+        ),
+      ),
+    ).then((lists) => live && setNames(new Map(lists.flat())));
+    return () => {
+      live = false;
+    };
+  }, []);
+  return names;
+}

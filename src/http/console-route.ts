@@ -1,0 +1,40 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance } from 'fastify';
+
+const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../console');
+const require = createRequire(import.meta.url);
+/**
+ * A file of an installed package. Their `exports` list neither the browser builds
+ * nor always package.json, so the package's folder is found from its entry point.
+ */
+function packageFile(pkg: string, file: string): string {
+  let dir = path.dirname(require.resolve(pkg));
+  while (path.basename(dir) !== pkg) dir = path.dirname(dir);
+  return path.join(dir, file);
+}
+
+/**
+ * The browser modules the console imports (its index.html maps the bare names to
+ * these URLs): served straight from node_modules, so `npm install` is the whole
+ * build (docs/decisions.md, "Console").
+ */
+const VENDOR: Record<string, string> = {
+  'preact.module.js': packageFile('preact', 'dist/preact.module.js'),
+  'hooks.module.js': packageFile('preact', 'hooks/dist/hooks.module.js'),
+  'htm.module.js': packageFile('htm', 'dist/htm.module.js'),
+  'htm-preact.module.js': packageFile('htm', 'preact/index.module.js'),
+  'uPlot.esm.js': packageFile('uplot', 'dist/uPlot.esm.js'),
+  'uPlot.min.css': packageFile('uplot', 'dist/uPlot.min.css'),
+};
+
+/** Serves the web console at /console/ (contract 8.5): static files, no server-side state; it calls only the REST interface. */
+export async function registerConsoleRoute(app: FastifyInstance): Promise<void> {
+  await app.register(fastifyStatic, { root: CONSOLE_DIR, prefix: '/console/', index: 'index.html', decorateReply: true });
+  app.get('/console', (_request, reply) => reply.redirect('/console/'));
+  for (const [name, file] of Object.entries(VENDOR)) {
+    app.get(`/console/vendor/${name}`, (_request, reply) => reply.sendFile(path.basename(file), path.dirname(file)));
+  }
+}
