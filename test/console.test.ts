@@ -221,9 +221,7 @@ describe.runIf(run)('the web console', () => {
     await invoke(t, 'rest', ws.token, 'deactivate_user', { userGuid: member.userGuid });
     // The page's own first calls may already have met the 401 and left the shell; moving
     // to Logs by its hash (what the link does) makes one more call either way.
-    await page.evaluate(() => {
-      location.hash = '#/logs';
-    });
+    await page.evaluate("location.hash = '#/logs'");
     await page.getByLabel('Access token').waitFor();
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
   });
