@@ -1,5 +1,5 @@
 import dns from 'node:dns/promises';
-import { lookup as lookupCallback, type LookupAddress } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
 import net, { type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { validationFailed } from './errors.js';
@@ -15,10 +15,20 @@ const NEEDS_ALLOWANCE = ['loopback', 'private', 'uniqueLocal', 'carrierGradeNat'
 /** Metadata endpoints that are not link-local (Alibaba, Oracle's v6 alias). */
 const METADATA_ADDRESSES = new Set(['100.100.100.200', 'fd00:ec2::254']);
 
+/** Every address a host name resolves to (`family` 4 or 6 narrows it, as for dns.lookup). */
+export type Resolve = (hostname: string, options: { family?: number | 'IPv4' | 'IPv6' | undefined; hints?: number | undefined }) => Promise<LookupAddress[]>;
+
+const systemResolve: Resolve = (hostname, { family, hints }) =>
+  dns.lookup(hostname, { family: family ?? 0, ...(hints !== undefined ? { hints } : {}), all: true, order: 'verbatim' });
+
 export class EgressPolicy {
   private readonly allowed: [ipaddr.IPv4 | ipaddr.IPv6, number][];
 
-  constructor(allowedCidrs: readonly string[]) {
+  /** `resolve` is the system resolver; tests give their own to control what a name resolves to. */
+  constructor(
+    allowedCidrs: readonly string[],
+    private readonly resolve: Resolve = systemResolve,
+  ) {
     this.allowed = allowedCidrs.map((c) => ipaddr.parseCIDR(c));
   }
 
@@ -44,32 +54,34 @@ export class EgressPolicy {
   }
 
   /**
-   * A `lookup` for sockets (net.connect, http agents): resolves like dns.lookup and
-   * fails with validation_failed naming `field` when an address it resolves to is
-   * not allowed, so the rule holds for the address actually connected to. (Hosts
-   * written as IP addresses are not looked up: check them with refusal().)
+   * A `lookup` for sockets (net.connect, http agents, undici's connector): resolves
+   * the name and fails with validation_failed naming `field` when an address it
+   * resolves to is not allowed, so the rule holds for the address actually connected
+   * to, whatever DNS answered before. Every outbound client of the service uses it.
+   * (Hosts written as IP addresses are not looked up: target() checks them.)
    */
   connectLookup(field: string): LookupFunction {
     return (hostname, options, callback) => {
-      lookupCallback(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
-        if (err) return callback(err, '');
-        for (const a of addresses) {
-          const why = this.refusal(a.address);
-          if (why) return callback(validationFailed([{ path: field, message: `host ${hostname} ${why}` }]) as unknown as NodeJS.ErrnoException, '');
-        }
-        if (options.all) return callback(null, addresses);
-        const first = addresses[0];
-        if (!first) return callback(Object.assign(new Error(`host ${hostname} does not resolve`), { code: 'ENOTFOUND' }), '');
-        return callback(null, first.address, first.family);
-      });
+      this.resolve(hostname, options).then(
+        (addresses) => {
+          const refused = this.refusedAmong(field, hostname, addresses);
+          if (refused) return callback(refused as unknown as NodeJS.ErrnoException, '');
+          const first = addresses[0];
+          if (!first) return callback(Object.assign(new Error(`host ${hostname} does not resolve`), { code: 'ENOTFOUND' }), '');
+          return options.all ? callback(null, addresses) : callback(null, first.address, first.family);
+        },
+        (err: NodeJS.ErrnoException) => callback(err, ''),
+      );
     };
   }
 
   /**
-   * Checks a URL for `field` (http or https, every resolved address allowed) and
-   * throws validation_failed naming the field otherwise.
+   * What can be judged of a URL for `field` without DNS: it is an absolute http or
+   * https URL, and a host written as an IP address is allowed. Throws
+   * validation_failed naming the field otherwise. A host name is left to
+   * connectLookup, where the address connected to is known.
    */
-  async check(field: string, rawUrl: string): Promise<URL> {
+  target(field: string, rawUrl: string): URL {
     let url: URL;
     try {
       url = new URL(rawUrl);
@@ -77,23 +89,44 @@ export class EgressPolicy {
       throw validationFailed([{ path: field, message: 'must be an absolute URL' }]);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw validationFailed([{ path: field, message: 'must be an http or https URL' }]);
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    let addresses: string[];
-    if (net.isIP(host)) addresses = [host];
-    else {
-      try {
-        addresses = (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
-      } catch {
-        throw validationFailed([{ path: field, message: `host ${host} does not resolve` }]);
-      }
-    }
-    for (const address of addresses) {
-      const why = this.refusal(address);
-      if (why) throw validationFailed([{ path: field, message: `host ${host} ${why}` }]);
-    }
+    const host = hostOf(url);
+    const why = net.isIP(host) ? this.refusal(host) : null;
+    if (why) throw validationFailed([{ path: field, message: `host ${host} ${why}` }]);
     return url;
   }
+
+  /**
+   * Checks a URL when it is stored (target(), and every address its host resolves
+   * to now) and throws validation_failed naming the field otherwise. Requests do not
+   * rely on it: DNS may answer differently when they connect (connectLookup).
+   */
+  async check(field: string, rawUrl: string): Promise<URL> {
+    const url = this.target(field, rawUrl);
+    const host = hostOf(url);
+    if (net.isIP(host)) return url;
+    let addresses: LookupAddress[];
+    try {
+      addresses = await this.resolve(host, {});
+      if (addresses.length === 0) throw new Error('no address');
+    } catch {
+      throw validationFailed([{ path: field, message: `host ${host} does not resolve` }]);
+    }
+    const refused = this.refusedAmong(field, host, addresses);
+    if (refused) throw refused;
+    return url;
+  }
+
+  /** The validation error for the first refused address `host` resolved to, or null when all are allowed. */
+  private refusedAmong(field: string, host: string, addresses: readonly LookupAddress[]) {
+    for (const a of addresses) {
+      const why = this.refusal(a.address);
+      if (why) return validationFailed([{ path: field, message: `host ${host} ${why} (it resolves to ${a.address})` }]);
+    }
+    return null;
+  }
 }
+
+const hostOf = (url: URL): string => url.hostname.replace(/^\[|\]$/g, '');
 
 const v4At = (bytes: number[], at: number): ipaddr.IPv4 => new ipaddr.IPv4(bytes.slice(at, at + 4));
 

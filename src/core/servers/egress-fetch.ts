@@ -1,4 +1,6 @@
+import { Agent, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
 import type { EgressPolicy } from '../egress.js';
+import { AppError } from '../errors.js';
 
 const MAX_REDIRECTS = 5;
 
@@ -18,22 +20,51 @@ export function redirectHop(
   return { url: new URL(location, from), asGet: status === 303 || ((status === 301 || status === 302) && method !== undefined && method !== 'GET') };
 }
 
+/** One connection pool per policy and field, shared by every request that names them. */
+const dispatchers = new WeakMap<EgressPolicy, Map<string, Agent>>();
+
+function dispatcherFor(egress: EgressPolicy, field: string): Agent {
+  let byField = dispatchers.get(egress);
+  if (!byField) dispatchers.set(egress, (byField = new Map()));
+  let agent = byField.get(field);
+  if (!agent) byField.set(field, (agent = new Agent({ connect: { lookup: egress.connectLookup(field) } })));
+  return agent;
+}
+
 /**
- * A fetch for talking to upstreams (MCP servers, OAuth endpoints) that checks the
- * egress policy at connect time, for the first URL and for every redirect hop, so
- * neither DNS changes nor a redirect can lead to a forbidden address.
+ * The fetch for every outbound request that is not the gateway's (server
+ * validation and feature learning, OAuth discovery, registration, code exchange and
+ * refresh): undici's fetch on an Agent whose connector resolves names through
+ * EgressPolicy.connectLookup, so the rule is applied to the address each connection
+ * is opened to, not to an earlier answer of DNS (a name that flips between an
+ * allowed and a forbidden address cannot slip through between a check and the
+ * connect). Every redirect hop is followed here, under the same rule; a host written
+ * as an IP address, which is never looked up, is judged before each hop. A refusal
+ * is the validation_failed error naming `field`.
  */
 export function egressFetch(egress: EgressPolicy, field = 'url'): typeof fetch {
+  const dispatcher = dispatcherFor(egress, field);
+  const send = async (url: URL, init: RequestInit): Promise<Response> => {
+    egress.target(field, url.href);
+    try {
+      return (await undiciFetch(url, { ...(init as UndiciRequestInit), dispatcher })) as unknown as Response;
+    } catch (err) {
+      // undici reports a failed connect as "fetch failed" with the connector's error as the cause: a refusal stays the error naming the field.
+      const cause = (err as { cause?: unknown } | null)?.cause;
+      throw cause instanceof AppError ? cause : err;
+    }
+  };
   return (async (input: string | URL | Request, init?: RequestInit) => {
     let url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     let request = init ?? {};
     for (let hop = 0; ; hop++) {
-      await egress.check(field, url.href);
       // A caller that handles redirects itself (the SDK does, within one origin) sees them as they are.
-      if (request.redirect === 'manual' || request.redirect === 'error') return fetch(url, request);
-      const res = await fetch(url, { ...request, redirect: 'manual' });
+      if (request.redirect === 'manual' || request.redirect === 'error') return send(url, request);
+      const res = await send(url, { ...request, redirect: 'manual' });
       const next = redirectHop(res.status, res.headers.get('location'), url, request.method, hop);
       if (!next) return res;
+      // The redirect's own body is not needed; cancelling it frees the connection.
+      await res.body?.cancel().catch(() => undefined);
       url = next.url;
       if (next.asGet) request = { ...request, method: 'GET', body: undefined };
     }

@@ -6,7 +6,7 @@ import {
   startAuthorization,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { AuthorizationServerMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { validationFailed } from '../errors.js';
+import { AppError, validationFailed } from '../errors.js';
 import type { InboundServer } from '../repositories/inbound-servers.js';
 import type { Services } from '../services.js';
 import type { ConfigDb } from '../../stores/postgres.js';
@@ -30,7 +30,7 @@ export interface OAuthServerSettings {
 }
 
 /** Where the authorization server sends the human back: {PUBLIC_BASE_URL}/oauth/callback. */
-export const redirectUriOf = (services: Services): string => `${services.config.publicBaseUrl}/oauth/callback`;
+export const redirectUriOf = (services: Pick<Services, 'config'>): string => `${services.config.publicBaseUrl}/oauth/callback`;
 
 /**
  * Finds the upstream's authorization server (RFC 9728 protected-resource metadata,
@@ -39,7 +39,7 @@ export const redirectUriOf = (services: Services): string => `${services.config.
  * Failures are 400s naming the field the caller can fix.
  */
 export async function discoverOAuthSettings(
-  services: Services,
+  services: Pick<Services, 'egress' | 'config'>,
   serverUrl: URL,
   given: { clientId?: string; clientSecret?: string; scope?: string },
 ): Promise<{ settings: OAuthServerSettings; clientSecret?: string }> {
@@ -51,11 +51,12 @@ export async function discoverOAuthSettings(
     // Older servers publish no protected-resource metadata: their own origin is the authorization server.
   }
   const authorizationServerUrl = resourceMetadata?.authorization_servers?.[0] ?? serverUrl.origin;
-  await services.egress.check('url', authorizationServerUrl);
   let metadata: AuthorizationServerMetadata | undefined;
   try {
     metadata = await discoverAuthorizationServerMetadata(authorizationServerUrl, { fetchFn });
   } catch (err) {
+    // The egress rule refusing the authorization server (fetchFn, at connect time) names the field itself.
+    if (err instanceof AppError) throw err;
     throw validationFailed([{ path: 'url', message: `the authorization server metadata of ${authorizationServerUrl} could not be read: ${briefly(err)}` }]);
   }
   if (!metadata)
@@ -99,7 +100,7 @@ export async function discoverOAuthSettings(
  * a human opens to approve.
  */
 export async function beginAuthorization(
-  services: Services,
+  services: Pick<Services, 'config' | 'secrets'>,
   db: ConfigDb,
   opts: {
     server: Pick<InboundServer, 'guid' | 'organization_guid'>;
