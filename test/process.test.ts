@@ -1,11 +1,11 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { storeKind } from './helpers/harness.js';
+import { freePort, serviceEnv, startService as startProcess, stopService, TSX } from './helpers/service-process.js';
 
 /**
  * The service as a user runs it: a real process on embedded stores, the first-start
@@ -13,46 +13,12 @@ import { storeKind } from './helpers/harness.js';
  * graceful stop on SIGTERM.
  */
 const run = promisify(execFile);
-const TSX = path.resolve('node_modules/.bin/tsx');
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-proc-'));
 const children: ChildProcess[] = [];
+const baseEnv = (port: number) => serviceEnv(dataDir, port);
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function baseEnv(port: number): NodeJS.ProcessEnv {
-  const { DATABASE_URL: _db, SECRET_KEY: _key, ...env } = process.env;
-  return { ...env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
-}
-
-async function startService(port: number): Promise<{ child: ChildProcess; stdout: () => string }> {
-  const child = spawn(TSX, ['src/main.ts'], { env: baseEnv(port), stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d) => (out += String(d)));
-  child.stderr!.on('data', (d) => (out += String(d)));
-  for (let i = 0; i < 240; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return { child, stdout: () => out };
-    if (child.exitCode !== null) throw new Error(`service exited: ${out}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`service did not become healthy: ${out}`);
-}
-
-async function stop(child: ChildProcess): Promise<number | null> {
-  child.kill('SIGTERM');
-  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-}
+const startService = (port: number) => startProcess(dataDir, port, children);
+const stop = (child: ChildProcess) => stopService(child);
 
 async function admin(args: string[], port: number) {
   const { stdout } = await run(TSX, ['src/cli/admin.ts', ...args, '--json'], { env: baseEnv(port) });
@@ -69,7 +35,7 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     const port = await freePort();
     const first = await startService(port);
     const tokenLine = first
-      .stdout()
+      .output()
       .split('\n')
       .find((l) => l.startsWith('Initial admin token: '));
     expect(tokenLine).toMatch(/^Initial admin token: svcp_[A-Za-z0-9]{8}_[A-Za-z0-9]{43}$/);
@@ -114,7 +80,7 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
 
     // A later start prints no token and keeps the data.
     const second = await startService(port);
-    expect(second.stdout()).not.toContain('Initial admin token');
+    expect(second.output()).not.toContain('Initial admin token');
     const again = await fetch(`http://127.0.0.1:${port}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${ws.token}` } });
     expect(again.status).toBe(200);
     expect(await stop(second.child)).toBe(0);

@@ -3,17 +3,24 @@
  * caller can see is an AppError with a closed code; REST renders it as problem+json,
  * MCP as an isError tool result carrying the same object.
  */
-export type ErrorCode =
-  | 'validation_failed'
-  | 'unauthenticated'
-  | 'entitlement_required'
-  | 'missing_capability'
-  | 'not_creator'
-  | 'not_found'
-  | 'conflict'
-  | 'identity_selection_required'
-  | 'rate_limited'
-  | 'internal';
+import { isStoreUnreachable } from '../stores/store-errors.js';
+
+/** The contract's closed set of problem codes (section 2), plus `unavailable` (a store away, decisions.md). */
+export const ERROR_CODES = [
+  'validation_failed',
+  'unauthenticated',
+  'entitlement_required',
+  'missing_capability',
+  'not_creator',
+  'not_found',
+  'conflict',
+  'identity_selection_required',
+  'rate_limited',
+  'internal',
+  'unavailable',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export function codeToStatus(code: ErrorCode): number {
   switch (code) {
@@ -35,6 +42,8 @@ export function codeToStatus(code: ErrorCode): number {
       return 429;
     case 'internal':
       return 500;
+    case 'unavailable':
+      return 503;
   }
 }
 
@@ -49,6 +58,7 @@ const TITLES: Record<ErrorCode, string> = {
   identity_selection_required: 'Identity selection required',
   rate_limited: 'Rate limited',
   internal: 'Internal error',
+  unavailable: 'Service unavailable',
 };
 
 export interface FieldError {
@@ -105,8 +115,18 @@ export const notFound = (what: string): AppError => new AppError('not_found', `$
 
 export const conflict = (detail: string): AppError => new AppError('conflict', detail);
 
-/** Any unexpected error becomes a bare 500: no stack, no SQL, no secret reaches the caller. */
+/** Seconds a caller is asked to wait while a store is away (a restart or failover takes a few). */
+export const STORE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A store that cannot be reached (a server restarting, failing over, dropping connections) is a 503 the caller
+ * may retry; any other unexpected error becomes a bare 500. Neither carries a stack, SQL or a secret.
+ */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (isStoreUnreachable(err))
+    return new AppError('unavailable', 'A store the service needs cannot be reached right now: try again shortly.', {
+      retryAfterSeconds: STORE_RETRY_AFTER_SECONDS,
+    });
   return new AppError('internal', 'An unexpected error occurred. It has been logged.');
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ERROR_CODES } from './errors.js';
 
 /** JSON Schema of a zod schema as a caller sends it (`io: 'input'`), without the `$schema` marker. */
 export function inputJsonSchema(schema: z.ZodType): Record<string, unknown> {
@@ -19,18 +20,7 @@ export const ProblemSchema = z
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),
-    code: z.enum([
-      'validation_failed',
-      'unauthenticated',
-      'entitlement_required',
-      'missing_capability',
-      'not_creator',
-      'not_found',
-      'conflict',
-      'identity_selection_required',
-      'rate_limited',
-      'internal',
-    ]),
+    code: z.enum(ERROR_CODES),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
     capability: z.string().optional(),
     entitlement: z.string().optional(),

@@ -12,6 +12,7 @@ const ERROR_RESPONSES: Record<string, string> = {
   '409': 'conflict',
   '422': 'identity_selection_required',
   '429': 'rate_limited',
+  '503': 'unavailable: a store the service needs cannot be reached; retry after the Retry-After seconds',
 };
 
 function successStatusOf(op: AnyOperation): string {

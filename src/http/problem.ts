@@ -3,7 +3,7 @@ import { AppError, toAppError, validationFailed } from '../core/errors.js';
 
 export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
   const problem = error.toProblem();
-  if (error.code === 'rate_limited' && typeof problem.retryAfterSeconds === 'number') {
+  if ((error.code === 'rate_limited' || error.code === 'unavailable') && typeof problem.retryAfterSeconds === 'number') {
     void reply.header('retry-after', String(problem.retryAfterSeconds));
   }
   return reply.code(problem.status).type('application/problem+json').send(problem);

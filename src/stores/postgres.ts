@@ -28,8 +28,16 @@ export async function openPostgres(opts: {
     const { default: pg } = await import('pg');
     // Return int8 (counts) as numbers: no count here comes near 2^53.
     pg.types.setTypeParser(20, (v) => Number(v));
-    // A request waits at most this long for a connection while the server is away, then fails instead of hanging.
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10, connectionTimeoutMillis: 5000 });
+    // While the server is away a request waits at most connectionTimeoutMillis for a connection and query_timeout for
+    // an answer, then fails (a 503) instead of hanging; keep-alive notices a server that vanished without a FIN.
+    const pool = new pg.Pool({
+      connectionString: opts.databaseUrl,
+      max: 10,
+      connectionTimeoutMillis: 5000,
+      query_timeout: 30_000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
     // A connection the server terminated emits 'error': on the pool when it was idle, on the client itself when it
     // was checked out between two statements (a transaction). Without a listener either would end the process.
     pool.on('error', (err) => opts.onConnectionError?.(err));

@@ -1,0 +1,72 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+/**
+ * The service as a user runs it: `tsx src/main.ts` as a child process on embedded
+ * stores under `dataDir`, listening on 127.0.0.1 only.
+ */
+export const TSX = path.resolve('node_modules/.bin/tsx');
+/** The project's Node (npm scripts put it first on PATH), else the one running the tests. */
+const NODE = fs.existsSync(path.resolve('node_modules/.bin/node')) ? path.resolve('node_modules/.bin/node') : process.execPath;
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** Everything the process printed so far (stdout and stderr). */
+  output: () => string;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The environment of a service on embedded stores (never a DATABASE_URL or SECRET_KEY of the test run). */
+export function serviceEnv(dataDir: string, port: number): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _db, SECRET_KEY: _key, ...env } = process.env;
+  return { ...env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+}
+
+/** Starts the service and resolves once /healthz answers; `children` collects it for the caller's cleanup. */
+export async function startService(dataDir: string, port: number, children: ChildProcess[], extraEnv: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> {
+  // Node with tsx's loader, not the tsx launcher: the launcher runs the service in a
+  // child of its own, which a SIGKILL of the launcher would leave running.
+  const child = spawn(NODE, ['--import', 'tsx', 'src/main.ts'], { env: { ...serviceEnv(dataDir, port), ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d) => (out += String(d)));
+  child.stderr!.on('data', (d) => (out += String(d)));
+  for (let i = 0; i < 240; i++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return { child, output: () => out };
+    if (child.exitCode !== null) throw new Error(`service exited: ${out}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`service did not become healthy: ${out}`);
+}
+
+const INITIAL_TOKEN = 'Initial admin token: ';
+
+/** The bootstrap token a first start prints, or undefined. */
+export function initialAdminToken(output: string): string | undefined {
+  return output
+    .split('\n')
+    .find((l) => l.startsWith(INITIAL_TOKEN))
+    ?.slice(INITIAL_TOKEN.length);
+}
+
+/** Sends `signal` and resolves with the exit code (null when a signal ended it). */
+export async function stopService(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill(signal);
+  return exited;
+}
