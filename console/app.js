@@ -1,6 +1,6 @@
 import { html } from 'htm/preact';
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { call, onUnauthenticated, token } from './api.js';
 import { ErrorBox, Session } from './ui.js';
 import { Overview } from './pages/overview.js';
@@ -64,6 +64,19 @@ function Shell({ me, labels, onSignOut }) {
     addEventListener('hashchange', update);
     return () => removeEventListener('hashchange', update);
   }, []);
+  // After moving to another page (not on the first one), focus goes to its heading, so a
+  // keyboard or screen-reader user starts there rather than back at the top.
+  const main = useRef(null);
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    const heading = main.current?.querySelector('h1');
+    heading?.setAttribute('tabindex', '-1');
+    heading?.focus();
+  }, [route.page]);
   const Page = PAGES.find((p) => p[0] === route.page)[2];
   return html`<${Session.Provider} value=${{ me, labels }}>
     <div class="shell">
@@ -72,10 +85,13 @@ function Shell({ me, labels, onSignOut }) {
         <nav aria-label="Main">
           ${PAGES.map(([key, label]) => html`<a href=${`#/${key}`} aria-current=${route.page === key ? 'page' : undefined}>${label}</a>`)}
         </nav>
-        <span class="who">${me.user.emailAddress} · ${me.organization.name}</span>
-        <button type="button" onClick=${onSignOut}>Sign out</button>
+        <span class="who" title=${`${me.user.emailAddress} · ${me.organization.name}`}>
+          <span>${me.user.emailAddress}</span>
+          <span>${me.organization.name}</span>
+        </span>
+        <button type="button" class="signout" onClick=${onSignOut}>Sign out</button>
       </header>
-      <main id="page">
+      <main id="page" ref=${main}>
         <${Page} params=${route.params} />
       </main>
     </div>

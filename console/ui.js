@@ -30,11 +30,12 @@ export function useCall(name, input, deps = []) {
   return { ...state, reload };
 }
 
-/** Re-runs `fn` every `ms` while the page is shown. */
+/** Re-runs `fn` every `ms` while the page is shown; `ms` null pauses it. */
 export function useInterval(fn, ms) {
   const saved = useRef(fn);
   saved.current = fn;
   useEffect(() => {
+    if (ms === null) return undefined;
     const id = setInterval(() => saved.current(), ms);
     return () => clearInterval(id);
   }, [ms]);
@@ -56,7 +57,7 @@ export function ErrorBox({ error }) {
 
 export const Loading = () => html`<p class="loading" role="status">Loading…</p>`;
 
-/** A table: columns [{label, render(row)}]; `onOpen` makes each row's first cell a button. */
+/** A table: columns [{label, render(row), num}]; `num` columns hold figures (aligned right, never wrapped). */
 export function Table({ caption, columns, rows, empty = 'Nothing here yet.', rowKey = (r) => r.guid ?? r.id }) {
   if (!rows) return null;
   return html`<div class="table-wrap">
@@ -66,7 +67,7 @@ export function Table({ caption, columns, rows, empty = 'Nothing here yet.', row
       </caption>
       <thead>
         <tr>
-          ${columns.map((c) => html`<th scope="col">${c.label}</th>`)}
+          ${columns.map((c) => html`<th scope="col" class=${c.num ? 'num' : undefined}>${c.label}</th>`)}
         </tr>
       </thead>
       <tbody>
@@ -78,7 +79,7 @@ export function Table({ caption, columns, rows, empty = 'Nothing here yet.', row
             : rows.map(
                 (row) =>
                   html`<tr key=${rowKey(row)}>
-                    ${columns.map((c) => html`<td>${c.render(row)}</td>`)}
+                    ${columns.map((c) => html`<td class=${c.num ? 'num' : undefined}>${c.render(row)}</td>`)}
                   </tr>`,
               )
         }
@@ -91,6 +92,8 @@ export function Table({ caption, columns, rows, empty = 'Nothing here yet.', row
 export function Field({ label, as = 'input', options, value, onInput, hint, ...rest }) {
   const id = useRef(`f-${Math.random().toString(36).slice(2, 9)}`).current;
   const set = (e) => onInput(e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value);
+  // A checkbox reads best with its label beside it.
+  if (rest.type === 'checkbox') return html`<label class="check"><input type="checkbox" checked=${rest.checked} onChange=${set} />${label}</label>`;
   let control;
   if (as === 'select') {
     control = html`<select id=${id} value=${value} onChange=${set} ...${rest}>
@@ -180,6 +183,20 @@ export const RANGES = [
   ['30d', 'Last 30 days', 30 * 86_400_000],
 ];
 export const rangeMs = (key) => (RANGES.find((r) => r[0] === key) ?? RANGES[2])[2];
+
+/**
+ * Epoch milliseconds as a datetime-local input's value (the browser's time zone, to
+ * the minute) and back; an empty or invalid value gives null.
+ */
+export const toLocalInput = (ms) => {
+  const d = new Date(ms);
+  return new Date(ms - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+};
+export const fromLocalInput = (value) => {
+  // A date-time without an offset is read in the local time zone (ECMAScript Date.parse).
+  const ms = value ? new Date(value).getTime() : NaN;
+  return Number.isFinite(ms) ? ms : null;
+};
 
 /** Lines of `Name: value` as a header map. */
 export function parseHeaderLines(text) {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -6,18 +7,22 @@ import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { newGuid } from '../src/core/ids.js';
 import { invoke, newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
 import { ingest, logRow } from './helpers/call-logs.js';
-import { listenLoopback, registerServer } from './helpers/gateway.js';
+import { gatewayClient, registerServer } from './helpers/gateway.js';
 import { newMember } from './helpers/members.js';
-import { startEverything, type Upstream } from './helpers/upstreams.js';
+import { startEverything, startHeaderServer, startOAuthServer, type HeaderUpstream, type OAuthUpstream, type Upstream } from './helpers/upstreams.js';
 
 /**
  * The web console (contract 8.5) in a real headless Chromium against the real
- * service: sign in, every page with real data, the logs' filters and a call's
- * detail, creating a team and a gateway, issuing a token, a capability-less view,
+ * service: sign in, every page with real data (seeded calls and an alert), the logs'
+ * filters, custom time window and a call's detail, an alert's record and its call,
+ * servers of each authType (the OAuth one approved in a second tab and back),
+ * people's roles and teams, a gateway's curation, token and a connection made by a
+ * real host, settings, keyboard navigation, a narrow window, a capability-less view,
  * signing out. Screenshots of each page go to test-results/console/.
  */
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = path.resolve('test-results/console');
+const PAGES = ['Overview', 'Logs', 'Alerts', 'Servers', 'Gateways', 'People', 'Audit', 'Settings'];
 // One store kind is enough for a browser: the console sees only REST.
 const run = fs.existsSync(CHROMIUM) && storeKind() === 'pglite';
 
@@ -25,11 +30,31 @@ let t: TestApp;
 let base: string;
 let ws: CreatedWorkspace;
 let everything: Upstream;
+let headerUpstream: HeaderUpstream;
+let oauthUpstream: OAuthUpstream;
 let browser: Browser;
 let page: Page;
 let serverGuid: string;
 let gatewayGuid: string;
+let seededAt: number;
+const SEEDED = 240;
 const seeded: { traceId: string; toolName: string }[] = [];
+
+/** A port free right now: PUBLIC_BASE_URL must name the port the service listens on, so OAuth's redirect and the connect URLs reach it. */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A tab in UTC; a missing element fails its step after 20 s instead of waiting forever (playwright's library default). */
+async function newPage(width: number): Promise<Page> {
+  const p = await browser.newPage({ viewport: { width, height: 800 }, timezoneId: 'UTC' });
+  p.setDefaultTimeout(20_000);
+  return p;
+}
 
 async function signIn(p: Page, token: string) {
   await p.goto(`${base}/console`);
@@ -38,25 +63,39 @@ async function signIn(p: Page, token: string) {
   await p.getByRole('navigation', { name: 'Main' }).waitFor();
 }
 
-const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+const shot = (name: string, p: Page = page) => p.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+const goTo = async (name: string, p: Page = page) => {
+  await p.getByRole('link', { name, exact: true }).click();
+  await p.getByRole('heading', { name, level: 1 }).waitFor();
+};
+/** A datetime-local value for epoch ms: the pages run in UTC. */
+const minuteInput = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+const bodyRows = (p: Page = page) => p.locator('main table tbody tr');
 
 describe.runIf(run)('the web console', () => {
   beforeAll(async () => {
     fs.mkdirSync(SHOTS, { recursive: true });
-    [t, everything] = await Promise.all([startTestApp(), startEverything('streamableHttp')]);
-    base = await listenLoopback(t);
+    const port = await freePort();
+    [t, everything, headerUpstream, oauthUpstream] = await Promise.all([
+      startTestApp({ PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }),
+      startEverything('streamableHttp'),
+      startHeaderServer('X-Api-Key', 'console-header-secret'),
+      startOAuthServer(),
+    ]);
+    await t.app.listen({ port, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${port}`;
     ws = await newWorkspace(t);
     serverGuid = (await registerServer(t, ws, { name: 'Everything', url: everything.url, authType: 'none' })).serverGuid;
     gatewayGuid = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Main gateway' })).body.guid;
     await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: serverGuid });
-    // Calls of the last hours, through the normal ingest path, naming the real gateway, server and user.
-    const now = Date.now();
-    const rows = Array.from({ length: 240 }, (_, i) => {
-      const toolName = ['echo', 'add', 'longRunningOperation', 'printEnv'][i % 4]!;
+    // Calls of the last hours, one a minute, through the normal ingest path, naming the real gateway, server and user.
+    seededAt = Date.now();
+    const rows = Array.from({ length: SEEDED }, (_, i) => {
+      const toolName = ['echo', 'get-sum', 'trigger-long-running-operation', 'get-env'][i % 4]!;
       const traceId = newGuid().replaceAll('-', '');
       if (i < 4) seeded.push({ traceId, toolName });
       return logRow(ws.organizationGuid, {
-        createdAt: now - i * 60_000,
+        createdAt: seededAt - i * 60_000,
         toolName,
         durationMs: 5 + ((i * 37) % 400),
         status: i % 9 === 0 ? 'error' : 'ok',
@@ -71,6 +110,17 @@ describe.runIf(run)('the web console', () => {
       });
     });
     await ingest(t, rows);
+    // An alert shaped as the gateway raises it (upstream-health.ts): it names the server and gateway and the call's trace.
+    await t.runtime.services.alerts.raise({
+      organizationGuid: ws.organizationGuid,
+      code: 'upstream_call_failed',
+      messageType: 'error',
+      subject: 'Calls to server Everything keep failing',
+      message: `5 of the last 8 calls to ${everything.url} through gateway Main gateway failed within 60 s; last error: upstream said no`,
+      debugContext: { responseStatus: 502, method: 'tools/call', reason: 'upstream said no', traceId: seeded[2]!.traceId, failures: 5, calls: 8 },
+      relatedResourceIds: [serverGuid, gatewayGuid],
+      relatedContext: { inboundServerGuid: serverGuid, gatewayGuid },
+    });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
@@ -84,13 +134,30 @@ describe.runIf(run)('the web console', () => {
         '--disable-sync',
       ],
     });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page = await newPage(1280);
   }, 180_000);
 
   afterAll(async () => {
     await browser?.close();
     await t?.close();
-    await everything?.close();
+    await Promise.all([everything?.close(), headerUpstream?.close(), oauthUpstream?.close()]);
+  });
+
+  it('loads every module it preloads and preloads every module it loads, without a script error', async () => {
+    const fresh = await newPage(1280);
+    const loaded = new Map<string, number>();
+    const errors: string[] = [];
+    fresh.on('response', (r) => void (r.request().resourceType() === 'script' && loaded.set(new URL(r.url()).pathname, r.status())));
+    fresh.on('pageerror', (err) => errors.push(err.message));
+    await signIn(fresh, ws.token);
+    await fresh.getByRole('list', { name: 'Totals' }).waitFor();
+    await fresh.locator('.chart canvas').first().waitFor();
+    const index = await (await fetch(`${base}/console/`)).text();
+    const preloaded = [...index.matchAll(/rel="modulepreload" href="\.\/([^"]+)"/g)].map((m) => `/console/${m[1]}`);
+    expect([...loaded.keys()].sort()).toEqual([...preloaded, '/console/app.js'].sort());
+    expect([...loaded.values()].every((status) => status === 200)).toBe(true);
+    expect(errors).toEqual([]);
+    await fresh.close();
   });
 
   it('signs in with an access token kept in sessionStorage only', async () => {
@@ -99,36 +166,43 @@ describe.runIf(run)('the web console', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/token/i);
     await signIn(page, ws.token);
-    for (const name of ['Overview', 'Logs', 'Alerts', 'Servers', 'Gateways', 'People', 'Audit', 'Settings']) {
+    for (const name of PAGES) {
       await expect(page.getByRole('link', { name, exact: true }).count()).resolves.toBe(1);
     }
     expect(await page.evaluate(() => Object.keys(sessionStorage))).toEqual(['svc-admin-token']);
     expect(await page.evaluate(() => Object.keys(localStorage))).toEqual([]);
   });
 
-  it('Overview shows totals, a chart and the top tools from get_usage_report', async () => {
-    const started = Date.now();
-    await page.getByRole('link', { name: 'Overview', exact: true }).click();
-    await page.getByRole('list', { name: 'Totals' }).getByText('240').waitFor();
-    const renderedMs = Date.now() - started;
+  it('Overview shows totals, a chart and the top tools, servers and users, laid out whole at 1280x800', async () => {
+    await goTo('Overview');
+    await page.getByRole('list', { name: 'Totals' }).getByText(String(SEEDED)).waitFor();
     await page.locator('.chart canvas').first().waitFor();
     const topTools = page.getByRole('table', { name: 'Top tools' });
     await topTools.getByRole('cell', { name: 'echo', exact: true }).waitFor();
     expect(await topTools.getByRole('row').count()).toBe(5);
+    const me = (await invoke(t, 'rest', ws.token, 'whoami', {})).body.user.emailAddress;
+    await page.getByRole('table', { name: 'Top users' }).getByRole('link', { name: me }).waitFor();
+    // Nothing is cut off: no top table scrolls inside its box, the page does not scroll sideways,
+    // and the navigation is one line.
+    for (const name of ['Top tools', 'Top servers', 'Top users']) {
+      const clipped = await page.getByRole('table', { name }).evaluate((table: any) => table.parentElement.scrollWidth > table.parentElement.clientWidth);
+      expect(clipped, name).toBe(false);
+    }
+    expect(await page.evaluate('document.scrollingElement.scrollWidth <= innerWidth')).toBe(true);
+    const tops = await Promise.all(PAGES.map(async (name) => (await page.getByRole('link', { name, exact: true }).boundingBox())!.y));
+    expect(new Set(tops).size).toBe(1);
     await shot('overview');
-    console.error(`console: Overview rendered with data in ${renderedMs} ms`);
   });
 
   it('Logs lists calls with Time, Tool, Status and Duration, filters through the URL and opens a call with its bodies and trace', async () => {
-    await page.getByRole('link', { name: 'Logs', exact: true }).click();
+    await goTo('Logs');
     const table = page.getByRole('table');
     for (const header of ['Time', 'Tool', 'Status', 'Duration']) await table.getByRole('columnheader', { name: header, exact: true }).waitFor();
-    await expect.poll(() => page.locator('main table tbody tr').count()).toBe(50);
+    await expect.poll(() => bodyRows().count()).toBe(50);
     await page.getByLabel('Trace id').fill(seeded[1]!.traceId);
     await page.getByRole('button', { name: 'Apply filters' }).click();
-    const rows = page.locator('main table tbody tr');
-    await expect.poll(() => rows.count()).toBe(1);
-    await expect.poll(() => rows.first().textContent()).toContain(seeded[1]!.toolName);
+    await expect.poll(() => bodyRows().count()).toBe(1);
+    await expect.poll(() => bodyRows().first().textContent()).toContain(seeded[1]!.toolName);
     expect(page.url()).toContain(`trace_id=${seeded[1]!.traceId}`);
     await shot('logs');
     await table.getByRole('button', { name: /Details of the call/ }).click();
@@ -138,74 +212,264 @@ describe.runIf(run)('the web console', () => {
     expect(await detail.getByLabel('Request headers').textContent()).not.toContain('svcg_hidden_value');
     await shot('logs-detail');
     // The view is a link: a new tab opened on it shows the same filtered calls.
-    const shared = await browser.newPage();
+    const shared = await newPage(1280);
     await shared.goto(`${base}/console`);
     await shared.evaluate((token) => sessionStorage.setItem('svc-admin-token', token), ws.token);
     await shared.goto(page.url());
     await shared.reload();
-    await expect.poll(() => shared.locator('main table tbody tr').count()).toBe(1);
+    await expect.poll(() => bodyRows(shared).count()).toBe(1);
     await shared.close();
   });
 
-  it('Servers, Alerts, Audit and Settings render with real data', async () => {
-    await page.getByRole('link', { name: 'Servers', exact: true }).click();
-    await page.getByRole('table', { name: 'Inbound servers' }).getByRole('button', { name: 'Everything', exact: true }).waitFor();
-    await shot('servers');
-    await page.getByRole('link', { name: 'Alerts', exact: true }).click();
-    await page.getByRole('table', { name: 'Alerts, newest first' }).waitFor();
-    await shot('alerts');
-    await page.getByRole('link', { name: 'Audit', exact: true }).click();
-    await page.getByRole('table', { name: 'Admin operations, newest first' }).getByRole('cell', { name: 'assign_server_to_gateway' }).waitFor();
-    await shot('audit');
-    await page.getByRole('link', { name: 'Settings', exact: true }).click();
-    await page
-      .getByRole('table', { name: 'Access and gateway tokens' })
-      .getByRole('cell', { name: 'test' })
-      .first()
-      .waitFor({ timeout: 10_000 })
-      .catch(() => undefined);
-    await page.getByLabel('Logs collector URL').waitFor();
-    await shot('settings');
+  it('Logs takes a custom From/To window, keeps it in the URL as fromMs/toMs and refuses one that ends before it starts', async () => {
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await expect.poll(() => bodyRows().count()).toBe(50);
+    const minute = (ms: number) => Math.floor(ms / 60_000) * 60_000;
+    const fromMs = minute(seededAt - 30.5 * 60_000);
+    const toMs = minute(seededAt - 10.5 * 60_000) + 59_999;
+    const expected = Array.from({ length: SEEDED }, (_, i) => seededAt - i * 60_000).filter((at) => at >= fromMs && at <= toMs).length;
+    expect(expected).toBeGreaterThan(15);
+    await page.getByLabel('From', { exact: true }).fill(minuteInput(fromMs));
+    await page.getByLabel('To', { exact: true }).fill(minuteInput(toMs));
+    await page.getByRole('button', { name: 'Apply time range' }).click();
+    await expect.poll(() => bodyRows().count()).toBe(expected);
+    expect(new URL(page.url()).hash).toContain(`fromMs=${fromMs}&toMs=${toMs}`);
+    expect(await page.getByLabel('Time range').inputValue()).toBe('custom');
+    // The window survives a reload, boxes included.
+    await page.reload();
+    await expect.poll(() => bodyRows().count()).toBe(expected);
+    expect(await page.getByLabel('From', { exact: true }).inputValue()).toBe(minuteInput(fromMs));
+    await page.getByLabel('From', { exact: true }).fill(minuteInput(toMs + 3_600_000));
+    await page.getByRole('button', { name: 'Apply time range' }).click();
+    await expect.poll(() => page.getByRole('form', { name: 'Time window' }).getByRole('alert').textContent()).toContain('before the To time');
+    expect(new URL(page.url()).hash).toContain(`fromMs=${fromMs}&`);
+    // A preset again drops the custom bounds.
+    await page.getByLabel('Time range').selectOption('24h');
+    await expect.poll(() => bodyRows().count()).toBe(50);
+    expect(page.url()).not.toContain('fromMs');
   });
 
-  it('creates a team on People, with role capability checkboxes from list_capabilities', async () => {
-    await page.getByRole('link', { name: 'People', exact: true }).click();
+  it('Alerts lists the seeded alert, opens its full record and follows its link to the call', async () => {
+    await goTo('Alerts');
+    const list = page.getByRole('table', { name: 'Alerts, newest first' });
+    await list.getByRole('button', { name: 'Calls to server Everything keep failing' }).click();
+    const record = page.getByRole('complementary', { name: 'Alert record' });
+    await expect.poll(() => record.getByLabel('Debug context').textContent()).toContain(seeded[2]!.traceId);
+    expect(await record.getByRole('definition').filter({ hasText: 'upstream_call_failed' }).count()).toBe(1);
+    await record.getByRole('link', { name: 'Server Everything: calls' }).waitFor();
+    await record.getByRole('link', { name: 'Gateway Main gateway: calls' }).waitFor();
+    await shot('alerts');
+    await record.getByRole('link', { name: 'The call behind this alert' }).click();
+    await page.getByRole('heading', { name: 'Logs', level: 1 }).waitFor();
+    await expect.poll(() => bodyRows().count()).toBe(1);
+    expect(await bodyRows().first().textContent()).toContain(seeded[2]!.toolName);
+    expect(await page.getByLabel('Trace id').inputValue()).toBe(seeded[2]!.traceId);
+  });
+
+  it('Servers registers one server of each authType; the OAuth one is approved in another tab, and the list polls only while one is validating', async () => {
+    await goTo('Servers');
+    const servers = page.getByRole('table', { name: 'Inbound servers' });
+    await servers.getByRole('button', { name: 'Everything', exact: true }).waitFor();
+    const statusOf = (name: string) =>
+      servers
+        .getByRole('row')
+        .filter({ has: page.getByRole('button', { name, exact: true }) })
+        .getByRole('cell')
+        .nth(3);
+    const register = async (name: string, url: string, authType: string) => {
+      await page.getByLabel('Server name').fill(name);
+      await page.getByLabel('Server URL').fill(url);
+      await page.getByLabel('Authentication').selectOption(authType);
+    };
+
+    await register('Plain', everything.url, 'none');
+    await page.getByRole('button', { name: 'Register server' }).click();
+    await expect.poll(() => statusOf('Plain').textContent()).toBe('open');
+
+    await register('Keyed', headerUpstream.url, 'headers');
+    await page.getByLabel('Headers', { exact: true }).fill('X-Api-Key: console-header-secret');
+    await page.getByRole('button', { name: 'Register server' }).click();
+    // needs-authentication at first; validation's outcome arrives by the page's own polling.
+    await expect.poll(() => statusOf('Keyed').textContent(), { timeout: 30_000 }).toBe('authenticated');
+    expect(await page.getByLabel('Server name').inputValue()).toBe('');
+
+    await register('Delegated', oauthUpstream.url, 'oauth');
+    await page.getByRole('button', { name: 'Register server' }).click();
+    const authorize = page.getByRole('link', { name: 'Open the authorization page' });
+    expect(await authorize.getAttribute('href')).toMatch(new RegExp(`^${oauthUpstream.issuer}/authorize\\?`));
+    await expect.poll(() => statusOf('Delegated').textContent()).toBe('needs-authentication');
+    await shot('servers');
+    // The human approves in a second tab (the demo server approves at once) and lands on the callback page, which leads back.
+    const [approval] = await Promise.all([page.waitForEvent('popup'), authorize.click()]);
+    await approval.getByRole('heading', { name: 'Authorization complete' }).waitFor();
+    await approval.getByRole('link', { name: "Back to the console's Servers page" }).click();
+    // The new tab has no token of its own (sessionStorage is per tab): sign-in, then the Servers page.
+    await approval
+      .getByLabel('Access token')
+      .or(approval.getByRole('heading', { name: 'Servers', level: 1 }))
+      .first()
+      .waitFor();
+    if (await approval.getByLabel('Access token').isVisible()) {
+      await approval.getByLabel('Access token').fill(ws.token);
+      await approval.getByRole('button', { name: 'Sign in' }).click();
+    }
+    await approval.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
+    await approval.close();
+    // The first tab learns of the approval without a reload.
+    await expect.poll(() => statusOf('Delegated').textContent(), { timeout: 30_000 }).toBe('authenticated');
+
+    // Nothing is validating any more: the page stops reading the list.
+    let reads = 0;
+    const count = (request: { url(): string }) => void (new URL(request.url()).pathname.endsWith('/servers') && reads++);
+    page.on('request', count);
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    page.off('request', count);
+    expect(reads).toBe(0);
+    await servers.getByRole('button', { name: 'Delegated', exact: true }).click();
+    await expect.poll(() => page.getByRole('table', { name: 'Identities of Delegated' }).getByRole('row').count()).toBe(2);
+  });
+
+  it('Audit and Settings render with real data; Settings creates an access token shown once and revokes it', async () => {
+    await goTo('Audit');
+    await page.getByRole('table', { name: 'Admin operations, newest first' }).getByRole('cell', { name: 'assign_server_to_gateway' }).first().waitFor();
+    await shot('audit');
+    await goTo('Settings');
+    const tokens = page.getByRole('table', { name: 'Access and gateway tokens' });
+    await tokens.getByRole('cell', { name: 'initial-admin', exact: true }).waitFor();
+    expect(await page.getByLabel('Logs collector URL').inputValue()).toBe('');
+    await page.getByLabel('Token label').fill('console-made');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    await expect.poll(() => page.getByLabel('Access token', { exact: true }).textContent()).toMatch(/^svcp_/);
+    await tokens.getByRole('cell', { name: 'console-made', exact: true }).waitFor();
+    await shot('settings');
+    const made = await page.getByLabel('Access token', { exact: true }).textContent();
+    expect((await invoke(t, 'rest', made!, 'whoami', {})).status).toBe(200);
+    await tokens.getByRole('button', { name: 'Revoke console-made' }).click();
+    await expect.poll(() => tokens.getByRole('cell', { name: 'console-made', exact: true }).count()).toBe(0);
+    expect((await invoke(t, 'rest', made!, 'whoami', {})).status).toBe(401);
+  });
+
+  it('People creates a team, and a role from capability checkboxes (list_capabilities)', async () => {
+    await goTo('People');
     await page.getByLabel('Team name').fill('Platform');
     await page.getByRole('button', { name: 'Create team' }).click();
     await page.getByRole('table', { name: 'Teams' }).getByRole('cell', { name: 'Platform', exact: true }).waitFor();
-    await expect(page.getByRole('checkbox', { name: 'View the audit log' }).count()).resolves.toBeGreaterThan(0);
+    const form = page.getByRole('form', { name: 'Create a role' });
+    await form.getByLabel('Role name').fill('Auditors');
+    await form.getByRole('checkbox', { name: 'View the audit log' }).check();
+    await form.getByRole('checkbox', { name: 'Query and export logs' }).check();
+    await form.getByRole('button', { name: 'Create role' }).click();
+    const row = page.getByRole('table', { name: 'Roles' }).getByRole('row').filter({ hasText: 'Auditors' });
+    await expect.poll(() => row.getByRole('cell').nth(1).textContent()).toBe('2');
     await shot('people');
-    const teams = await invoke(t, 'rest', ws.token, 'list_teams', {});
-    expect(teams.body.items.map((x: any) => x.name)).toContain('Platform');
+    const capabilities = (await invoke(t, 'rest', ws.token, 'list_capabilities', {})).body.groups.flatMap((g: any) => g.capabilities);
+    const keyOf = (label: string) => capabilities.find((c: any) => c.label === label).key;
+    const roles = await invoke(t, 'rest', ws.token, 'list_roles', {});
+    const created = roles.body.items.find((r: any) => r.name === 'Auditors');
+    expect([...created.grantedCapabilities].sort()).toEqual([keyOf('View the audit log'), keyOf('Query and export logs')].sort());
+    // Editing unchecks one: the role keeps the other.
+    await page.getByRole('button', { name: 'Edit Auditors' }).click();
+    const edit = page.getByRole('form', { name: 'Edit role Auditors' });
+    await edit.getByRole('checkbox', { name: 'Query and export logs' }).uncheck();
+    await edit.getByRole('button', { name: 'Save role' }).click();
+    await expect.poll(() => row.getByRole('cell').nth(1).textContent()).toBe('1');
+    const edited = (await invoke(t, 'rest', ws.token, 'list_roles', {})).body.items.find((r: any) => r.name === 'Auditors');
+    expect(edited.grantedCapabilities).toEqual([keyOf('View the audit log')]);
   });
 
-  it('creates a gateway, shows its assignment and naming, and issues a token shown once with the connect URL', async () => {
-    await page.getByRole('link', { name: 'Gateways', exact: true }).click();
+  it("Gateways: create, assign, curate the assignment's tools, issue a token; a host's connection opens with its detail and calls", async () => {
+    await goTo('Gateways');
     await page.getByLabel('Gateway name').fill('Console gateway');
     await page.getByRole('button', { name: 'Create gateway' }).click();
     await page.getByRole('heading', { name: 'Console gateway' }).waitFor();
     await page.getByLabel('Tool naming mode').waitFor();
     await page.getByLabel('Server to assign').selectOption({ label: 'Everything' });
     await page.getByRole('button', { name: 'Assign server' }).click();
-    await page.getByRole('table', { name: 'Servers of Console gateway' }).getByRole('cell', { name: 'Everything', exact: true }).waitFor();
+    const assignments = page.getByRole('table', { name: 'Servers of Console gateway' });
+    await assignments.getByRole('cell', { name: 'Everything', exact: true }).waitFor();
+
+    await assignments.getByRole('button', { name: 'Edit tools of Everything' }).click();
+    await page.getByLabel('Tool filter', { exact: true }).selectOption('allow');
+    await page.getByLabel('Filtered tools').fill('echo, get-sum');
+    await page.getByLabel('Tool overrides').fill(JSON.stringify({ echo: { name: 'say', description: 'Says it back' } }));
+    await page.getByRole('button', { name: 'Save tool curation' }).click();
+    const summary = assignments.getByRole('row').filter({ hasText: 'Everything' });
+    await expect.poll(() => summary.textContent()).toContain('allow: echo, get-sum');
+    expect(await summary.textContent()).toContain('echo → say (new description)');
+
     await page.getByRole('button', { name: 'Issue gateway token' }).click();
     const shown = page.getByLabel('Gateway token', { exact: true });
     await expect.poll(() => shown.textContent()).toMatch(/^svcg_/);
     await page.getByRole('button', { name: 'Copy gateway token' }).waitFor();
+    const connectUrl = (await page.locator('.once + p code').textContent())!;
     await shot('gateways');
-    const listed = await invoke(t, 'rest', ws.token, 'list_gateways', {});
-    expect(listed.body.items.map((g: any) => g.name)).toContain('Console gateway');
+
+    // A host connects with the token and calls the curated tool: the gateway shows it under its new name.
+    const host = await gatewayClient(connectUrl, (await shown.textContent())!);
+    try {
+      const tools = (await host.listTools()).tools.map((x) => x.name).sort();
+      expect(tools).toEqual([expect.stringMatching(/get-sum$/), expect.stringMatching(/say$/)]);
+      const answer = await host.callTool({ name: tools[1]!, arguments: { message: 'from the console test' } });
+      expect(JSON.stringify(answer.content)).toContain('from the console test');
+    } finally {
+      await host.close();
+    }
+    await t.runtime.services.callLogs.flush();
+
+    const connections = page.getByRole('table', { name: 'Connections of Console gateway' });
+    await connections.getByRole('row').nth(1).getByRole('button').first().click();
+    const detail = page.getByRole('complementary', { name: 'Connection detail' });
+    await detail.getByRole('definition').filter({ hasText: 'Console gateway' }).waitFor();
+    await expect.poll(() => detail.getByRole('definition').nth(4).textContent()).not.toBe('—');
+    await shot('gateways-connection');
+    await detail.getByRole('link', { name: 'Calls of this connection' }).click();
+    await page.getByRole('heading', { name: 'Logs', level: 1 }).waitFor();
+    await expect.poll(() => bodyRows().filter({ hasText: 'echo' }).count()).toBeGreaterThan(0);
+  });
+
+  it('is usable from the keyboard: Tab reaches the navigation links and Enter follows one', async () => {
+    // A fresh document (the hash alone would not reload it), focus on nothing yet.
+    await page.goto(`${base}/console/#/overview`);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    const focused = () => page.evaluate('document.activeElement && document.activeElement.textContent');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Overview');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Logs');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Logs', level: 1 }).waitFor();
+    expect(new URL(page.url()).hash).toBe('#/logs');
+    // Focus moves to the new page's heading, so the next Tab goes into the page, not back to the top.
+    expect(await focused()).toBe('Logs');
+    expect(await page.evaluate('document.activeElement.tagName')).toBe('H1');
+  });
+
+  it('on a narrow window every navigation link is in sight and no page scrolls sideways', async () => {
+    const narrow = await newPage(420);
+    await signIn(narrow, ws.token);
+    for (const name of PAGES) {
+      await goTo(name, narrow);
+      await expect.poll(() => narrow.locator('main .loading').count()).toBe(0);
+      for (const link of PAGES) {
+        const box = (await narrow.getByRole('link', { name: link, exact: true }).boundingBox())!;
+        expect(box.x >= 0 && box.x + box.width <= 420, `${link} on ${name}`).toBe(true);
+      }
+      expect(await narrow.evaluate('document.scrollingElement.scrollWidth <= innerWidth'), name).toBe(true);
+      if (name === 'Overview') await shot('overview-narrow', narrow);
+    }
+    await narrow.close();
   });
 
   it("shows a capability-less user why a page is empty, by the capability's label", async () => {
     const member = await newMember(t, ws, []);
-    const other = await browser.newPage({ viewport: { width: 420, height: 800 } });
+    const other = await newPage(420);
     await signIn(other, member.token);
     await other.getByRole('link', { name: 'Logs', exact: true }).click();
     await expect.poll(() => other.getByRole('alert').first().textContent()).toContain('Query and export logs');
     await other.getByRole('link', { name: 'Audit', exact: true }).click();
     await expect.poll(() => other.getByRole('alert').first().textContent()).toContain('View the audit log');
-    await other.screenshot({ path: path.join(SHOTS, 'no-capability-narrow.png'), fullPage: true });
+    await shot('no-capability-narrow', other);
     await other.close();
   });
 

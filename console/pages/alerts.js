@@ -10,6 +10,14 @@ function ResourceLink({ id, kinds }) {
   return html`<a href=${hrefOf('logs', { [kind.filter]: id, range: '7d' })}>${kind.label}: calls</a>`;
 }
 
+/** The record's structured parts, shown as JSON under these headings when present. */
+const RECORD_PARTS = [
+  ['dynamicContent', 'Dynamic content'],
+  ['debugContext', 'Debug context'],
+  ['relatedContext', 'Related context'],
+  ['closeDetails', 'Close details'],
+];
+
 function AlertDetail({ guid, kinds, onClose }) {
   const { data, error } = useCall('get_alert', { alertGuid: guid });
   const traceId = data?.debugContext?.traceId ?? data?.dynamicContent?.traceId;
@@ -40,10 +48,10 @@ function AlertDetail({ guid, kinds, onClose }) {
                   : null
               }
             </dl>
-            ${['dynamicContent', 'debugContext', 'relatedContext', 'closeDetails'].map(
-              (k) =>
-                html`<h3>${k}</h3>
-                  <pre aria-label=${k}>${JSON.stringify(data[k], null, 2)}</pre>`,
+            ${RECORD_PARTS.filter(([k]) => data[k] != null).map(
+              ([k, label]) =>
+                html`<h3>${label}</h3>
+                  <pre aria-label=${label}>${JSON.stringify(data[k], null, 2)}</pre>`,
             )}`
         : null
     }

@@ -10,6 +10,14 @@ const SCHEMES = [
   ['sharedIdentity', 'one shared identity'],
 ];
 
+/** `echo → shout, add (new description)`: what each override changes, at a glance. */
+const overridesSummary = (overrides) =>
+  overrides && Object.keys(overrides).length
+    ? Object.entries(overrides)
+        .map(([upstream, o]) => `${upstream}${o.name ? ` → ${o.name}` : ''}${o.description ? ' (new description)' : ''}`)
+        .join(', ')
+    : '—';
+
 function CurationEditor({ assignment, onSaved }) {
   const [mode, setMode] = useState(assignment.toolFilter?.mode ?? '');
   const [tools, setTools] = useState((assignment.toolFilter?.tools ?? []).join(', '));
@@ -122,7 +130,7 @@ function GatewayDetail({ gateway, servers, onChange }) {
               { label: 'Configured', render: (a) => (a.configured ? 'yes' : 'no') },
               { label: 'Enabled', render: (a) => (a.enabled ? 'yes' : 'no') },
               { label: 'Tool filter', render: (a) => (a.toolFilter ? `${a.toolFilter.mode}: ${a.toolFilter.tools.join(', ')}` : 'all tools') },
-              { label: 'Overrides', render: (a) => (a.toolOverrides ? Object.keys(a.toolOverrides).join(', ') : '—') },
+              { label: 'Overrides', render: (a) => overridesSummary(a.toolOverrides) },
               {
                 label: 'Actions',
                 render: (a) =>

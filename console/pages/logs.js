@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { navigate, hrefOf } from '../nav.js';
-import { ErrorBox, Field, Loading, RANGES, Table, fmtMs, fmtTime, rangeMs, short, useCall, useNames } from '../ui.js';
+import { ErrorBox, Field, Loading, RANGES, Table, fmtMs, fmtTime, fromLocalInput, rangeMs, short, toLocalInput, useCall, useNames } from '../ui.js';
 
 /** The query_logs filters the page offers, with their labels; each lives in the URL. */
 const FILTERS = [
@@ -68,43 +68,73 @@ function Detail({ row, onClose }) {
   </aside>`;
 }
 
+/** The window: a preset (`range`) or a custom one (`fromMs`, `toMs` in the URL, range=custom). */
+function TimeWindow({ params, range, fromMs, toMs }) {
+  const [draft, setDraft] = useState({ from: toLocalInput(fromMs), to: toLocalInput(toMs) });
+  const [error, setError] = useState(null);
+  useEffect(() => setDraft({ from: toLocalInput(fromMs), to: toLocalInput(toMs) }), [fromMs, toMs]);
+  const choose = (key) =>
+    key === 'custom'
+      ? navigate('logs', { ...params, range: key, skip: 0, fromMs, toMs })
+      : navigate('logs', { ...params, range: key, skip: 0, fromMs: '', toMs: '' });
+  const apply = (e) => {
+    e.preventDefault();
+    const from = fromLocalInput(draft.from);
+    const to = fromLocalInput(draft.to);
+    if (from === null || to === null || from > to) {
+      setError({ problem: { detail: 'Give a From time before the To time.' } });
+      return;
+    }
+    setError(null);
+    // The inputs hold minutes: To covers its whole minute.
+    navigate('logs', { ...params, range: 'custom', skip: 0, fromMs: from, toMs: to + 59_999 });
+  };
+  return html`<form class="window" onSubmit=${apply} aria-label="Time window">
+    <${Field} label="Time range" as="select" value=${range} options=${[...RANGES.map(([k, l]) => [k, l]), ['custom', 'Custom range']]} onInput=${choose} />
+    <${Field} label="From" type="datetime-local" value=${draft.from} onInput=${(v) => setDraft({ ...draft, from: v })} required />
+    <${Field} label="To" type="datetime-local" value=${draft.to} onInput=${(v) => setDraft({ ...draft, to: v })} required />
+    <button type="submit">Apply time range</button>
+    <${ErrorBox} error=${error} />
+  </form>`;
+}
+
 export function Logs({ params }) {
-  const range = params.range ?? '24h';
+  const custom = Boolean(params.fromMs && params.toMs);
+  const range = custom ? 'custom' : RANGES.some((r) => r[0] === params.range) ? params.range : '24h';
   const skip = Number(params.skip ?? 0);
   const [now] = useState(Date.now());
-  const [draft, setDraft] = useState(() => Object.fromEntries([...FILTERS.map(([k]) => [k, params[k] ?? '']), ['type', params.type ?? '']]));
-  const [open, setOpen] = useState(null);
   const filters = Object.fromEntries([...FILTERS.map(([k]) => k), 'type'].filter((k) => params[k]).map((k) => [k, params[k]]));
-  const fromMs = params.fromMs ? Number(params.fromMs) : now - rangeMs(range);
-  const toMs = params.toMs ? Number(params.toMs) : now;
+  const draftOf = () => Object.fromEntries([...FILTERS.map(([k]) => [k, params[k] ?? '']), ['type', params.type ?? '']]);
+  const [draft, setDraft] = useState(draftOf);
+  // A link to another view (a trace, a connection) replaces what the boxes show.
+  useEffect(() => setDraft(draftOf()), [JSON.stringify(filters)]);
+  const [open, setOpen] = useState(null);
+  const fromMs = custom ? Number(params.fromMs) : now - rangeMs(range);
+  const toMs = custom ? Number(params.toMs) : now;
   const { data, error, loading } = useCall('query_logs', { filters, fromMs, toMs, skip, take: PAGE });
   const names = useNames([
     ['list_inbound_servers', (s) => s.name],
     ['list_gateways', (g) => g.name],
     ['list_users', (u) => u.emailAddress],
   ]);
+  // Filters change, the window stays.
+  const windowParams = { range, fromMs: custom ? params.fromMs : '', toMs: custom ? params.toMs : '' };
   const apply = (e) => {
     e.preventDefault();
-    navigate('logs', { ...draft, range });
+    navigate('logs', { ...draft, ...windowParams });
   };
   const name = (guid) => (guid ? (names.get(guid) ?? short(guid)) : '—');
   return html`<section aria-labelledby="logs-title">
     <div class="page-head">
       <h1 id="logs-title">Logs</h1>
-      <${Field}
-        label="Time range"
-        as="select"
-        value=${range}
-        options=${RANGES.map(([k, l]) => [k, l])}
-        onInput=${(v) => navigate('logs', { ...params, range: v, skip: 0, fromMs: '', toMs: '' })}
-      />
+      <${TimeWindow} params=${params} range=${range} fromMs=${fromMs} toMs=${toMs} />
     </div>
     <form class="filters card" onSubmit=${apply} aria-label="Log filters">
       ${FILTERS.map(([key, label]) => html`<${Field} label=${label} value=${draft[key]} onInput=${(v) => setDraft({ ...draft, [key]: v })} />`)}
       <${Field} label="Type" as="select" value=${draft.type} options=${TYPES.map((t) => [t, t || 'any'])} onInput=${(v) => setDraft({ ...draft, type: v })} />
       <div class="buttons">
         <button type="submit">Apply filters</button>
-        <button type="button" onClick=${() => navigate('logs', { range })}>Clear filters</button>
+        <button type="button" onClick=${() => navigate('logs', windowParams)}>Clear filters</button>
       </div>
     </form>
     <${ErrorBox} error=${error} />
@@ -125,7 +155,7 @@ export function Logs({ params }) {
                 },
                 { label: 'Tool', render: (r) => r.tool_name ?? r.method },
                 { label: 'Status', render: (r) => html`<span class=${`status ${r.status}`}>${r.status}</span>` },
-                { label: 'Duration', render: (r) => fmtMs(r.duration_ms) },
+                { label: 'Duration', render: (r) => fmtMs(r.duration_ms), num: true },
                 { label: 'Server', render: (r) => name(r.inbound_server_guid) },
                 { label: 'Gateway', render: (r) => name(r.outbound_gateway_guid) },
                 { label: 'User', render: (r) => name(r.user_guid) },

@@ -1,17 +1,34 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import uPlot from 'uplot';
 import { navigate, hrefOf } from '../nav.js';
 import { ErrorBox, Field, Loading, RANGES, Table, fmtBytes, fmtMs, rangeMs, short, useCall, useNames } from '../ui.js';
 
+// Not a static import: the pages start their API calls while the chart library (the
+// largest module) still loads; index.html has already asked for it (modulepreload).
+const uPlotModule = import('uplot');
+
 /** The bucket each window is drawn in: about 60 to 720 points. */
 const INTERVAL = { '15m': 'minute', '1h': 'minute', '24h': 'hour', '7d': 'hour', '30d': 'day' };
+
+/** The width a plot fills: its box's, never so small that the axes crowd out the data. */
+const widthOf = (box) => Math.max(240, box.clientWidth);
 
 /** Calls and errors over time, drawn by uPlot. */
 function CallsChart({ items, fromMs, toMs, interval }) {
   const box = useRef(null);
   useEffect(() => {
-    if (!box.current) return undefined;
+    let live = true;
+    let cleanup = () => undefined;
+    uPlotModule.then(({ default: uPlot }) => {
+      if (live && box.current) cleanup = draw(uPlot);
+    });
+    return () => {
+      live = false;
+      cleanup();
+    };
+  }, [items, fromMs, toMs, interval]);
+  /** Draws the plot into the box; returns what undoes it. */
+  const draw = (uPlot) => {
     const step = { minute: 60, hour: 3600, day: 86400 }[interval];
     const byBucket = new Map(items.map((i) => [Date.parse(i.bucket) / 1000, i]));
     // Every bucket of the window, so a quiet hour shows as zero rather than a gap.
@@ -22,7 +39,7 @@ function CallsChart({ items, fromMs, toMs, interval }) {
     const plot = new uPlot(
       {
         title: 'Calls and errors',
-        width: Math.max(320, box.current.clientWidth),
+        width: widthOf(box.current),
         height: 240,
         series: [{}, { label: 'Calls', stroke: '#2563eb', fill: 'rgba(37,99,235,0.12)' }, { label: 'Errors', stroke: '#dc2626' }],
         axes: [{}, { label: 'calls' }],
@@ -30,14 +47,15 @@ function CallsChart({ items, fromMs, toMs, interval }) {
       [xs, calls, errors],
       box.current,
     );
-    const resize = () => plot.setSize({ width: Math.max(320, box.current.clientWidth), height: 240 });
+    const resize = () => plot.setSize({ width: widthOf(box.current), height: 240 });
     addEventListener('resize', resize);
     return () => {
       removeEventListener('resize', resize);
       plot.destroy();
     };
-  }, [items, fromMs, toMs, interval]);
-  return html`<figure class="chart" aria-label="Calls and errors over time" role="img" ref=${box}></figure>`;
+  };
+  // The plot is sized from an inner box: the figure's padding is not the plot's to fill.
+  return html`<figure class="chart" aria-label="Calls and errors over time" role="img"><div ref=${box}></div></figure>`;
 }
 
 function Top({ title, groupBy, window, range, names }) {
@@ -50,7 +68,7 @@ function Top({ title, groupBy, window, range, names }) {
     rowKey=${(r) => r[groupBy] ?? 'none'}
     columns=${[
       {
-        label: title.replace('Top ', '').replace(/s$/, ''),
+        label: title.replace(/^Top (\w)(\w*)s$/, (_, a, rest) => a.toUpperCase() + rest),
         render: (r) =>
           r[groupBy] === null
             ? html`<em>none</em>`
@@ -58,10 +76,10 @@ function Top({ title, groupBy, window, range, names }) {
               ? r[groupBy]
               : html`<a href=${hrefOf('logs', { [groupBy]: r[groupBy], range })}>${names.get(r[groupBy]) ?? short(r[groupBy])}</a>`,
       },
-      { label: 'Calls', render: (r) => r.calls },
-      { label: 'Errors', render: (r) => r.errors },
-      { label: 'p50', render: (r) => fmtMs(r.p50Ms) },
-      { label: 'p95', render: (r) => fmtMs(r.p95Ms) },
+      { label: 'Calls', render: (r) => r.calls, num: true },
+      { label: 'Errors', render: (r) => r.errors, num: true },
+      { label: 'p50', render: (r) => fmtMs(r.p50Ms), num: true },
+      { label: 'p95', render: (r) => fmtMs(r.p95Ms), num: true },
     ]}
   />`;
 }

@@ -28,6 +28,10 @@ function CapabilityChecks({ groups, selected, onChange, idPrefix }) {
   </div>`;
 }
 
+/** The API's grants map: every capability the page shows, 'true' when checked (modify_role merges, so unchecked ones say 'false'). */
+const grantsMap = (groups, selected) =>
+  Object.fromEntries(groups.flatMap((g) => g.capabilities.map((c) => [c.key, selected.includes(c.key) ? 'true' : 'false'])));
+
 function Roles({ groups }) {
   const roles = useCall('list_roles', {});
   const [name, setName] = useState('');
@@ -55,7 +59,7 @@ function Roles({ groups }) {
             key=${editing.guid}
             title=${`Edit role ${editing.name}`}
             submit="Save role"
-            action=${() => call('modify_role', { roleGuid: editing.guid, grants: editing.grantedCapabilities })}
+            action=${() => call('modify_role', { roleGuid: editing.guid, grants: grantsMap(groups, editing.grantedCapabilities) })}
             onDone=${() => (setEditing(null), roles.reload())}
           >
             <${CapabilityChecks}
@@ -72,7 +76,7 @@ function Roles({ groups }) {
         ? html`<${Form}
             title="Create a role"
             submit="Create role"
-            action=${() => call('create_role', { name, grants })}
+            action=${() => call('create_role', { name, grants: grantsMap(groups, grants) })}
             onDone=${() => (setName(''), setGrants([]), roles.reload())}
           >
             <${Field} label="Role name" value=${name} onInput=${setName} required />
@@ -167,7 +171,7 @@ function Users({ roles }) {
             <${Field}
               label="Role"
               as="select"
-              value=${invite.roleGuid}
+              value=${invite.roleGuid || roles[0]?.guid}
               options=${roles.map((r) => [r.guid, r.name])}
               onInput=${(v) => setInvite({ ...invite, roleGuid: v })}
             />

@@ -3,26 +3,29 @@ import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { ActionButton, ErrorBox, Field, Form, Loading, Table, parseHeaderLines, useCall, useInterval } from '../ui.js';
 
+const POLL_MS = 2000;
 const AUTH_TYPES = [
   ['none', 'No authentication'],
   ['headers', 'Static headers'],
   ['oauth', 'OAuth'],
 ];
 
+const EMPTY_SERVER = {
+  name: '',
+  url: '',
+  authType: 'none',
+  headers: '',
+  oauthClientId: '',
+  oauthClientSecret: '',
+  oauthAccessToken: '',
+  oauthRefreshToken: '',
+  oauthTokenEndpoint: '',
+  oauthScope: '',
+};
+
 function CreateServer({ onCreated }) {
-  const [f, setF] = useState({
-    name: '',
-    url: '',
-    authType: 'none',
-    headers: '',
-    oauthClientId: '',
-    oauthClientSecret: '',
-    oauthAccessToken: '',
-    oauthRefreshToken: '',
-    oauthTokenEndpoint: '',
-    oauthScope: '',
-  });
-  const [authorizationUrl, setAuthorizationUrl] = useState(null);
+  const [f, setF] = useState(EMPTY_SERVER);
+  const [authorization, setAuthorization] = useState(null);
   const set = (k) => (v) => setF({ ...f, [k]: v });
   const action = async () => {
     const input = { name: f.name, url: f.url, authType: f.authType };
@@ -39,7 +42,9 @@ function CreateServer({ onCreated }) {
       submit="Register server"
       action=${action}
       onDone=${(server) => {
-        setAuthorizationUrl(server.authorizationUrl ?? null);
+        setAuthorization(server.authorizationUrl ? { url: server.authorizationUrl, name: server.name } : null);
+        // The form empties: what was typed (secrets included) does not stay on screen.
+        setF(EMPTY_SERVER);
         onCreated();
       }}
     >
@@ -75,10 +80,11 @@ function CreateServer({ onCreated }) {
       }
     <//>
     ${
-      authorizationUrl
+      authorization
         ? html`<div class="notice" role="status">
-            This server needs your authorization: <a href=${authorizationUrl} target="_blank" rel="noopener">Open the authorization page</a>, approve, then come
-            back here: the status updates by itself.
+            ${authorization.name} needs your authorization:${' '}
+            <a href=${authorization.url} target="_blank" rel="noopener noreferrer">Open the authorization page</a>, approve, then come back here: the status
+            updates by itself.
           </div>`
         : null
     }
@@ -133,8 +139,10 @@ function Identities({ server }) {
 export function Servers() {
   const { data, error, loading, reload } = useCall('list_inbound_servers', {});
   const [open, setOpen] = useState(null);
-  // Validation runs in the background: the list is read again while the page is shown.
-  useInterval(reload, 4000);
+  // Validation (and a human's OAuth approval) runs in the background: while a server
+  // waits for it the list is read again, so its outcome shows without a reload.
+  const validating = Boolean(data?.items.some((s) => s.authenticationStatus === 'needs-authentication'));
+  useInterval(reload, validating ? POLL_MS : null);
   return html`<section aria-labelledby="servers-title">
     <h1 id="servers-title">Servers</h1>
     <${ErrorBox} error=${error} />

@@ -1,18 +1,23 @@
 import type { FastifyInstance } from 'fastify';
-import type { Services } from '../core/services.js';
-import { completeAuthorization, OAuthCallbackError } from '../core/servers/oauth-callback.js';
+import { completeAuthorization, OAuthCallbackError, type OAuthCallbackServices } from '../core/servers/oauth-callback.js';
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
+/**
+ * The page the human lands on, with a way back to the console's Servers page, where
+ * the server's status shows. The link is relative to /oauth/callback, so it holds
+ * behind a proxy that serves the service under a path prefix too.
+ */
 const page = (title: string, text: string): string =>
-  `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p></body></html>`;
+  `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title></head>` +
+  `<body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p><p><a href="../console/#/servers">Back to the console's Servers page</a></p></body></html>`;
 
 /**
  * GET /oauth/callback: where an upstream's authorization server sends the human
  * after approval. Not an admin operation (a browser calls it, with no token); the
  * state carried in the URL binds it to the user and server that started it.
  */
-export function registerOAuthCallbackRoute(app: FastifyInstance, services: Services): void {
+export function registerOAuthCallbackRoute(app: FastifyInstance, services: OAuthCallbackServices): void {
   // The URL carries an authorization code: keep it out of the request log.
   app.get('/oauth/callback', { logLevel: 'warn' }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
