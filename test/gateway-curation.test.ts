@@ -227,6 +227,53 @@ describe('tool filters and overrides', () => {
     expect(after.body.toolOverrides).toBeNull();
   });
 
+  it.each(SURFACES)(
+    "assigning a server whose tool has a name another assignment's override took is a 409 naming both on %s, and creates nothing",
+    async (surface) => {
+      const { gatewayGuid, assignments } = await gatewayWith(['alpha']);
+      const renamed = await invoke(t, 'rest', ws.token, 'modify_gateway_assignment', {
+        assignmentGuid: assignments[0],
+        toolOverrides: { alpha_only: { name: 'beta_only' } },
+      });
+      expect(renamed.status).toBe(200);
+      const res = await invoke(t, surface, ws.token, 'assign_server_to_gateway', { gatewayGuid, inboundServerGuid: servers.beta });
+      expect(res.status).toBe(409);
+      expect(res.body.detail).toMatch(/tool beta_only of Beta/);
+      expect(res.body.detail).toMatch(/tool alpha_only of Alpha, shown as beta_only by an override/);
+      const listed = await invoke(t, 'rest', ws.token, 'list_gateway_assignments', { gatewayGuid });
+      expect(listed.body.items.map((a: any) => a.guid)).toEqual(assignments);
+      // Filtered out, the tool shows no name: the same server is accepted.
+      const filtered = await invoke(t, surface, ws.token, 'assign_server_to_gateway', {
+        gatewayGuid,
+        inboundServerGuid: servers.beta,
+        toolFilter: { mode: 'deny', tools: ['beta_only'] },
+      });
+      expect(filtered.status).toBe(surface === 'rest' ? 201 : 200);
+      expect(filtered.body.toolFilter).toEqual({ mode: 'deny', tools: ['beta_only'] });
+    },
+  );
+
+  it.each(SURFACES)("a filter change that shows a tool again under a name another assignment's override took is a 409 on %s", async (surface) => {
+    const { gatewayGuid, assignments, client } = await gatewayWith(['alpha']);
+    await invoke(t, 'rest', ws.token, 'modify_gateway_assignment', { assignmentGuid: assignments[0], toolOverrides: { search_docs: { name: 'beta_only' } } });
+    const beta = await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
+      gatewayGuid,
+      inboundServerGuid: servers.beta,
+      toolFilter: { mode: 'deny', tools: ['beta_*'] },
+    });
+    expect(beta.status).toBe(201);
+    const res = await invoke(t, surface, ws.token, 'modify_gateway_assignment', { assignmentGuid: beta.body.guid, toolFilter: null });
+    expect(res.status).toBe(409);
+    expect(res.body.detail).toMatch(/tool beta_only of Beta.*tool search_docs of Alpha, shown as beta_only by an override/);
+    const after = await invoke(t, 'rest', ws.token, 'list_gateway_assignments', { gatewayGuid });
+    expect(after.body.items[1].toolFilter).toEqual({ mode: 'deny', tools: ['beta_*'] });
+    // The check does not depend on the naming mode, so changing it cannot create such a collision: in
+    // when-needed mode the one name the override took is still shown once.
+    expect((await invoke(t, surface, ws.token, 'set_gateway_tool_naming', { gatewayGuid, mode: 'when-needed' })).status).toBe(200);
+    const names = await toolNames(client);
+    expect(names.filter((n) => n === 'beta_only')).toHaveLength(1);
+  });
+
   it.each([
     [{ toolFilter: { mode: 'only', tools: [] } }, 'toolFilter.mode'],
     [{ toolFilter: { mode: 'allow', tools: ['bad name!'] } }, 'toolFilter.tools.0'],

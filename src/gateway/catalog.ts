@@ -59,7 +59,7 @@ export class Catalogs {
   /** Stops listening for configuration changes. */
   readonly close: () => void;
 
-  constructor(private readonly services: Services) {
+  constructor(private readonly services: Pick<Services, 'config' | 'configChanges' | 'db' | 'secrets' | 'egress' | 'alerts' | 'logger'>) {
     this.cache = new TtlCache(services.config.gateway.cacheTtlMs);
     this.credentials = new TtlCache(services.config.gateway.cacheTtlMs);
     this.close = services.configChanges.subscribe((org) => {
@@ -74,6 +74,11 @@ export class Catalogs {
     const catalog = await this.loads.run(caller.connectionGuid, () => this.load(caller));
     this.cache.set(caller.connectionGuid, caller.organizationGuid, catalog);
     return catalog;
+  }
+
+  /** The routing table as it is now, past the cache and any load in flight (which may have begun before a change). */
+  fresh(caller: GatewayCaller): Promise<Catalog> {
+    return this.load(caller);
   }
 
   /** The headers a call through `route` carries; OAuth tokens are refreshed before they expire. */

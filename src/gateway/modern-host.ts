@@ -1,8 +1,11 @@
 import { createMcpHandler, PROTOCOL_VERSION_META_KEY, ProtocolError, Server, type McpHttpHandler } from '@modelcontextprotocol/server';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
-import type { Catalog } from './catalog.js';
+import type { Catalog, Catalogs } from './catalog.js';
 import type { CallRecord } from './call-record.js';
+import { ListenChanges } from './listen-changes.js';
+import type { UpstreamFetch } from './upstream-client.js';
 import { GATEWAY_CAPABILITIES, GATEWAY_VERSION, type GatewayProxy, type HostReply } from './proxy.js';
 import { isAnswerTo } from './relay.js';
 import type { TraceContext } from './trace-context.js';
@@ -18,6 +21,13 @@ const RELAYED_METHODS = [
   'resources/read',
   'completion/complete',
 ] as const;
+
+/**
+ * The results revision 2026-07-28 lets hosts cache (`ttlMs`, `cacheScope`). A
+ * gateway's are per caller (the caller's identities, the gateway's curation), so they
+ * are never `public`, whatever an upstream said of its own result.
+ */
+const CACHEABLE_METHODS: ReadonlySet<string> = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);
 
 /** What one modern request is served with; the route hands it to the SDK's handler as authInfo.extra. */
 export interface ModernHostRequest {
@@ -51,11 +61,13 @@ async function resultOf(reply: HostReply, id: number): Promise<Record<string, un
  * served by the v2 SDK: server/discover, the per-request envelope, the
  * Mcp-Method/Mcp-Name header checks and resultType are the SDK's; every request
  * then goes through the same proxy (routing, naming, curation, upstream revisions,
- * call logs) as a 2025 host's, without a session. 2025 traffic never reaches this
+ * call logs) as a 2025 host's, without a session. `subscriptions/listen` is the
+ * SDK's too, fed per caller by listen-changes.ts. 2025 traffic never reaches this
  * handler: the route sends it to the proxy directly.
  */
-export function createModernHostHandler(proxy: GatewayProxy): McpHttpHandler {
-  return createMcpHandler(
+export function createModernHostHandler(proxy: GatewayProxy, deps: { services: Services; catalogs: Catalogs; fetch: UpstreamFetch }): McpHttpHandler {
+  const listen = new ListenChanges(deps);
+  const handler = createMcpHandler(
     (request) => {
       const host = request.authInfo?.extra?.modernHost as ModernHostRequest;
       const server = new Server({ name: host.caller.gatewayName, version: GATEWAY_VERSION }, { capabilities: GATEWAY_CAPABILITIES });
@@ -66,11 +78,24 @@ export function createModernHostHandler(proxy: GatewayProxy): McpHttpHandler {
             { caller: host.caller, catalog: host.catalog, session: null, trace: host.trace, signal: host.signal, record: host.record(message) },
             message,
           );
-          return resultOf(reply, 1) as never;
+          const result = await resultOf(reply, 1);
+          return (CACHEABLE_METHODS.has(method) ? { ...result, cacheScope: 'private' } : result) as never;
         });
       }
       return server;
     },
-    { legacy: 'reject' },
+    { legacy: 'reject', bus: listen.bus },
   );
+  return {
+    ...handler,
+    // A listen stream belongs to the caller whose request opened it.
+    fetch: (request, options) => {
+      const host = options?.authInfo?.extra?.modernHost as ModernHostRequest | undefined;
+      return host ? listen.bus.as({ caller: host.caller, catalog: host.catalog }, () => handler.fetch(request, options)) : handler.fetch(request, options);
+    },
+    close: async () => {
+      listen.close();
+      await handler.close();
+    },
+  };
 }

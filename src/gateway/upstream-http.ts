@@ -151,3 +151,32 @@ export async function deleteUpstreamSession(req: UpstreamRequest): Promise<void>
     .catch(() => null);
   res?.discard();
 }
+
+/** What a host says of itself in `initialize`, passed on to the upstream. */
+export interface InitializeParams {
+  protocolVersion: string;
+  capabilities: Record<string, unknown>;
+  clientInfo: { name: string; version: string };
+}
+
+/**
+ * Opens a session with a 2025 upstream over Streamable HTTP: `initialize`, then
+ * `notifications/initialized` in the session the upstream gave (none when it is
+ * stateless). Returns the session and the initialize result.
+ */
+export async function initializeUpstream(
+  req: UpstreamRequest,
+  params: InitializeParams,
+): Promise<{ sessionId: string | null; protocolVersion: string | null; result: Record<string, unknown> }> {
+  const reply = await postToUpstream(req, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { ...params } } as JSONRPCMessage);
+  type InitializeAnswer = { result?: Record<string, unknown>; error?: { message?: string } };
+  let response: InitializeAnswer | null = null;
+  for await (const msg of reply.messages) if ((msg as { id?: unknown }).id === 0) response = msg as InitializeAnswer;
+  if (!response?.result) throw new Error(response?.error?.message ?? 'the upstream gave no initialize result');
+  const protocolVersion = typeof response.result.protocolVersion === 'string' ? response.result.protocolVersion : null;
+  await postToUpstream({ ...req, sessionId: reply.sessionId ?? undefined, protocolVersion: protocolVersion ?? undefined }, {
+    jsonrpc: '2.0',
+    method: 'notifications/initialized',
+  } as JSONRPCMessage);
+  return { sessionId: reply.sessionId, protocolVersion, result: response.result };
+}

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import { Readable } from 'node:stream';
-import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Upstream } from './upstreams.js';
 
@@ -9,13 +9,19 @@ import type { Upstream } from './upstreams.js';
  * An upstream of revision 2026-07-28 only, built with the v2 SDK
  * (`createMcpHandler(factory, { legacy: 'reject' })`): a 2025 initialize is refused
  * with -32022. Tools: `shout` (text), `measure` (structured output); a prompt and a
- * resource. Listens on 127.0.0.1.
+ * resource. Listens on 127.0.0.1. `publicCache` marks every cacheable result of it
+ * `cacheScope: public` (what a gateway must not pass on); `notify` publishes change
+ * events to its own `subscriptions/listen` streams.
  */
-export async function startModernUpstream(): Promise<Upstream & { requests: { method: string; protocol: string | undefined }[] }> {
+export async function startModernUpstream(
+  opts: { publicCache?: boolean } = {},
+): Promise<Upstream & { requests: { method: string; protocol: string | undefined }[]; notify: McpHttpHandler['notify'] }> {
   const requests: { method: string; protocol: string | undefined }[] = [];
   const handler = createMcpHandler(
     () => {
-      const server = new McpServer({ name: 'modern-only', version: '2.0.0' });
+      const hint = { ttlMs: 60_000, cacheScope: 'public' as const };
+      const cacheHints = { 'tools/list': hint, 'prompts/list': hint, 'resources/list': hint, 'resources/templates/list': hint, 'resources/read': hint };
+      const server = new McpServer({ name: 'modern-only', version: '2.0.0' }, opts.publicCache ? { cacheHints } : {});
       server.registerTool('shout', { description: 'Upper-cases a text', inputSchema: z.object({ text: z.string() }) }, async ({ text }) => ({
         content: [{ type: 'text', text: text.toUpperCase() }],
       }));
@@ -61,6 +67,7 @@ export async function startModernUpstream(): Promise<Upstream & { requests: { me
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     requests,
+    notify: handler.notify,
     close: async () => {
       await handler.close();
       httpServer.closeAllConnections();

@@ -80,3 +80,48 @@ export function unknownToolNames(filter: ToolFilter | null | undefined, override
   for (const name of Object.keys(overrides ?? {})) if (!offered.includes(name)) unknown.add(name);
   return [...unknown];
 }
+
+/** A tool as one assignment shows it to hosts, before the gateway's naming mode. */
+export interface ShownTool {
+  upstreamName: string;
+  name: string;
+  /** An override gave the tool this name: such a name must be the gateway's alone. */
+  renamed: boolean;
+}
+
+/**
+ * The tools one assignment shows hosts: the offered tools its filter lets through,
+ * under their overridden names, plus the renamed tools the server does not offer
+ * today (their new names are reserved: they apply once it does).
+ */
+export function shownTools(filter: ToolFilter | null | undefined, overrides: ToolOverrides | null | undefined, offered: readonly string[]): ShownTool[] {
+  const known = new Set(offered);
+  const renamedLater = Object.keys(overrides ?? {}).filter((n) => overrides?.[n]?.name !== undefined && !known.has(n));
+  return curateTools(
+    filter,
+    overrides,
+    [...offered, ...renamedLater].map((name) => ({ name })),
+  ).map(({ upstreamName, name }) => ({ upstreamName, name, renamed: overrides?.[upstreamName]?.name !== undefined }));
+}
+
+/**
+ * The first pair of tools, one of `own` and one of `other` (another assignment of
+ * the gateway, or `own` itself), that would show hosts the same name where an
+ * override gave at least one of them that name: a 409 (contract 8.2), whichever was
+ * saved first. Two servers' own names that coincide are not a collision: the naming
+ * mode tells them apart. The check ignores the naming mode (which can change), so a
+ * mode change never creates such a collision.
+ */
+export function overrideCollision(own: readonly ShownTool[], other: readonly ShownTool[], sameAssignment: boolean): [ShownTool, ShownTool] | null {
+  const byName = new Map<string, ShownTool[]>();
+  for (const tool of other) byName.set(tool.name, [...(byName.get(tool.name) ?? []), tool]);
+  // An override of `own` is reported first: it is what the caller is most likely changing.
+  for (const pass of [true, false]) {
+    for (const mine of own) {
+      if (mine.renamed !== pass) continue;
+      const clash = byName.get(mine.name)?.find((t) => (mine.renamed || t.renamed) && !(sameAssignment && t.upstreamName === mine.upstreamName));
+      if (clash) return [mine, clash];
+    }
+  }
+  return null;
+}

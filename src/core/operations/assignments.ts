@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ConfigDb } from '../../stores/postgres.js';
 import type { IdentityScheme, ToolFilter, ToolOverrides } from '../../stores/schema.js';
 import { conflict, notFound, validationFailed } from '../errors.js';
-import { curateTools, TOOL_NAME, TOOL_PATTERN, unknownToolNames } from '../gateways/tool-curation.js';
+import { overrideCollision, shownTools, TOOL_NAME, TOOL_PATTERN, unknownToolNames, type ShownTool } from '../gateways/tool-curation.js';
 import { isGuid, newGuid } from '../ids.js';
 import { defineOperation, type Principal } from '../operation.js';
 import { deleteAssignment, findAssignment, insertAssignment, listAssignments, updateAssignment, type AssignmentRecord } from '../repositories/assignments.js';
@@ -118,9 +118,17 @@ const toSummary = (a: AssignmentRecord) => {
   };
 };
 
+/** How a 409 names one side of a collision: the tool, its server, and where its name comes from. */
+function describeShown(tool: ShownTool, serverName: string): string {
+  return tool.renamed ? `tool ${tool.upstreamName} of ${serverName}, shown as ${tool.name} by an override` : `tool ${tool.upstreamName} of ${serverName}`;
+}
+
 /**
- * Refuses overrides that would give a tool a name another tool of the gateway
- * already has (on the same server or another one): 409 naming both.
+ * Refuses a curation under which a tool of this assignment and another tool of the
+ * gateway (same server or another) would show hosts the same name where an override
+ * gave one of them that name, in either direction: this assignment's override
+ * taking a name the gateway already shows, or this assignment's server showing a
+ * name another assignment's override took. 409 naming both tools and servers.
  */
 async function refuseOverrideCollisions(
   db: ConfigDb,
@@ -129,31 +137,20 @@ async function refuseOverrideCollisions(
   filter: ToolFilter | null,
   overrides: ToolOverrides | null,
 ): Promise<void> {
-  if (!overrides || Object.keys(overrides).length === 0) return;
-  const ownTools = offeredTools(own) ?? [];
-  const ownNames = new Set(ownTools.map((t) => String(t.name)));
-  // The overridden tools, whether the server offers them today or not: their new names are what hosts will see.
-  const renamed = Object.entries(overrides).filter(([, o]) => o.name !== undefined);
-  const ownCurated = curateTools(filter, overrides, [...ownTools, ...renamed.filter(([n]) => !ownNames.has(n)).map(([name]) => ({ name }))]);
+  const offered = (a: Pick<AssignmentRecord, 'server_features'>) => (offeredTools(a) ?? []).map((t) => String(t.name));
+  const ownShown = shownTools(filter, overrides, offered(own));
   const serverName = own.server_name ?? 'this server';
-  for (const [upstream, override] of renamed) {
-    const other = ownCurated.find((t) => t.name === override.name && t.upstreamName !== upstream);
-    if (other)
-      throw conflict(
-        `Overriding tool ${upstream} of ${serverName} as ${override.name} collides with tool ${other.upstreamName} of ${serverName}, which hosts see under that name.`,
-      );
-  }
+  const refuse = ([mine, theirs]: [ShownTool, ShownTool], theirServer: string, where: string) => {
+    throw conflict(
+      `The name ${mine.name} would be shown for two tools: ${describeShown(mine, serverName)}, and ${describeShown(theirs, theirServer)}${where}. Change the override or filter one of the tools out.`,
+    );
+  };
+  const withinServer = overrideCollision(ownShown, ownShown, true);
+  if (withinServer) refuse(withinServer, serverName, '');
   const siblings = (await listAssignments(db, principal.organizationGuid, own.gateway_guid)).filter((a) => a.guid !== own.guid);
   for (const sibling of siblings) {
-    const curated = curateTools(sibling.tool_filter, sibling.tool_overrides, offeredTools(sibling) ?? []);
-    for (const [upstream, override] of renamed) {
-      const other = curated.find((t) => t.name === override.name);
-      if (other) {
-        throw conflict(
-          `Overriding tool ${upstream} of ${serverName} as ${override.name} collides with tool ${other.upstreamName} of ${sibling.server_name ?? sibling.inbound_server_guid} on the same gateway (assignment ${sibling.guid}).`,
-        );
-      }
-    }
+    const clash = overrideCollision(ownShown, shownTools(sibling.tool_filter, sibling.tool_overrides, offered(sibling)), false);
+    if (clash) refuse(clash, sibling.server_name ?? sibling.inbound_server_guid, ` on the same gateway (assignment ${sibling.guid})`);
   }
 }
 
@@ -231,7 +228,7 @@ export const assignmentOperations = [
     name: 'assign_server_to_gateway',
     title: 'Assign a server to a gateway',
     description:
-      'Exposes an inbound server through a gateway with a new, enabled assignment (a server may be assigned to the same gateway several times). identityScheme userIdentity: each user selects their own identity when issuing a gateway token; sharedIdentity: everyone uses sharedIdentityGuid. Without a scheme, a server that requires authentication is left configured=false with a configurationHint. toolFilter (allow or deny, names or * globs) chooses the tools hosts see; toolOverrides renames or re-describes them (calls reach the upstream under its own name); an override whose name another tool of the gateway has is a 409.',
+      "Exposes an inbound server through a gateway with a new, enabled assignment (a server may be assigned to the same gateway several times). identityScheme userIdentity: each user selects their own identity when issuing a gateway token; sharedIdentity: everyone uses sharedIdentityGuid. Without a scheme, a server that requires authentication is left configured=false with a configurationHint. toolFilter (allow or deny, names or * globs) chooses the tools hosts see; toolOverrides renames or re-describes them (calls reach the upstream under its own name). An override giving a tool a name another tool of the gateway shows, or a server tool whose name another assignment's override took, is a 409 naming both.",
     method: 'POST',
     path: '/gateways/:gatewayGuid/assignments',
     capability: 'basicGatewayManagement',
@@ -280,7 +277,7 @@ export const assignmentOperations = [
     name: 'modify_gateway_assignment',
     title: 'Change an assignment',
     description:
-      'Switches an assignment between userIdentity and sharedIdentity, re-pointing or clearing the shared identity to match, and sets or clears its toolFilter (allow or deny, names or * globs) and toolOverrides (per upstream tool: name, description). sharedIdentityGuid alone implies sharedIdentity; it is ignored for userIdentity. An override whose name another tool of the gateway has is a 409. Saved only when something changes.',
+      "Switches an assignment between userIdentity and sharedIdentity, re-pointing or clearing the shared identity to match, and sets or clears its toolFilter (allow or deny, names or * globs) and toolOverrides (per upstream tool: name, description). sharedIdentityGuid alone implies sharedIdentity; it is ignored for userIdentity. An override giving a tool a name another tool of the gateway shows, or a tool shown again (by a changed filter) whose name another assignment's override took, is a 409 naming both. Saved only when something changes.",
     method: 'PATCH',
     path: '/assignments/:assignmentGuid',
     capability: 'basicGatewayManagement',

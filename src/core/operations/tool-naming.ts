@@ -28,7 +28,7 @@ export const toolNamingOperations = [
   defineOperation({
     name: 'set_gateway_tool_naming',
     title: "Set a gateway's tool naming",
-    description: `Chooses how a gateway names the tools and prompts of its servers for hosts; open sessions are told their lists changed. ${MODES_TEXT} Calls reach each upstream under its own name either way, and call logs keep that name.`,
+    description: `Chooses how a gateway names the tools and prompts of its servers for hosts; open sessions and listen streams are told their lists changed, in every replica. ${MODES_TEXT} Calls reach each upstream under its own name either way, and call logs keep that name.`,
     method: 'PUT',
     path: '/gateways/:gatewayGuid/tool-naming',
     capability: 'basicGatewayManagement',
