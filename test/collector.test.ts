@@ -198,7 +198,7 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
     expect((await call(manager.token, 'get_otel_configuration')).body.logsCollectorUrl).toBe(LOGS);
   });
 
-  it('creates one forwarder cursor per configured signal and drops it when the signal is removed', async () => {
+  it('creates one forwarder cursor per configured signal (audit records follow the logs URL) and drops it when the signal is removed', async () => {
     const ws = await newWorkspace(t);
     const cursors = async () =>
       (
@@ -210,14 +210,15 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
           .execute()
       ).map((r) => r.signal);
     await call(ws.token, 'set_otel_configuration', { logsCollectorUrl: LOGS });
-    expect(await cursors()).toEqual(['logs']);
+    expect(await cursors()).toEqual(['audit', 'logs']);
     const before = await t.runtime.services.db
       .selectFrom('forwarder_cursors')
       .select('checkpoint_at')
       .where('organization_guid', '=', ws.organizationGuid)
+      .where('signal', '=', 'logs')
       .executeTakeFirstOrThrow();
     await call(ws.token, 'set_otel_configuration', { logsCollectorUrl: HEC, logsFormat: 'collector_hec', tracesCollectorUrl: TRACES });
-    expect(await cursors()).toEqual(['logs', 'traces']);
+    expect(await cursors()).toEqual(['audit', 'logs', 'traces']);
     // Changing the URL keeps the logs checkpoint: nothing is skipped or resent.
     const after = await t.runtime.services.db
       .selectFrom('forwarder_cursors')
@@ -227,6 +228,8 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
       .executeTakeFirstOrThrow();
     expect(after.checkpoint_at.getTime()).toBe(before.checkpoint_at.getTime());
     await call(ws.token, 'set_otel_configuration', { tracesCollectorUrl: null });
-    expect(await cursors()).toEqual(['logs']);
+    expect(await cursors()).toEqual(['audit', 'logs']);
+    expect((await call(ws.token, 'set_otel_configuration', { logsCollectorUrl: null, logsFormat: 'otlp', tracesCollectorUrl: TRACES })).status).toBe(200);
+    expect(await cursors()).toEqual(['traces']);
   });
 });

@@ -83,6 +83,9 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
 async function configure(token: string, input: Record<string, unknown>) {
   const res = await invoke(t, 'rest', token, 'set_otel_configuration', input);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
+  // These tests count call logs and script the receivers' answers: the admin audit
+  // records that travel to the same logs collector (test/forwarder-audit.test.ts) are left out.
+  await t.runtime.services.db.deleteFrom('forwarder_cursors').where('signal', '=', 'audit').execute();
   return res.body;
 }
 const rows = (org: string, n: number, over: Partial<TestCallLog> = {}) => Array.from({ length: n }, () => callLog(org, over));
@@ -198,7 +201,10 @@ describe('forwarding', () => {
     const c = await cursor(ws.organizationGuid, 'logs');
     expect(c.retried_total).toBeGreaterThan(0);
     expect(c.failed_total).toBe(0);
-    expect(alerts.filter((a) => a.organizationGuid === ws.organizationGuid)).toEqual([]);
+    // An outage is told at most once (records held, see forwarder-retry-alert.test.ts), never as records skipped.
+    const raised = alerts.filter((a) => a.organizationGuid === ws.organizationGuid);
+    expect(raised.length).toBeLessThanOrEqual(1);
+    for (const a of raised) expect(a).toMatchObject({ code: 'collector_export_failed', message: expect.stringMatching(/held/) });
   });
 
   it('holds the backlog through redirects (a misconfigured collector, not a refusal of the data): every row delivered, none skipped', async () => {

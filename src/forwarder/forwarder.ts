@@ -6,7 +6,9 @@ import { resolveLogsFormat } from '../core/collector/rules.js';
 import type { Services } from '../core/services.js';
 import { redactSecretValues } from '../core/redaction.js';
 import type { CollectorConfiguration, ForwardedSignal, LogsFormat } from '../stores/schema.js';
-import { CallLogSource, type Checkpoint } from './call-log-source.js';
+import { AuditSource } from './audit-source.js';
+import { CallLogSource } from './call-log-source.js';
+import { deliveryHorizon, type Checkpoint } from './checkpoint-queries.js';
 import { sendToCollector, type SendOutcome } from './collector-client.js';
 import { advanceCursor, claimCursor, listDueCursors, postponeCursor, releaseLeases } from './cursors.js';
 import type { EncodedBatch } from './encoded-batch.js';
@@ -15,15 +17,17 @@ import type { BodyKind } from './record-sql.js';
 
 /**
  * Delivers every call-log row of every workspace with a collector, at least once, in
- * batches: logs as OTLP/HTTP JSON or HEC, traces as OTLP/HTTP JSON.
+ * batches: logs as OTLP/HTTP JSON or HEC, traces as OTLP/HTTP JSON; and every admin
+ * audit record the same way, to the logs collector in its format (signal `audit`).
  *
  * - Progress is a checkpoint per workspace and signal in Postgres, moved only after
  *   the collector accepted a batch, so a crash or restart resends at most the batch
  *   in flight (same records, same `log.record.uid`).
  * - A lease on the cursor row (one atomic UPDATE) lets several processes share the
  *   work without ever both sending the same workspace's batch.
- * - 408/429/5xx and network errors are retried for ever, with exponential backoff or
- *   the collector's Retry-After; the backlog drains when the collector returns.
+ * - 3xx/408/429/5xx and network errors are retried for ever, with exponential backoff or
+ *   the collector's Retry-After; the backlog drains when the collector returns. The
+ *   third failure in a row raises collector_export_failed (once per collector URL).
  * - Any other 4xx is retried a few times, then raises collector_export_failed and
  *   skips the batch (counted as failed). An OTLP partial success is counted and
  *   alerted.
@@ -69,18 +73,27 @@ const DEFAULTS: Required<Omit<ForwarderOptions, 'owner' | 'settleMs'>> = {
 const CLUSTER_SETTLE_MS = 1000;
 const MAX_RETRY_AFTER_MS = 15 * 60_000;
 const ALERT_BODY_CHARS = 1024;
+/** Failed tries in a row (3xx, 408, 429, 5xx, unreachable) after which a workspace is told its collector is not taking its records. */
+const RETRY_ALERT_AFTER = 3;
+/** Signals sent to one collector URL (logs and audit) share its outage: one alert for it in this time. */
+const RETRY_ALERT_EVERY_MS = 10 * 60_000;
 const PARTIAL_ALERT_EVERY_MS = 5 * 60_000;
 /** Shortest sleep between passes when waking for a settling row (clock skew with ClickHouse). */
 const MIN_WAKE_MS = 20;
 
 type Deps = Pick<Services, 'db' | 'clickhouse' | 'secrets' | 'egress' | 'alerts' | 'logger'>;
 
+/** Where a signal's records are read from: call_logs for logs and traces, audit_log for audit. */
+type RecordSource = Pick<CallLogSource, 'nextEncodedBatch' | 'haveRowsAfter' | 'oldestPending'>;
+/** The tables the pass's one delivery horizon covers: every table a source reads. */
+const FORWARDED_TABLES = ['call_logs', 'audit_log'];
+
 interface Target {
   url: string;
   format: LogsFormat;
 }
 
-/** The endpoint and wire format of one signal, or null when the signal is not configured. */
+/** The endpoint and wire format of one signal, or null when the signal is not configured. Audit records go where the call logs go. */
 function targetOf(config: CollectorConfiguration | undefined, signal: ForwardedSignal): Target | null {
   if (!config) return null;
   if (signal === 'traces') return config.traces_url ? { url: config.traces_url, format: 'otlp' } : null;
@@ -111,12 +124,13 @@ export class Forwarder {
   readonly owner: string;
   readonly metrics: ForwarderMetrics;
   private readonly opts: Required<Omit<ForwarderOptions, 'owner'>>;
-  private readonly source: CallLogSource;
+  private readonly sources: Record<ForwardedSignal, RecordSource>;
   private running = false;
   private stopping = false;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private readonly lastPartialAlert = new Map<string, number>();
+  private readonly lastRetryAlert = new Map<string, number>();
   /** Earliest time a row seen pending in this pass leaves its settle window (epoch ms). */
   private wakeAt: number | undefined;
   /** Cursors (`org:signal`) this process left caught up: the next pass asks ClickHouse once whether they have new rows. */
@@ -131,7 +145,8 @@ export class Forwarder {
     const given = Object.fromEntries(Object.entries(options).filter(([k, v]) => k !== 'owner' && v !== undefined));
     this.opts = { ...DEFAULTS, settleMs: deps.clickhouse.cluster ? CLUSTER_SETTLE_MS : 0, ...given };
     this.metrics = createForwarderMetrics(registry);
-    this.source = new CallLogSource(deps.clickhouse);
+    const calls = new CallLogSource(deps.clickhouse);
+    this.sources = { logs: calls, traces: calls, audit: new AuditSource(deps.clickhouse) };
   }
 
   start(): void {
@@ -183,7 +198,7 @@ export class Forwarder {
     const listed = await listDueCursors(this.deps.db, this.owner, 64);
     if (listed.length === 0) return 0;
     // One horizon for the pass: a cut-off that is safe once stays safe (later INSERTs stamp later rows).
-    const horizon = await this.source.deliveryHorizon(this.opts.settleMs);
+    const horizon = await deliveryHorizon(this.deps.clickhouse, this.opts.settleMs, FORWARDED_TABLES);
     const due = await this.withNewRows(listed, horizon);
     let total = 0;
     let next = 0;
@@ -204,7 +219,8 @@ export class Forwarder {
   /**
    * The due cursors worth a turn: all of them but those left caught up in an earlier
    * pass that still have nothing before the horizon (one ClickHouse query for all of
-   * those, instead of a lease, a configuration read and an empty batch read each).
+   * those per source table, instead of a lease, a configuration read and an empty
+   * batch read each).
    */
   private async withNewRows<C extends { organization_guid: string; signal: ForwardedSignal; checkpoint_at: Date; checkpoint_guid: string }>(
     due: C[],
@@ -212,18 +228,22 @@ export class Forwarder {
   ): Promise<C[]> {
     const idle = due.filter((c) => this.caughtUp.has(`${c.organization_guid}:${c.signal}`));
     if (idle.length === 0) return due;
-    const pending = await this.source.haveRowsAfter(
-      idle.map((c) => ({ organizationGuid: c.organization_guid, at: c.checkpoint_at, guid: c.checkpoint_guid })),
-      horizon,
-    );
-    const quiet = new Set(idle.filter((_c, i) => !pending[i]));
+    const quiet = new Set<C>();
+    for (const source of new Set(idle.map((c) => this.sources[c.signal]))) {
+      const asked = idle.filter((c) => this.sources[c.signal] === source);
+      const pending = await source.haveRowsAfter(
+        asked.map((c) => ({ organizationGuid: c.organization_guid, at: c.checkpoint_at, guid: c.checkpoint_guid })),
+        horizon,
+      );
+      asked.forEach((c, i) => !pending[i] && quiet.add(c));
+    }
     for (const c of quiet) this.metrics.lag.set({ organization: c.organization_guid, signal: c.signal }, 0);
     return due.filter((c) => !quiet.has(c));
   }
 
-  /** Reads the batch after `after` as the body to send (ClickHouse writes the records). */
-  private prepare(organizationGuid: string, kind: BodyKind, after: Checkpoint, horizon: Date): Promise<PreparedBatch> {
-    return this.source.nextEncodedBatch(organizationGuid, after, this.opts.batchSize, horizon, kind).then((batch) => ({ ...batch, kind }));
+  /** Reads the signal's batch after `after` as the body to send (ClickHouse writes the records). */
+  private prepare(organizationGuid: string, signal: ForwardedSignal, kind: BodyKind, after: Checkpoint, horizon: Date): Promise<PreparedBatch> {
+    return this.sources[signal].nextEncodedBatch(organizationGuid, after, this.opts.batchSize, horizon, kind).then((batch) => ({ ...batch, kind }));
   }
 
   /**
@@ -256,18 +276,18 @@ export class Forwarder {
         const target = targetOf(config, signal);
         if (!config || !target) return done();
         const kind = bodyKindOf(signal, target.format);
-        let batch = await (ahead ?? this.prepare(organizationGuid, kind, checkpoint, horizon));
+        let batch = await (ahead ?? this.prepare(organizationGuid, signal, kind, checkpoint, horizon));
         ahead = undefined;
-        if (batch.kind !== kind) batch = await this.prepare(organizationGuid, kind, checkpoint, horizon);
+        if (batch.kind !== kind) batch = await this.prepare(organizationGuid, signal, kind, checkpoint, horizon);
         const records = batch.count;
         if (records === 0) {
           this.metrics.lag.set(labels, 0);
-          await this.notePending(organizationGuid, checkpoint);
+          await this.notePending(organizationGuid, signal, checkpoint);
           return done(true);
         }
         this.metrics.lag.set(labels, Math.max(0, (Date.now() - batch.firstIngestedMs) / 1000));
         if (records === this.opts.batchSize && Date.now() < deadline && !this.stopping) {
-          ahead = this.prepare(organizationGuid, kind, batch.end, horizon);
+          ahead = this.prepare(organizationGuid, signal, kind, batch.end, horizon);
           ahead.catch(() => undefined); // awaited (and its error surfaced) on the next turn, or dropped
         }
         const headers = await openCollectorHeaders(db, this.deps.secrets, config);
@@ -289,6 +309,8 @@ export class Forwarder {
             { organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs },
             'collector export postponed',
           );
+          // The backlog is held for as long as it takes, but a workspace must hear of it: once per run of failures.
+          if (attempts === RETRY_ALERT_AFTER) await this.raiseUnreachable(organizationGuid, signal, target, outcome, headers, records, attempts);
           return done();
         }
         if (outcome.kind === 'refused') {
@@ -341,7 +363,7 @@ export class Forwarder {
         checkpoint = batch.end;
         total += records;
         if (!ahead) {
-          if (records < this.opts.batchSize) await this.notePending(organizationGuid, checkpoint);
+          if (records < this.opts.batchSize) await this.notePending(organizationGuid, signal, checkpoint);
           return done(records < this.opts.batchSize);
         }
         // No separate lease renewal: advanceCursor just extended the lease it is fenced on.
@@ -358,9 +380,9 @@ export class Forwarder {
    * of them is due, so the loop wakes then rather than a whole poll interval later
    * (the lag from ingest to delivery stays close to the settle window).
    */
-  private async notePending(organizationGuid: string, checkpoint: Checkpoint): Promise<void> {
+  private async notePending(organizationGuid: string, signal: ForwardedSignal, checkpoint: Checkpoint): Promise<void> {
     if (this.opts.settleMs <= 0) return;
-    const oldest = await this.source.oldestPending(organizationGuid, checkpoint);
+    const oldest = await this.sources[signal].oldestPending(organizationGuid, checkpoint);
     if (!oldest) return;
     const dueAt = oldest.getTime() + this.opts.settleMs;
     this.wakeAt = this.wakeAt === undefined ? dueAt : Math.min(this.wakeAt, dueAt);
@@ -414,6 +436,33 @@ export class Forwarder {
       },
       { signal, status: String(outcome.status), skipped: String(skipped), attempts: String(attempts) },
       { responseStatus: outcome.status, responseBody: redactBody(outcome.body, headers), signal, format: target.format, attempts, skippedRecords: skipped },
+    );
+  }
+
+  /** The batch is held and retried (nothing is lost): the alert says so, with the last status or network error. */
+  private async raiseUnreachable(
+    organizationGuid: string,
+    signal: ForwardedSignal,
+    target: Target,
+    outcome: Extract<SendOutcome, { kind: 'retry' }>,
+    headers: Record<string, string>,
+    held: number,
+    attempts: number,
+  ): Promise<void> {
+    const key = `${organizationGuid} ${target.url}`;
+    const lastAt = this.lastRetryAlert.get(key);
+    if (lastAt !== undefined && Date.now() - lastAt < RETRY_ALERT_EVERY_MS) return;
+    this.lastRetryAlert.set(key, Date.now());
+    const reason = redactBody(outcome.reason, headers);
+    await this.raiseExportAlert(
+      organizationGuid,
+      'error',
+      {
+        subject: 'Collector not taking {signal}',
+        message: 'The {signal} collector failed {attempts} times in a row ({reason}); the records are held and sent again with backoff.',
+      },
+      { signal, attempts: String(attempts), reason },
+      { responseStatus: outcome.status, reason, signal, format: target.format, attempts, heldRecords: held },
     );
   }
 

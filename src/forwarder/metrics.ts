@@ -11,13 +11,13 @@ export function createForwarderMetrics(registry: Registry) {
     (registry.getSingleMetric(name) as Counter<(typeof labelNames)[number]> | undefined) ?? new Counter({ name, help, labelNames, registers: [registry] });
   const lagName = 'mcpgw_forwarder_lag_seconds';
   return {
-    sent: counter('mcpgw_forwarder_records_sent_total', 'Call-log records a collector accepted'),
+    sent: counter('mcpgw_forwarder_records_sent_total', 'Records (call logs, spans, audit records) a collector accepted'),
     retried: counter('mcpgw_forwarder_records_retried_total', 'Records in batches that failed transiently (429, 5xx, network) and will be sent again'),
     failed: counter('mcpgw_forwarder_records_failed_total', 'Records skipped after the collector kept refusing their batch (4xx)'),
     rejected: counter('mcpgw_forwarder_records_rejected_total', 'Records a collector rejected inside an accepted batch (OTLP partial success)'),
     lag:
       (registry.getSingleMetric(lagName) as Gauge<(typeof labelNames)[number]> | undefined) ??
-      new Gauge({ name: lagName, help: 'Age of the oldest call-log record not yet delivered (0 when caught up)', labelNames, registers: [registry] }),
+      new Gauge({ name: lagName, help: 'Age of the oldest record of the signal not yet delivered (0 when caught up)', labelNames, registers: [registry] }),
   };
 }
 

@@ -1,3 +1,20 @@
+import {
+  attributeParts,
+  col,
+  concat,
+  hecField,
+  hecTime,
+  jsonText,
+  keyValue,
+  lit,
+  nanos,
+  present,
+  SEVERITY,
+  sql,
+  type Attribute,
+  type Part,
+} from './json-sql.js';
+
 /**
  * What the forwarder sends for one call-log row, written as ClickHouse SQL: the
  * batch query returns every record as finished JSON text (an OTLP LogRecord, an OTLP
@@ -14,11 +31,9 @@
  *
  * The text is what the OpenTelemetry exporters' serializers (and JSON.stringify for
  * HEC) write for the same record, member for member;
- * test/forwarder-encoding.test.ts holds it to them. Strings go through
- * toJSONString, which escapes like JSON.stringify except that it also escapes
- * U+2028/U+2029 and writes other control characters as upper-case `\u001F`: the same
- * JSON values, different bytes. Forward slashes are left alone by the query's
- * `output_format_json_escape_forward_slashes = 0`.
+ * test/forwarder-encoding.test.ts holds it to them (ClickHouse's own string escapes
+ * aside: json-sql.ts, whose pieces every record is written with). The audit records
+ * have their own mapping, audit-record-sql.ts.
  */
 export type BodyKind = 'otlp_logs' | 'otlp_traces' | 'hec';
 
@@ -26,56 +41,14 @@ export const SERVICE_NAME = 'mcp-gateway-manager';
 export const SCOPE_NAME = `${SERVICE_NAME}/forwarder`;
 export const SCOPE_VERSION = '1';
 
-/** A piece of a record: SQL that yields a String, or constant text. */
-type Part = { sql: string } | { text: string };
-const sql = (s: string): Part => ({ sql: s });
-const lit = (s: string): Part => ({ text: s });
-
-/** A ClickHouse string literal. */
-const quote = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-
-/** concat() of the parts, adjacent constants merged into one literal. */
-function concat(parts: Part[]): string {
-  const merged: string[] = [];
-  let pending = '';
-  for (const p of parts) {
-    if ('text' in p) pending += p.text;
-    else {
-      if (pending) merged.push(quote(pending));
-      pending = '';
-      merged.push(p.sql);
-    }
-  }
-  if (pending) merged.push(quote(pending));
-  return merged.length === 1 ? `toString(${merged[0]})` : `concat(${merged.join(', ')})`;
-}
-
-/** A string as a quoted, escaped JSON string. */
-const jsonText = (expr: string): Part => sql(`toJSONString(${expr})`);
-
-const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
-/** The UUID and Enum columns as String. */
-const col = (name: string): string => `toString(${name})`;
 // The LowCardinality(String) columns (type, method, tool_name and the guids) are used
 // bare: functions of them then run once per distinct value, not once per row.
-/** Set: neither empty nor the zero UUID (how the call log stores "absent"). */
-const present = (expr: string): string => `(${expr} != '' AND ${expr} != '${ZERO_UUID}')`;
-
 const METHOD = 'method';
 const TOOL = 'tool_name';
 const TYPE = 'type';
 const IS_ERROR = `status = 'error'`;
 const CREATED_MS = 'toUnixTimestamp64Milli(created_at)';
 const INGESTED_MS = 'toUnixTimestamp64Milli(ingested_at)';
-
-interface Attribute {
-  key: string;
-  /** SQL of the value: a String, or an integer for `int`. */
-  value: string;
-  type: 'string' | 'int';
-  /** SQL condition; the attribute is left out where it is false. */
-  when?: string;
-}
 
 /** The row's guid columns and their attribute names (the tests' reference reads the same list). */
 export const GUID_ATTRIBUTES: [string, string][] = [
@@ -105,22 +78,8 @@ const CALL_ATTRIBUTES: Attribute[] = [
   ...GUID_ATTRIBUTES.map(([column, key]): Attribute => ({ key, value: column, type: 'string', when: present(column) })),
 ];
 
-/** The attributes as parts, each written by `item`; optional ones through if(), comma first (the first attribute is always set). */
-function attributeParts(item: (a: Attribute) => Part[]): Part[] {
-  return CALL_ATTRIBUTES.flatMap((a, i): Part[] => {
-    const parts = i === 0 ? item(a) : [lit(','), ...item(a)];
-    return a.when ? [sql(`if(${a.when}, ${concat(parts)}, '')`)] : parts;
-  });
-}
-
-/** An OTLP KeyValue, the value an AnyValue as the serializer maps a JS string or integer. */
-const keyValue = (a: Attribute): Part[] =>
-  a.type === 'int'
-    ? [lit(`{"key":${JSON.stringify(a.key)},"value":{"intValue":`), sql(`toString(${a.value})`), lit('}}')]
-    : [lit(`{"key":${JSON.stringify(a.key)},"value":{"stringValue":`), jsonText(a.value), lit('}}')];
-
-/** A HEC field: flat, every value a string. */
-const hecField = (a: Attribute): Part[] => [lit(`${JSON.stringify(a.key)}:`), jsonText(a.type === 'int' ? `toString(${a.value})` : a.value)];
+/** The call's attributes as parts, each written by `item`. */
+const callAttributeParts = (item: (a: Attribute) => Part[]): Part[] => attributeParts(CALL_ATTRIBUTES, item);
 
 /** The span name the MCP conventions ask for: "{mcp.method.name} {target}" (the call type when there is no method). */
 const SPAN_NAME = (() => {
@@ -131,9 +90,6 @@ const SPAN_NAME = (() => {
 /** The log body: one readable line per call ("tools/call search ok in 42 ms"; rows are thin: no request or response body). */
 const LOG_BODY = `if(${IS_ERROR}, concat(${SPAN_NAME}, ' failed after ', toString(duration_ms), ' ms', if(${present('error_message')}, concat(': ', error_message), '')), concat(${SPAN_NAME}, ' ok in ', toString(duration_ms), ' ms'))`;
 
-/** Epoch milliseconds as OTLP's decimal nanoseconds (exact: text, no multiplication). */
-const nanos = (ms: string): Part => sql(`if(${ms} = 0, '0', concat(toString(${ms}), '000000'))`);
-
 /** A valid W3C id of `hexDigits`: that many hex digits (any case), not all zero. */
 const validId = (column: string, hexDigits: number): string => `(match(lower(${column}), '^[0-9a-f]{${hexDigits}}$') AND NOT match(${column}, '^0+$'))`;
 const VALID_TRACE = validId('trace_id', 32);
@@ -142,7 +98,6 @@ const VALID_SPAN = validId('span_id', 16);
 const GUID_DIGEST = `lower(hex(SHA256(${col('guid')})))`;
 
 // OTLP enums as they appear on the wire.
-const SEVERITY = { info: 9, error: 17 };
 const SPAN_KIND_SERVER = 2;
 const STATUS = { ok: 1, error: 2 };
 const TRACE_FLAG_SAMPLED = 1;
@@ -160,7 +115,7 @@ const LOG_RECORD = concat([
   ),
   jsonText(LOG_BODY),
   lit('},"attributes":['),
-  ...attributeParts(keyValue),
+  ...callAttributeParts(keyValue),
   lit('],"droppedAttributesCount":0'),
   sql(`if(${VALID_TRACE} AND ${VALID_SPAN}, concat(',"flags":${TRACE_FLAG_SAMPLED},"traceId":"', lower(trace_id), '","spanId":"', lower(span_id), '"'), '')`),
   lit('}'),
@@ -179,7 +134,7 @@ const SPAN = concat([
   lit('","endTimeUnixNano":"'),
   nanos(`(${CREATED_MS} + duration_ms)`),
   lit('","attributes":['),
-  ...attributeParts(keyValue),
+  ...callAttributeParts(keyValue),
   lit('],"droppedAttributesCount":0,"events":[],"droppedEventsCount":0,"status":'),
   sql(
     `if(${IS_ERROR}, concat('{"code":${STATUS.error},"message":', toJSONString(if(${present('error_message')}, error_message, 'error')), '}'), '{"code":${STATUS.ok}}')`,
@@ -187,17 +142,14 @@ const SPAN = concat([
   lit(`,"links":[],"droppedLinksCount":0,"flags":${SPAN_FLAGS}}`),
 ]);
 
-/** HEC `time`: epoch seconds with three decimals, written as text so it is never in scientific notation. */
-const HEC_TIME = `concat(toString(intDiv(${CREATED_MS}, 1000)), '.', leftPad(toString(${CREATED_MS} % 1000), 3, '0'))`;
-
 /** One HEC event: `event` the log body, `fields` the attributes as flat strings. */
 const HEC_EVENT = concat([
   lit('{"time":'),
-  sql(HEC_TIME),
+  sql(hecTime(CREATED_MS)),
   lit(`,"host":${JSON.stringify(SERVICE_NAME)},"source":${JSON.stringify(SERVICE_NAME)},"sourcetype":"mcp:call","event":`),
   jsonText(LOG_BODY),
   lit(',"fields":{'),
-  ...attributeParts(hecField),
+  ...callAttributeParts(hecField),
   lit('}}'),
 ]);
 

@@ -42,10 +42,12 @@ export async function deleteCollectorHeadersSecret(db: ConfigDb, organizationGui
  * at "now": only rows ingested after configuration are forwarded (contract section 5).
  * A signal that keeps its URL keeps its checkpoint, so a changed URL or header set
  * applies from the next batch on and nothing is sent twice or skipped. A signal that
- * loses its URL loses its cursor.
+ * loses its URL loses its cursor. Admin audit records follow the logs URL (contract
+ * 8.4) with a cursor of their own, so neither stream holds the other back.
  */
-export async function syncForwarderCursors(db: ConfigDb, organizationGuid: string, enabled: Record<ForwardedSignal, boolean>): Promise<void> {
-  for (const signal of ['logs', 'traces'] as const) {
+export async function syncForwarderCursors(db: ConfigDb, organizationGuid: string, urls: { logs: boolean; traces: boolean }): Promise<void> {
+  const enabled: Record<ForwardedSignal, boolean> = { ...urls, audit: urls.logs };
+  for (const signal of ['logs', 'traces', 'audit'] as const) {
     if (enabled[signal]) {
       await db
         .insertInto('forwarder_cursors')
