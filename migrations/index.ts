@@ -4,6 +4,8 @@ import * as serversGateways from './2026-11-21-0002-servers-gateways.js';
 import * as serversExtra from './2026-11-21-0004-servers-extra.js';
 import * as collectors from './2026-11-21-0005-collectors.js';
 import * as toolCuration from './2026-11-24-0001-tool-curation.js';
+import * as endedGatewaySessions from './2026-11-25-0002-ended-gateway-sessions.js';
+import * as auditForwarding from './2026-11-25-0003-audit-forwarding.js';
 
 /**
  * Every Postgres migration, in order. Listed statically (not read from disk) so the
@@ -15,4 +17,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-21-0004-servers-extra': serversExtra,
   '2026-11-21-0005-collectors': collectors,
   '2026-11-24-0001-tool-curation': toolCuration,
+  '2026-11-25-0002-ended-gateway-sessions': endedGatewaySessions,
+  '2026-11-25-0003-audit-forwarding': auditForwarding,
 };

@@ -28,6 +28,29 @@ export function isSensitiveHeaderName(name: string, extraNames: Iterable<string>
 }
 
 /**
+ * Fields whose values are secrets (contract section 7), by name, wherever a structure
+ * holds them (an operation's input, an alert's debug context): `clientSecret`,
+ * `oauthAccessToken`, `refresh_token`, `password`. A name merely starting with
+ * "token" (`tokenId`, `oauthTokenEndpoint`) names no secret, and a boolean
+ * (`rotateSecret: true`) is none.
+ */
+const SECRET_FIELD = /secret|password|token$/i;
+
+export function isSecretField(name: string, value: unknown): boolean {
+  return SECRET_FIELD.test(name) && typeof value !== 'boolean';
+}
+
+/**
+ * The service log's redaction (pino's `redact` option, for fastify's logger and the
+ * runtime's): header values a log line carries are censored by the same rule as
+ * everywhere else, so a line that logs request or response headers shows names only.
+ */
+export const SERVICE_LOG_REDACTION = {
+  paths: ['req.headers.*', 'res.headers.*', 'headers.*'],
+  censor: (value: unknown, path: string[]): unknown => (isSensitiveHeaderName(path.at(-1) ?? '') ? REDACTED : value),
+};
+
+/**
  * Returns a copy of `headers` in which the value of every sensitive header is
  * replaced by `[REDACTED]` (names stay, so a reader still sees that it was sent).
  * `extraNames` adds names known to be secret, e.g. an identity's header names.
@@ -56,15 +79,13 @@ export function redactDeep(value: unknown, extraNames: Iterable<string> = [], de
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      out[k] = isSensitiveHeaderName(k, extra) || /secret|password|token/i.test(k) ? REDACTED : redactDeep(v, extra, depth + 1);
+      out[k] = isSensitiveHeaderName(k, extra) || isSecretField(k, v) ? REDACTED : redactDeep(v, extra, depth + 1);
     }
     return out;
   }
   return value;
 }
 
-/** Input fields whose values are secrets (contract section 7), at any depth of an operation's input. */
-const SECRET_FIELD = /secret|password|token$/i;
 /** Input fields holding a map of header names to values: every value is a secret, the names are not. */
 const HEADER_MAP_FIELDS = new Set(['headers']);
 
@@ -81,7 +102,7 @@ export function redactInput(value: unknown, depth = 0): unknown {
     if (v === null || v === undefined) out[k] = v;
     else if (HEADER_MAP_FIELDS.has(k) && typeof v === 'object' && !Array.isArray(v))
       out[k] = Object.fromEntries(Object.keys(v as Record<string, unknown>).map((name) => [name, REDACTED]));
-    else if (SECRET_FIELD.test(k) && typeof v !== 'boolean') out[k] = REDACTED;
+    else if (isSecretField(k, v)) out[k] = REDACTED;
     else out[k] = redactInput(v, depth + 1);
   }
   return out;
@@ -93,15 +114,31 @@ const SECRET_PART_MIN = 8;
 const SECRET_VALUE_MIN = 4;
 
 /**
+ * What is searched for to redact known secret values: each value of at least 4
+ * characters and each long whitespace-separated part of it. Computed once when the
+ * same secrets are searched in many texts (every message of an upstream's reply).
+ */
+export function secretSearchTerms(secrets: Iterable<string>): string[] {
+  const terms: string[] = [];
+  for (const secret of secrets) {
+    if (!secret || secret.length < SECRET_VALUE_MIN) continue;
+    terms.push(secret, ...secret.split(/\s+/).filter((p) => p.length >= SECRET_PART_MIN && p !== secret));
+  }
+  return terms;
+}
+
+/** Replaces every occurrence of the search terms (secretSearchTerms) in `text`; a text without any is returned as it is. */
+export function redactSearchTerms(text: string, terms: readonly string[]): string {
+  let out = text;
+  for (const term of terms) if (out.includes(term)) out = out.split(term).join(REDACTED);
+  return out;
+}
+
+/**
  * Replaces every occurrence of a known secret value in `text` (an upstream's or a
  * collector's answer echoing a credential, an error message quoting one): each value
  * of at least 4 characters and each long part of it.
  */
 export function redactSecretValues(text: string, secrets: Iterable<string>): string {
-  let out = text;
-  for (const secret of secrets) {
-    if (!secret || secret.length < SECRET_VALUE_MIN) continue;
-    for (const part of [secret, ...secret.split(/\s+/).filter((p) => p.length >= SECRET_PART_MIN && p !== secret)]) out = out.split(part).join(REDACTED);
-  }
-  return out;
+  return redactSearchTerms(text, secretSearchTerms(secrets));
 }

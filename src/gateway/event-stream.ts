@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { Catalog, Catalogs } from './catalog.js';
+import { withoutEchoedSecrets } from './echoed-secrets.js';
 import { fromUpstream } from './relay.js';
 import type { GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
@@ -19,7 +20,7 @@ const LIST_CHANGED = ['notifications/tools/list_changed', 'notifications/prompts
  * Resolves when the host goes away.
  */
 export async function openHostEventStream(opts: {
-  services: Services;
+  services: Pick<Services, 'configChanges' | 'logger'>;
   catalogs: Catalogs;
   caller: GatewayCaller;
   catalog: Catalog;
@@ -55,7 +56,7 @@ export async function openHostEventStream(opts: {
           fetch: opts.fetch,
         });
         if (!messages) return;
-        for await (const message of messages) write(fromUpstream(route.assignmentGuid, message));
+        for await (const message of messages) write(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(message, credential.secrets)));
       } catch (err) {
         if (!abort.signal.aborted)
           opts.services.logger.debug(

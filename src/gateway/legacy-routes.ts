@@ -9,6 +9,7 @@ import type { Catalogs } from './catalog.js';
 import { ERRORS, type GatewayProxy } from './proxy.js';
 import type { GatewaySession } from './session-id.js';
 import { GATEWAY_ROUTE_OPTIONS } from './rate-limits.js';
+import { requestIdProblem } from './request-id.js';
 import { sseMessage } from './sse.js';
 import { traceContextFrom } from './trace-context.js';
 
@@ -40,7 +41,7 @@ const KEEPALIVE_MS = 15_000;
  * to its open stream, so these sessions live in the process holding the stream:
  * a POST that reaches another replica answers 404 (route `/sse` with sticky sessions).
  */
-export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Services, deps: LegacyRouteDeps): void {
+export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Pick<Services, 'callLogs' | 'logger'>, deps: LegacyRouteDeps): void {
   const streams = new Map<string, LegacyStream>();
   app.addHook('onClose', async () => {
     for (const stream of streams.values()) stream.abort.abort();
@@ -84,6 +85,8 @@ export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Serv
       if (!body || typeof body !== 'object' || Array.isArray(body) || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
         return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, 'The body must be one JSON-RPC 2.0 message.'));
       }
+      const badId = requestIdProblem(body);
+      if (badId) return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, badId));
       const message = body as JSONRPCMessage;
       const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
       const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));

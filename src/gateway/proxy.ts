@@ -7,17 +7,21 @@ import type { GatewayCaller } from './access.js';
 import { exposeItems, LIST_CAPABILITY, LIST_KEY, nameItems, resolveExposedName, routeForUri, type ExposedItems, type ListMethod } from './aggregate.js';
 import type { CallRecord } from './call-record.js';
 import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';
+import { malformedToolCall } from '../mcp/tool-call-params.js';
+import { redactSecretValues } from '../core/redaction.js';
+import { withoutEchoedSecretsIn } from './echoed-secrets.js';
 import { cancelledTarget, fromUpstream, isAnswerTo, unrelayId } from './relay.js';
 import type { GatewaySession } from './session-id.js';
 import { upstreamTraceparent, type TraceContext } from './trace-context.js';
 import { ResponseTooLargeError, type UpstreamFetch } from './upstream-client.js';
-import { deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
+import { deleteUpstreamSession, initializeUpstream, postToUpstream, UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
 import { initializeLegacyUpstream, sendToLegacyUpstream } from './upstream-legacy-sse.js';
 import { MODERN_REVISION, toModernUpstream } from './modern-upstream.js';
 import type { UpstreamHealth } from './upstream-health.js';
 
 /** JSON-RPC error codes the gateway answers with. */
 export const ERRORS = {
+  parse: -32700,
   invalidRequest: -32600,
   methodNotFound: -32601,
   invalidParams: -32602,
@@ -85,7 +89,7 @@ const MAX_PAGES = 20;
  */
 export class GatewayProxy {
   constructor(
-    private readonly services: Services,
+    private readonly services: Pick<Services, 'config' | 'logger'>,
     private readonly catalogs: Catalogs,
     private readonly health: UpstreamHealth,
     private readonly fetch: UpstreamFetch,
@@ -108,7 +112,15 @@ export class GatewayProxy {
         case 'resources/list':
         case 'resources/templates/list':
           return await this.list(ctx, id, m.method);
-        case 'tools/call':
+        case 'tools/call': {
+          // Refused here, in words, rather than forwarded for an upstream to fail on (or dumped by a schema).
+          const malformed = malformedToolCall(message);
+          if (malformed) {
+            if (typeof m.params?.name === 'string') ctx.record.toolName = m.params.name.slice(0, 500);
+            throw new GatewayCallError(ERRORS.invalidParams, malformed.error.message);
+          }
+          return await this.callNamed(ctx, message, m.method, m.params ?? {});
+        }
         case 'prompts/get':
           return await this.callNamed(ctx, message, m.method, m.params ?? {});
         case 'resources/read':
@@ -200,26 +212,23 @@ export class GatewayProxy {
     if (route.transport === 'sse') {
       // A legacy session ends with its stream: nothing to keep, each exchange opens its own.
       const result = await initializeLegacyUpstream(this.request(ctx, route, credential, undefined, undefined), session);
-      return { sessionId: null, protocolVersion: null, instructions: typeof result.instructions === 'string' ? result.instructions : null };
+      return {
+        sessionId: null,
+        protocolVersion: null,
+        instructions: typeof result.instructions === 'string' ? redactSecretValues(result.instructions, credential.secrets) : null,
+      };
     }
-    const init = {
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: session.protocolVersion, capabilities: session.clientCapabilities, clientInfo: session.clientInfo },
-    } as JSONRPCMessage;
-    const req = this.request(ctx, route, credential, undefined, undefined);
-    const reply = await postToUpstream(req, init);
-    let response: Record<string, any> | null = null;
-    for await (const msg of reply.messages) if ((msg as { id?: unknown }).id === 0) response = msg as Record<string, any>;
-    if (!response?.result) throw new Error(response?.error?.message ?? 'the upstream gave no initialize result');
-    const protocolVersion = typeof response.result.protocolVersion === 'string' ? response.result.protocolVersion : null;
-    const after = this.request(ctx, route, credential, reply.sessionId ?? undefined, protocolVersion ?? undefined);
-    await postToUpstream(after, { jsonrpc: '2.0', method: 'notifications/initialized' } as JSONRPCMessage);
+    const opened = await initializeUpstream(this.request(ctx, route, credential, undefined, undefined), {
+      protocolVersion: session.protocolVersion,
+      capabilities: session.clientCapabilities,
+      clientInfo: session.clientInfo,
+    });
+    const { instructions } = opened.result;
     return {
-      sessionId: reply.sessionId,
-      protocolVersion,
-      instructions: typeof response.result.instructions === 'string' ? response.result.instructions : null,
+      sessionId: opened.sessionId,
+      protocolVersion: opened.protocolVersion,
+      // Instructions reach the host: whatever of the credential an upstream put in them is not relayed.
+      instructions: typeof instructions === 'string' ? redactSecretValues(instructions, credential.secrets) : null,
     };
   }
 
@@ -481,6 +490,14 @@ export class GatewayProxy {
     const credential = await this.credential(route);
     ctx.record.secrets.push(...credential.secrets);
     ctx.record.headerNames.push(...credential.headerNames);
+    const reply = await this.exchange(ctx, route, credential, message);
+    // Every message of every upstream transport passes here on its way to the host (answers, streams, lists, errors):
+    // a credential the upstream echoes goes no further.
+    return credential.secrets.length > 0 ? { ...reply, messages: withoutEchoedSecretsIn(reply.messages, credential.secrets) } : reply;
+  }
+
+  /** One exchange with the upstream in the transport and revision it speaks. */
+  private async exchange(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamReply> {
     if (route.transport === 'sse') return this.sendLegacy(ctx, route, credential, message);
     if (route.features?.protocolVersion === MODERN_REVISION) return this.sendModern(ctx, route, credential, message);
     let upstream = ctx.session?.upstreams[route.assignmentGuid];

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { bearerToken } from '../core/auth/tokens.js';
+import { AppError } from '../core/errors.js';
 import type { Services } from '../core/services.js';
 import { GatewayAccess, GatewayAccessError, type GatewayCaller } from './access.js';
 import { CallRecord } from './call-record.js';
@@ -19,6 +20,10 @@ import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 import { createModernHostHandler, isModernMessage, type ModernHostRequest } from './modern-host.js';
 import { sendWebResponse, toWebRequest } from '../http/web-request.js';
+import { malformedToolCall } from '../mcp/tool-call-params.js';
+import { isStoreUnreachable } from '../stores/store-errors.js';
+import { EndedSessions } from './ended-sessions.js';
+import { requestIdProblem } from './request-id.js';
 
 const SESSION_HEADER = 'mcp-session-id';
 const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({
@@ -39,6 +44,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   const health = new UpstreamHealth(services);
   const upstreams = new UpstreamClient(services.egress);
   const sessionIds = new SessionIds(services.gatewaySessionKey);
+  const endedSessions = new EndedSessions(services.db, services.logger, services.config.gateway.cacheTtlMs);
   const replay = new StreamReplay();
   const proxy = new GatewayProxy(services, catalogs, health, upstreams.fetch);
   const limits = new GatewayRateLimits({
@@ -83,7 +89,8 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const id = request.headers[SESSION_HEADER];
     if (typeof id !== 'string' || id === '') return { session: null, id: null };
     const session = sessionIds.open(id);
-    if (!session || session.connectionGuid !== caller.connectionGuid) {
+    // An id that opens may still name a session its host ended (DELETE, through any replica) or one past its age.
+    if (!session || session.connectionGuid !== caller.connectionGuid || (await endedSessions.isOver(session))) {
       await reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session not found: initialize a new session.'));
       return null;
     }
@@ -105,15 +112,27 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
 
   const path = '/gateways/:gatewayGuid/mcp';
   const maxRequestBytes = services.config.gateway.maxRequestBytes;
-  const postOptions = {
-    ...GATEWAY_ROUTE_OPTIONS,
-    bodyLimit: maxRequestBytes,
-    // A host speaks JSON-RPC: body errors are answered in it, with the HTTP status that fits.
-    errorHandler: (err: { code?: string; statusCode?: number }, _request: FastifyRequest, reply: FastifyReply) =>
-      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-        ? reply.code(413).send(rpcError(ERRORS.invalidRequest, `The message exceeds the limit of ${maxRequestBytes} bytes.`))
-        : reply.code(err.statusCode && err.statusCode < 500 ? err.statusCode : 400).send(rpcError(-32700, 'The body is not a valid JSON-RPC message.')),
+  /**
+   * A host speaks JSON-RPC: every failure is answered in it, with the HTTP status that fits. Only a body that
+   * cannot be read is a parse error (-32700); anything else is the gateway's failure (-32603), a 503 while a store
+   * cannot be reached (try again shortly) and a 500 otherwise, never with its internals.
+   */
+  const errorHandler = (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const e = err as { code?: string; statusCode?: number };
+    if (reply.raw.headersSent) return void reply.raw.end();
+    if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return reply.code(413).send(rpcError(ERRORS.invalidRequest, `The message exceeds the limit of ${maxRequestBytes} bytes.`));
+    const unreadable = unreadableBody(err);
+    if (unreadable) return reply.code(unreadable.status).send(rpcError(ERRORS.parse, `The body is not a valid JSON-RPC message: ${unreadable.reason}.`));
+    if (isStoreUnreachable(err)) {
+      request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'gateway request failed: a store cannot be reached');
+      return reply.code(503).header('retry-after', '5').send(rpcError(ERRORS.internal, 'The gateway cannot reach its configuration store: try again shortly.'));
+    }
+    request.log.error({ err }, 'gateway request failed');
+    return reply.code(500).send(rpcError(ERRORS.internal, 'The gateway could not serve this request.'));
   };
+  const routeOptions = { ...GATEWAY_ROUTE_OPTIONS, errorHandler };
+  const postOptions = { ...routeOptions, bodyLimit: maxRequestBytes };
   app.post<{ Params: { gatewayGuid: string } }>(path, postOptions, async (request, reply) => {
     const caller = await admit(request, reply);
     if (!caller) return reply;
@@ -122,6 +141,8 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     if (!body || typeof body !== 'object' || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
       return reply.code(400).send(rpcError(ERRORS.invalidRequest, 'The body must be one JSON-RPC 2.0 message.'));
     }
+    const badId = requestIdProblem(body);
+    if (badId) return reply.code(400).send(rpcError(ERRORS.invalidRequest, badId));
     const message = body as JSONRPCMessage;
     if (isModernMessage(body, request.headers['mcp-protocol-version'])) return serveModern(request, reply, caller);
     const isInitialize = (message as { method?: string }).method === 'initialize';
@@ -143,7 +164,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   });
 
   /** A 2026-07-28 request: the SDK's handler serves the revision, the same proxy serves the request. */
-  const modern = createModernHostHandler(proxy);
+  const modern = createModernHostHandler(proxy, { services, catalogs, fetch: upstreams.fetch });
   app.addHook('onClose', () => modern.close());
   const serveModern = async (request: FastifyRequest, reply: FastifyReply, caller: GatewayCaller) => {
     const catalog = await catalogs.forCaller(caller);
@@ -160,6 +181,15 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       signal: abort.signal,
       record: (message) => new CallRecord(services, caller, trace, message, requestBytes, request.headers, null),
     };
+    // Refused before the SDK's schema would answer it with a dump of its issues, and logged like any refusal.
+    const malformed = malformedToolCall(request.body);
+    if (malformed) {
+      const record = modernHost.record(request.body as JSONRPCMessage);
+      const name = (request.body as { params?: { name?: unknown } }).params?.name;
+      if (typeof name === 'string') record.toolName = name.slice(0, 500);
+      record.finish(malformed as JSONRPCMessage, 0);
+      return sendJson(reply, 200, null, malformed);
+    }
     const response = await modern.fetch(toWebRequest(request), {
       parsedBody: request.body,
       authInfo: { token: 'verified', clientId: caller.connectionGuid, scopes: [], extra: { modernHost } },
@@ -169,7 +199,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
 
   registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, postOptions });
 
-  app.get<{ Params: { gatewayGuid: string } }>(path, GATEWAY_ROUTE_OPTIONS, async (request, reply) => {
+  app.get<{ Params: { gatewayGuid: string } }>(path, routeOptions, async (request, reply) => {
     const found = await admitSession(request, reply);
     if (!found) return reply;
     const lastEventId = header(request, 'last-event-id');
@@ -195,9 +225,11 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     });
   });
 
-  app.delete<{ Params: { gatewayGuid: string } }>(path, GATEWAY_ROUTE_OPTIONS, async (request, reply) => {
+  app.delete<{ Params: { gatewayGuid: string } }>(path, routeOptions, async (request, reply) => {
     const found = await admitSession(request, reply);
     if (!found) return reply;
+    // Ended for every replica before anything else: from here on the id is a 404 wherever it is presented.
+    await endedSessions.end(found.session);
     const { catalog } = found;
     const trace = traceContextFrom(header(request, 'traceparent'), undefined);
     await Promise.all(
@@ -268,6 +300,19 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
 function sendJson(reply: FastifyReply, status: number, sessionId: string | null, message: unknown): FastifyReply {
   if (sessionId) reply.header(SESSION_HEADER, sessionId);
   return reply.code(status).type('application/json').send(JSON.stringify(message));
+}
+
+/** A body fastify or the JSON parser could not read (its status and why), or null for any other failure. */
+function unreadableBody(err: unknown): { status: number; reason: string } | null {
+  if (err instanceof AppError) return err.code === 'validation_failed' ? { status: 400, reason: err.message } : null;
+  if (err instanceof SyntaxError) return { status: 400, reason: 'body: is not valid JSON' };
+  const e = err as { code?: unknown; statusCode?: unknown };
+  if (typeof e.code === 'string' && e.code.startsWith('FST_ERR_CTP_'))
+    return {
+      status: typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 400,
+      reason: 'body: cannot be read as JSON',
+    };
+  return null;
 }
 
 /** Whether the host takes a JSON answer (the transport asks hosts to accept both JSON and an event stream). */

@@ -197,6 +197,14 @@ export interface ConnectionsTable {
   created_at: Timestamp;
 }
 
+/** Gateway sessions a host ended (DELETE), kept until the session would have expired (src/gateway/ended-sessions.ts). */
+export interface EndedGatewaySessionsTable {
+  connection_guid: string;
+  /** The session's short id (GatewaySession.id), not the sealed id. */
+  session_id: string;
+  expires_at: Timestamp;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   entitlements: EntitlementsTable;
@@ -216,6 +224,7 @@ export interface Database {
   connections: ConnectionsTable;
   collector_configurations: CollectorConfigurationsTable;
   forwarder_cursors: ForwarderCursorsTable;
+  ended_gateway_sessions: EndedGatewaySessionsTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;
@@ -228,7 +237,8 @@ export type NewAccessToken = Insertable<AccessTokensTable>;
 export type AccessTokenUpdate = Updateable<AccessTokensTable>;
 
 export type LogsFormat = 'otlp' | 'collector_hec';
-export type ForwardedSignal = 'logs' | 'traces';
+/** A forwarder cursor's signal: call logs as logs, call logs as spans, admin audit records (sent to the logs collector). */
+export type ForwardedSignal = 'logs' | 'traces' | 'audit';
 
 export interface CollectorConfigurationsTable {
   organization_guid: string;
