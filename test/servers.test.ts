@@ -258,7 +258,7 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
 
 describe('validation jobs', () => {
   it('survive a restart: a server left pending is validated when the runner starts again', async () => {
-    const jobs = t.runtime.services.serverValidation;
+    const jobs = t.runtime.serverValidation;
     await jobs.stop();
     const { body: s } = await call('rest', ws.token, 'create_inbound_server', {
       name: 'pending',

@@ -16,7 +16,9 @@ Commands:
   rotate-secret-key [--org GUID]
                       re-encrypts every secret under SECRET_KEY; start with the
                       new key as SECRET_KEY and the old one as PREVIOUS_SECRET_KEY
-  seed-logs --org GUID --rows N [--days D]   (synthetic call logs through the ingest path)
+  seed-logs --org GUID --rows N [--days D] [--users U]
+                      synthetic call logs through the ingest path; U tops the
+                      workspace's users up with synthetic ones
 
 While the service runs on the same DATA_DIR, the command is carried out by it
 (over DATA_DIR/admin.sock); otherwise this process opens the stores itself.`;
@@ -37,6 +39,7 @@ function parseCommandLine(argv: string[]): { command: string; args: Record<strin
       'expires-in-days': { type: 'string' },
       rows: { type: 'string' },
       days: { type: 'string' },
+      users: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -54,6 +57,7 @@ function parseCommandLine(argv: string[]): { command: string; args: Record<strin
   if (values['expires-in-days'] !== undefined) args.expiresInDays = Number(values['expires-in-days']);
   if (values.rows !== undefined) args.rows = Number(values.rows);
   if (values.days !== undefined) args.days = Number(values.days);
+  if (values.users !== undefined) args.users = Number(values.users);
   if (command === 'entitlement') args.action = rest[0];
   return { command, args, json: Boolean(values.json) };
 }

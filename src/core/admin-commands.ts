@@ -25,19 +25,31 @@ const commandSchemas = {
   'create-token': z.strictObject({ user: Guid, label: z.string().trim().min(1).max(200), expiresInDays: z.number().int().min(0).max(90).default(0) }),
   migrate: z.strictObject({}),
   'rotate-secret-key': z.strictObject({ org: Guid.optional() }),
-  'seed-logs': z.strictObject({ org: Guid, rows: z.number().int().min(1).max(1_000_000_000), days: z.number().int().min(1).max(3650).default(7) }),
+  'seed-logs': z.strictObject({
+    org: Guid,
+    rows: z.number().int().min(1).max(1_000_000_000),
+    days: z.number().int().min(1).max(3650).default(7),
+    users: z.number().int().min(1).max(100_000).optional(),
+  }),
 } as const;
 
 export type AdminCommandName = keyof typeof commandSchemas;
 export const ADMIN_COMMANDS = Object.keys(commandSchemas) as AdminCommandName[];
 
 /** What a command may report while it runs (seed-logs: rows written so far). */
+/** What the operator's commands use: the stores, secrets, the spooled logs (seed-logs) and the change notices. */
+export type AdminCommandServices = Pick<Services, 'db' | 'clickhouse' | 'config' | 'secrets' | 'audit' | 'callLogs' | 'alerts' | 'configChanges'>;
+
 export interface AdminCommandHooks {
   onProgress?: (done: number, total: number) => void;
 }
 
 type Handlers = {
-  [K in AdminCommandName]: (services: Services, args: z.output<(typeof commandSchemas)[K]>, hooks: AdminCommandHooks) => Promise<Record<string, unknown>>;
+  [K in AdminCommandName]: (
+    services: AdminCommandServices,
+    args: z.output<(typeof commandSchemas)[K]>,
+    hooks: AdminCommandHooks,
+  ) => Promise<Record<string, unknown>>;
 };
 
 const handlers: Handlers = {
@@ -77,12 +89,12 @@ const handlers: Handlers = {
   'rotate-secret-key': async ({ db, secrets }, a) => ({ ...(await rotateSecretKey(db, secrets, { organizationGuid: a.org })) }),
   'seed-logs': async (services, a, hooks) => {
     if (!(await findOrganization(services.db, a.org))) throw notFound('Workspace');
-    return seedCallLogs(services, { organizationGuid: a.org, rows: a.rows, days: a.days, onProgress: hooks.onProgress });
+    return seedCallLogs(services, { organizationGuid: a.org, rows: a.rows, days: a.days, users: a.users, onProgress: hooks.onProgress });
   },
 };
 
 export async function runAdminCommand(
-  services: Services,
+  services: AdminCommandServices,
   name: string,
   rawArgs: Record<string, unknown>,
   hooks: AdminCommandHooks = {},
@@ -93,7 +105,11 @@ export async function runAdminCommand(
   let result: Record<string, unknown>;
   try {
     if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
-    result = await (handlers[command] as (s: Services, a: unknown, h: AdminCommandHooks) => Promise<Record<string, unknown>>)(services, parsed.data, hooks);
+    result = await (handlers[command] as (s: AdminCommandServices, a: unknown, h: AdminCommandHooks) => Promise<Record<string, unknown>>)(
+      services,
+      parsed.data,
+      hooks,
+    );
   } catch (err) {
     const appError = toAppError(err);
     await auditCommand(services, command, rawArgs, {}, appError.code, appError.status);
@@ -108,7 +124,7 @@ export async function runAdminCommand(
 
 /** The operator's commands are audited like operations: surface cli, no acting user, the workspace they touched. */
 async function auditCommand(
-  services: Services,
+  services: Pick<Services, 'audit'>,
   command: AdminCommandName,
   args: Record<string, unknown>,
   result: Record<string, unknown>,

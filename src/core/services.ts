@@ -4,20 +4,26 @@ import type { ClickhouseStore } from '../stores/clickhouse.js';
 import type { ConfigDb } from '../stores/postgres.js';
 import type { AlertSink } from './alerts.js';
 import type { ConfigChanges } from './config-changes.js';
-import type { PrincipalCache } from './auth/principal-cache.js';
+import type { TokenResolver } from './auth/token-resolver.js';
 import type { TokenUsage } from './auth/token-usage.js';
 import type { EgressPolicy } from './egress.js';
 import type { AuditRecordInput } from './audit/audit-record.js';
 import type { CallLogSink, SpoolSink } from './logs/call-log-writer.js';
 import type { SecretStore } from './secrets/secret-store.js';
-import type { ServerValidationJobs } from './servers/validation-jobs.js';
+import type { Logger } from './logger.js';
 
-/** The minimal logger core code needs; pino (fastify's logger) satisfies it. */
-export interface Logger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-  debug(obj: object | string, msg?: string): void;
+export type { Logger } from './logger.js';
+
+/**
+ * What operations ask of feature-learning (ServerValidationJobs implements it; the
+ * runtime starts and stops it). Declared here so that this module imports nothing
+ * that imports it back: consumers take `Pick<Services, ...>` of what they use.
+ */
+export interface ServerValidation {
+  /** Runs the server's due validation now (called right after a handler set it due). */
+  kick(serverGuid: string): void;
+  /** Resolves when no validation of this server is running in this process (for tests and the CLI). */
+  settled(serverGuid: string): Promise<void>;
 }
 
 /** Everything an operation handler may use: the stores and process-wide helpers. */
@@ -33,7 +39,7 @@ export interface Services {
   egress: EgressPolicy;
   alerts: AlertSink;
   /** Feature-learning: asynchronous validation of inbound servers (started by the runtime). */
-  serverValidation: ServerValidationJobs;
+  serverValidation: ServerValidation;
   /** The one call-log writer every producer uses (batched, spooled to disk, back-pressured). */
   callLogs: CallLogSink;
   /** The admin audit log's writer: the same spool mechanism as call logs, its own segment files. */
@@ -42,8 +48,8 @@ export interface Services {
   metricsRegistry?: Registry;
   /** In-process notice of configuration changes (posted by the executor and feature-learning; hot-path caches listen). */
   configChanges: ConfigChanges;
-  /** Resolved admin callers; present only with embedded stores (see PrincipalCache). */
-  principalCache?: PrincipalCache;
+  /** The one token resolver (admin access tokens and gateway tokens), with its cache. */
+  tokens: TokenResolver;
   /** The key that seals the gateway's session ids, derived from SECRET_KEY (so every replica can open them). */
   gatewaySessionKey: Buffer;
 }

@@ -33,7 +33,7 @@ export class CallRecord {
   private readonly requestHeaders: Record<string, string>;
 
   constructor(
-    private readonly services: Services,
+    private readonly services: Pick<Services, 'callLogs' | 'logger'>,
     private readonly caller: GatewayCaller,
     private readonly trace: TraceContext,
     private readonly request: JSONRPCMessage,

@@ -41,8 +41,9 @@ export interface ModernHostRequest {
 
 /** Whether a POSTed message is of revision 2026-07-28: it carries the per-request envelope or the revision's header. */
 export function isModernMessage(body: unknown, protocolHeader: string | string[] | undefined): boolean {
-  const meta = (body as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
-  return (meta !== undefined && meta !== null && PROTOCOL_VERSION_META_KEY in meta) || protocolHeader === '2026-07-28';
+  const meta = (body as { params?: { _meta?: unknown } } | null)?.params?._meta;
+  // `_meta` of any other type (0, "x") is the host's mistake, not an envelope: the request is served as a 2025 one.
+  return (typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META_KEY in meta) || protocolHeader === '2026-07-28';
 }
 
 /** The answer of a proxied request: its result, or its error as the SDK's protocol error (so the SDK renders it in the host's revision). */

@@ -31,7 +31,7 @@ export class UpstreamHealth {
   private readonly windows = new Map<string, { at: number; ok: boolean }[]>();
   private readonly lastAlert = new Map<string, number>();
 
-  constructor(private readonly services: Services) {}
+  constructor(private readonly services: Pick<Services, 'alerts' | 'logger'>) {}
 
   succeeded(route: Route): void {
     this.record(route.serverGuid, true);

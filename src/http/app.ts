@@ -5,6 +5,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { authenticate } from '../core/auth/authenticate.js';
 import { bearerToken, hashToken } from '../core/auth/tokens.js';
 import { AppError, toAppError } from '../core/errors.js';
+import { SERVICE_LOG_REDACTION } from '../core/redaction.js';
 import { executeOperation } from '../core/executor.js';
 import { successStatusOf, type AnyOperation, type OperationContext, type Principal } from '../core/operation.js';
 import { operations as allOperations } from '../core/operations/index.js';
@@ -48,7 +49,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const operations = opts.operations ?? allOperations;
   const metrics = opts.metrics ?? createMetrics(services.metricsRegistry);
   const app = Fastify({
-    logger: opts.logger ?? { level: services.config.logLevel, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    logger: opts.logger ?? { level: services.config.logLevel, redact: SERVICE_LOG_REDACTION },
     bodyLimit: ONE_MIB,
     // Ids in paths are UUIDs; anything longer is certainly not one of ours.
     routerOptions: { maxParamLength: 200 },
@@ -74,7 +75,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const appError = problemFromFastifyError(err);
-    if (appError.code === 'internal') request.log.error({ err }, 'unexpected error');
+    if (appError.status >= 500) request.log.error({ err }, 'unexpected error');
     return sendProblem(reply, appError);
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`)));
@@ -100,7 +101,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   const authenticateRequest = async (request: FastifyRequest) => {
-    request.principal = await authenticate(services, bearerToken(request.headers.authorization), 'access');
+    request.principal = await authenticate(services, bearerToken(request.headers.authorization));
   };
 
   // REST: one route per operation, generated.
@@ -119,7 +120,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         } catch (err) {
           const appError = toAppError(err);
           metrics.requests.inc({ operation: op.name, surface: 'rest', status: appError.status });
-          if (appError.code === 'internal') request.log.error({ err, operation: op.name }, 'operation failed');
+          if (appError.status >= 500) request.log.error({ err, operation: op.name }, 'operation failed');
           return sendProblem(reply, appError);
         } finally {
           end();

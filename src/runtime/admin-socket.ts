@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { runAdminCommand } from '../core/admin-commands.js';
+import { runAdminCommand, type AdminCommandServices } from '../core/admin-commands.js';
 import { toAppError } from '../core/errors.js';
 import type { Services } from '../core/services.js';
 
@@ -17,7 +17,7 @@ export type AdminResponse = { ok: true; result: Record<string, unknown> } | { ok
  * Serves operator commands over a Unix socket (mode 0600) so `npm run admin` can
  * reach the one process that holds the embedded stores. One JSON line in, one out.
  */
-export async function listenAdminSocket(services: Services, dataDir: string): Promise<net.Server> {
+export async function listenAdminSocket(services: AdminCommandServices & Pick<Services, 'logger'>, dataDir: string): Promise<net.Server> {
   const socketPath = adminSocketPath(dataDir);
   // A socket file left by a process that died is removed; a live one means another service owns DATA_DIR.
   if (fs.existsSync(socketPath)) {
@@ -49,7 +49,7 @@ export async function listenAdminSocket(services: Services, dataDir: string): Pr
           response = { ok: true, result: await runAdminCommand(services, req.command, req.args ?? {}, { onProgress }) };
         } catch (err) {
           const e = toAppError(err);
-          if (e.code === 'internal') services.logger.error({ err }, 'admin command failed');
+          if (e.status >= 500) services.logger.error({ err }, 'admin command failed');
           response = { ok: false, error: { code: e.code, detail: e.message, errors: e.extras.errors } };
         }
         socket.end(JSON.stringify(response) + '\n');

@@ -5,8 +5,9 @@ import { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { TokenUsage } from '../core/auth/token-usage.js';
 import { ConfigChanges } from '../core/config-changes.js';
-import { PrincipalCache } from '../core/auth/principal-cache.js';
+import { TokenResolver } from '../core/auth/token-resolver.js';
 import { EgressPolicy } from '../core/egress.js';
+import { SERVICE_LOG_REDACTION } from '../core/redaction.js';
 import { ClickhouseAlertStore } from '../core/logs/alert-store.js';
 import { CallLogWriter, SpoolWriter } from '../core/logs/call-log-writer.js';
 import { AUDIT_TABLES, encodeAuditRecord } from '../core/audit/audit-record.js';
@@ -19,11 +20,16 @@ import { migratePostgres, openPostgres } from '../stores/postgres.js';
 import { Forwarder, type ForwarderOptions } from '../forwarder/forwarder.js';
 import { resolveSecretKey } from './secret-key.js';
 
+/** A safety net only for kept admin callers: correctness comes from the change notices. */
+const ADMIN_CALLER_TTL_MS = 60_000;
+
 export interface Runtime {
   services: Services;
   secretKey: Buffer;
   /** Delivers call logs and traces to workspaces' collectors (stopped by close). */
   forwarder: Forwarder;
+  /** Feature-learning's job runner (services.serverValidation is its view for operations; stopped by close). */
+  serverValidation: ServerValidationJobs;
   close(): Promise<void>;
 }
 
@@ -35,7 +41,7 @@ export async function openRuntime(
   config: Config,
   opts: { logger?: Services['logger']; backgroundJobs?: boolean; forwarder?: ForwarderOptions & { start?: boolean } } = {},
 ): Promise<Runtime> {
-  const logger = opts.logger ?? pino({ level: config.logLevel });
+  const logger = opts.logger ?? pino({ level: config.logLevel, redact: SERVICE_LOG_REDACTION });
   const secretKey = resolveSecretKey(config);
   const pg = await openPostgres({
     databaseUrl: config.databaseUrl,
@@ -88,27 +94,34 @@ export async function openRuntime(
     callLogs,
     audit,
     configChanges,
-    // Embedded stores belong to this process alone, so a cache of callers kept exact by change notices is safe.
-    principalCache: pg.kind === 'pglite' ? new PrincipalCache(configChanges) : undefined,
+    tokens: new TokenResolver(pg.db, configChanges, {
+      // Admin callers are kept only where change notices are exact: embedded stores belong to this
+      // process alone. With a Postgres server other processes change data, and a notice lost on the
+      // way must not leave a revoked admin token working, so every admin request reads its row.
+      access: pg.kind === 'pglite' ? ADMIN_CALLER_TTL_MS : 0,
+      // The gateway's hot path: a notice lost on the way is covered by this short TTL.
+      gateway: config.gateway.cacheTtlMs,
+    }),
     gatewaySessionKey: Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), 'gateway-session-id', 32)),
   };
-  // The job runner needs the services it belongs to: attach it once they exist.
-  const services = base as Services;
-  services.serverValidation = new ServerValidationJobs(services);
+  // One object: the job runner sees a service replaced later (tests swap the alert sink or the egress policy) as operations do.
+  const serverValidation = new ServerValidationJobs(base);
+  const services: Services = Object.assign(base, { serverValidation });
   const forwarder = new Forwarder(services, metricsRegistry, opts.forwarder);
   // The operator CLI opens the stores for one command: it must not start probing upstreams or forwarding.
   if (opts.backgroundJobs !== false) {
-    services.serverValidation.start();
+    serverValidation.start();
     if (opts.forwarder?.start !== false) forwarder.start();
   }
   return {
     services,
     secretKey,
     forwarder,
+    serverValidation,
     close: async () => {
       // First: background workers must not be mid-query when the stores close.
       await forwarder.stop().catch((err: unknown) => logger.warn({ err: String(err) }, 'could not stop the forwarder'));
-      await services.serverValidation.stop();
+      await serverValidation.stop();
       await tokenUsage.stop().catch((err: unknown) => logger.warn({ err }, 'could not flush token usage'));
       // Before ClickHouse closes: the writer waits for its insert in flight and leaves the rest spooled.
       await callLogs.close().catch((err: unknown) => logger.warn({ err }, 'could not flush call logs'));

@@ -1,31 +1,13 @@
 import { AppError } from '../errors.js';
 import type { Principal } from '../operation.js';
 import type { Services } from '../services.js';
-import { expiryOf, tokenHashOf, tokenQuery, tokenUsable } from './token-resolver.js';
-import type { TokenKind } from './tokens.js';
+import type { TokenQuery } from './token-resolver.js';
 
 const UNAUTHENTICATED = 'A valid access token is required: send it as `Authorization: Bearer <token>`.';
 
-/**
- * Resolves a bearer token of the given kind to its caller. One indexed read per
- * request, so a revocation, an expiry or a deactivation takes effect on the very
- * next request in every process; lastUsedAt is noted in memory, not written here.
- * Every failure gives the same answer, whatever the reason.
- */
-export async function authenticate(
-  services: Pick<Services, 'db' | 'tokenUsage' | 'principalCache'>,
-  token: string | null,
-  kind: TokenKind,
-): Promise<Principal> {
-  const tokenHash = tokenHashOf(token, kind);
-  if (!tokenHash) throw new AppError('unauthenticated', UNAUTHENTICATED);
-  const cache = kind === 'access' ? services.principalCache : undefined;
-  const cached = cache?.get(tokenHash);
-  if (cached) {
-    services.tokenUsage.note(cached.tokenId);
-    return cached;
-  }
-  const row = await tokenQuery(services.db, tokenHash, kind)
+/** The admin interface's part of a token's row: the user, the workspace and the role. */
+const adminColumns = (base: TokenQuery) =>
+  base
     .innerJoin('organizations as o', 'o.guid', 't.organization_guid')
     .innerJoin('roles as r', 'r.guid', 'u.role_guid')
     .select([
@@ -38,9 +20,19 @@ export async function authenticate(
       'r.granted_capabilities',
     ])
     .executeTakeFirst();
-  if (!row || !tokenUsable(row)) throw new AppError('unauthenticated', UNAUTHENTICATED);
+
+/**
+ * Resolves an admin access token to its caller through the one token resolver (which
+ * keeps callers only where change notices keep them exact: see runtime/open.ts), so a
+ * revocation, an expiry or a deactivation takes effect on the very next request;
+ * lastUsedAt is noted in memory, not written here. Every failure gives the same
+ * answer, whatever the reason. Entitlement and capabilities are the executor's checks.
+ */
+export async function authenticate(services: Pick<Services, 'tokens' | 'tokenUsage'>, token: string | null): Promise<Principal> {
+  const row = await services.tokens.resolve(token, 'access', adminColumns);
+  if (!row) throw new AppError('unauthenticated', UNAUTHENTICATED);
   services.tokenUsage.note(row.token_id);
-  const principal: Principal = {
+  return {
     tokenId: row.token_id,
     tokenPrefix: row.token_prefix,
     userGuid: row.user_guid,
@@ -52,8 +44,6 @@ export async function authenticate(
     roleGuid: row.role_guid,
     roleName: row.role_name,
     capabilities: new Set(row.granted_capabilities),
-    entitled: Boolean(row.entitled),
+    entitled: row.entitled,
   };
-  cache?.set(tokenHash, principal, expiryOf(row));
-  return principal;
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ClickhouseStore } from '../../stores/clickhouse.js';
 import type { AlertMessageType, AlertSink, NewAlert } from '../alerts.js';
 import { newGuid } from '../ids.js';
-import type { Logger } from '../services.js';
+import type { Logger } from '../logger.js';
 import { chDateTime } from './call-log-row.js';
 import { queryScoped, timeBounds } from './clickhouse-query.js';
 import { redactDeep } from '../redaction.js';

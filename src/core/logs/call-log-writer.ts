@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { ClickHouseError } from '@clickhouse/client';
 import type { InsertEncoded } from '../../stores/clickhouse.js';
-import type { Logger } from '../services.js';
+import type { Logger } from '../logger.js';
 import { DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
 import {
   appendFrame,

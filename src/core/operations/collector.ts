@@ -57,7 +57,7 @@ const SetOtelConfigurationInput = z.strictObject({
 });
 
 /** Runs the egress check (contract section 1) on every URL given, reporting all refused fields at once. */
-async function checkCollectorUrls(services: Services, urls: Record<string, string | null | undefined>): Promise<void> {
+async function checkCollectorUrls(services: Pick<Services, 'egress'>, urls: Record<string, string | null | undefined>): Promise<void> {
   const errors: FieldError[] = [];
   for (const [field, url] of Object.entries(urls)) {
     if (typeof url !== 'string') continue;

@@ -41,7 +41,7 @@ export function refuseIfArchived(gateway: GatewayRow, what: string): void {
 }
 
 /** enable_gateway and disable_gateway: the same rule, saved only on change; an archived gateway is not enabled. */
-async function setGatewayEnabled(services: Services, principal: Principal, guid: string, enabled: boolean) {
+async function setGatewayEnabled(services: Pick<Services, 'db' | 'config'>, principal: Principal, guid: string, enabled: boolean) {
   const gateway = await loadGateway(services.db, principal, guid);
   if (enabled) refuseIfArchived(gateway, 'enable it');
   if (gateway.enabled === enabled) return toGateway(services.config, gateway);

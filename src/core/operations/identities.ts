@@ -58,7 +58,11 @@ async function setIdentityEnabled(ctx: OperationContext, guid: string, enabled: 
 }
 
 /** The server's OAuth settings for a new authorization: stored ones, or discovered now (servers registered headless never were). */
-async function oauthSettingsFor(services: Services, server: InboundServer, input: CredentialInput): Promise<OAuthServerSettings> {
+async function oauthSettingsFor(
+  services: Pick<Services, 'db' | 'egress' | 'secrets' | 'config'>,
+  server: InboundServer,
+  input: CredentialInput,
+): Promise<OAuthServerSettings> {
   if (server.oauth_settings && !input.oauthClientId) return server.oauth_settings as unknown as OAuthServerSettings;
   const url = await services.egress.check('url', server.url);
   const { settings, clientSecret } = await discoverOAuthSettings(services, url, {

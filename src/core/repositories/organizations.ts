@@ -1,5 +1,4 @@
 import { sql, type RawBuilder } from 'kysely';
-import { ADMIN_ENTITLEMENT } from '../executor.js';
 import type { ConfigDb } from '../../stores/postgres.js';
 import type { Organization } from '../../stores/schema.js';
 
@@ -30,6 +29,9 @@ export async function grantEntitlement(db: ConfigDb, organizationGuid: string, k
 export async function revokeEntitlement(db: ConfigDb, organizationGuid: string, key: string): Promise<void> {
   await db.deleteFrom('entitlements').where('organization_guid', '=', organizationGuid).where('key', '=', key).execute();
 }
+
+/** The entitlement that enables the administration interface (and the gateways) for a workspace. */
+export const ADMIN_ENTITLEMENT = 'ff-svc-admin';
 
 /**
  * Whether the workspace in column `organizationColumn` (e.g. 't.organization_guid')

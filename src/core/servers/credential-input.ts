@@ -75,7 +75,7 @@ export function headersFrom(input: { headers?: Record<string, string> }): Header
  * oauthClientId and oauthTokenEndpoint are required too), interactive otherwise
  * (then the token-only fields must be absent).
  */
-export async function oauthPathOf(services: Services, input: CredentialInput): Promise<'headless' | 'interactive'> {
+export async function oauthPathOf(services: Pick<Services, 'egress'>, input: CredentialInput): Promise<'headless' | 'interactive'> {
   if (input.oauthAccessToken === undefined) {
     const stray = HEADLESS_ONLY.filter((k) => input[k] !== undefined);
     if (stray.length) throw validationFailed(stray.map((k) => ({ path: k, message: 'is used only with oauthAccessToken (headless OAuth)' })));
@@ -100,7 +100,7 @@ export const headlessTokenSet = (input: CredentialInput): OAuthTokenSet => ({
 
 /** Seals a credential and creates the identity that holds it. */
 export async function createCredentialIdentity(
-  services: Services,
+  services: Pick<Services, 'secrets'>,
   db: ConfigDb,
   opts: {
     server: Pick<InboundServer, 'guid' | 'organization_guid' | 'name'>;

@@ -11,6 +11,9 @@ import { redirectUriOf, type OAuthServerSettings } from './oauth-authorize.js';
 /** A callback that cannot complete; the message is safe to show the human in the browser. */
 export class OAuthCallbackError extends Error {}
 
+/** What completing an authorization uses: the state and sealed secrets, the egress rule, the redirect URI and the validation it starts. */
+export type OAuthCallbackServices = Pick<Services, 'db' | 'secrets' | 'egress' | 'config' | 'logger' | 'serverValidation'>;
+
 export interface CallbackParams {
   state?: string;
   code?: string;
@@ -24,7 +27,10 @@ export interface CallbackParams {
  * starts the server's validation. Transport-free: the HTTP route only renders the
  * outcome.
  */
-export async function completeAuthorization(services: Services, params: CallbackParams): Promise<{ inboundServerGuid: string; identityGuid: string }> {
+export async function completeAuthorization(
+  services: OAuthCallbackServices,
+  params: CallbackParams,
+): Promise<{ inboundServerGuid: string; identityGuid: string }> {
   const { db } = services;
   if (!params.state) throw new OAuthCallbackError('The request carries no state.');
   // Deleting it first makes the state single-use even under a replayed redirect.

@@ -11,6 +11,9 @@ export const REFRESH_MARGIN_MS = 60_000;
 
 export class OAuthRefreshError extends Error {}
 
+/** What a refresh uses: the sealed token set, the egress rule, and the alert a failure raises. */
+export type OAuthRefreshServices = Pick<Services, 'db' | 'secrets' | 'egress' | 'alerts' | 'logger'>;
+
 const inFlight = new Map<string, Promise<OAuthTokenSet>>();
 
 /** True when the token set should be refreshed now (it can be, and it expires soon or has expired). */
@@ -26,7 +29,7 @@ export const needsRefresh = (set: OAuthTokenSet, now = Date.now()): boolean =>
  * throws OAuthRefreshError.
  */
 export async function freshTokenSet(
-  services: Services,
+  services: OAuthRefreshServices,
   identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>,
   opts: { force?: boolean } = {},
 ): Promise<OAuthTokenSet> {
@@ -42,7 +45,7 @@ export async function freshTokenSet(
 }
 
 async function refreshTokenSet(
-  services: Services,
+  services: OAuthRefreshServices,
   identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>,
   set: OAuthTokenSet,
 ): Promise<OAuthTokenSet> {

@@ -1,6 +1,6 @@
 import type { Identity } from '../repositories/identities.js';
 import type { InboundServer } from '../repositories/inbound-servers.js';
-import type { Services } from '../services.js';
+import type { ServerValidation, Services } from '../services.js';
 import { secretStringsOf, type HeadersSecret, type OAuthTokenSet } from './credentials.js';
 import { egressFetch } from './egress-fetch.js';
 import { redactSecretValues } from '../redaction.js';
@@ -21,14 +21,14 @@ const LEASE_GRACE_MS = 5_000;
  * `authenticationStatus` from needs-authentication to authenticated, or to
  * unsupported with an alert. Open servers stay open and still get their features.
  */
-export class ServerValidationJobs {
+export class ServerValidationJobs implements ServerValidation {
   private readonly running = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
   private abort = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private started = false;
 
-  constructor(private readonly services: Services) {}
+  constructor(private readonly services: Pick<Services, 'config' | 'db' | 'logger' | 'alerts' | 'configChanges' | 'egress' | 'secrets'>) {}
 
   /** Starts taking jobs: those already due (left by a stopped process) at once, then every poll interval. */
   start(): void {
