@@ -64,6 +64,10 @@ export type Resolution = { route: Route; name: string } | { refused: string } | 
  */
 export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 'bySlug'>, key: 'tools' | 'prompts', hostName: string): Resolution {
   const exposed = (route: Route) => exposeItems(route, key, (route.features?.[key] ?? []) as Record<string, unknown>[]).items;
+  // Under when-needed a name one server shows plain is that server's, even when it looks prefixed (an upstream's
+  // own `other__tool`, as a gateway in front of a gateway has): the list the host saw decides, not the name's shape.
+  const holders = catalog.naming === 'when-needed' ? catalog.routes.filter((route) => exposed(route).some((i) => i.name === hostName)) : [];
+  if (holders.length === 1) return upstreamNameOf(holders[0]!, key, hostName, exposed(holders[0]!));
   const split = splitQualified(hostName);
   const prefixedRoute = split ? catalog.bySlug.get(split.slug) : undefined;
   if (split && prefixedRoute) {
@@ -72,8 +76,6 @@ export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 
     return upstreamNameOf(prefixedRoute, key, name, known);
   }
   if (catalog.naming === 'when-needed') {
-    const holders = catalog.routes.filter((route) => exposed(route).some((i) => i.name === hostName));
-    if (holders.length === 1) return upstreamNameOf(holders[0]!, key, hostName, exposed(holders[0]!));
     if (holders.length > 1) return { refused: `${hostName} is offered by several servers of this gateway: call it by its prefixed name` };
     // Not in any list learned at validation: a single server with such lists is asked anyway (it may have added the name since).
     const offering = catalog.routes.filter((r) => !r.features || r.features.capabilities[key] !== undefined);
