@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { nameItems, exposeItems, resolveExposedName } from '../src/gateway/aggregate.js';
 import type { Catalog, Route } from '../src/gateway/catalog.js';
-import type { ToolNamingMode } from '../src/core/gateways/tool-curation.js';
+import type { ToolNamingMode } from '../src/stores/schema.js';
 
 /**
  * Name resolution on the routes' learned lists, without a network: what a host sees in

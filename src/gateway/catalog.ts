@@ -68,12 +68,8 @@ export class Catalogs {
     });
   }
 
-  async forCaller(caller: GatewayCaller): Promise<Catalog> {
-    const cached = this.cache.get(caller.connectionGuid);
-    if (cached) return cached;
-    const catalog = await this.loads.run(caller.connectionGuid, () => this.load(caller));
-    this.cache.set(caller.connectionGuid, caller.organizationGuid, catalog);
-    return catalog;
+  forCaller(caller: GatewayCaller): Promise<Catalog> {
+    return this.cache.getOrLoad(caller.connectionGuid, caller.organizationGuid, this.loads, () => this.load(caller));
   }
 
   /** The routing table as it is now, past the cache and any load in flight (which may have begun before a change). */
@@ -87,6 +83,15 @@ export class Catalogs {
     const identity = route.identity;
     const cached = this.credentials.get(identity.guid);
     if (cached) return cached;
+    try {
+      return await this.loadCredential(identity);
+    } catch (err) {
+      // While the store is away the credential last used still serves (as the routes do).
+      return this.credentials.staleOr(identity.guid, err);
+    }
+  }
+
+  private async loadCredential(identity: NonNullable<Route['identity']>): Promise<RouteCredential> {
     let credential: RouteCredential;
     if (identity.kind === 'oauth') {
       const set: OAuthTokenSet = await freshTokenSet(this.services, identity);

@@ -43,15 +43,22 @@ export class EndedSessions {
     const key = keyOf(session);
     if (this.ended.has(key)) return true;
     if (this.open.get(key)) return false;
-    const over = await this.loads.run(key, async () => {
-      const row = await this.db
-        .selectFrom('ended_gateway_sessions')
-        .select('session_id')
-        .where('connection_guid', '=', session.connectionGuid)
-        .where('session_id', '=', session.id)
-        .executeTakeFirst();
-      return row !== undefined;
-    });
+    let over: boolean;
+    try {
+      over = await this.loads.run(key, async () => {
+        const row = await this.db
+          .selectFrom('ended_gateway_sessions')
+          .select('session_id')
+          .where('connection_guid', '=', session.connectionGuid)
+          .where('session_id', '=', session.id)
+          .executeTakeFirst();
+        return row !== undefined;
+      });
+    } catch (err) {
+      // While the store is away a session this process saw open stays open (no end can be stored meanwhile).
+      this.open.staleOr(key, err);
+      return false;
+    }
     if (over) this.remember(key, expiresAt);
     else this.open.set(key, session.connectionGuid, true);
     return over;

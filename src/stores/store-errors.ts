@@ -21,3 +21,10 @@ export function isStoreUnreachable(err: unknown, depth = 0): boolean {
   if (Array.isArray(e.errors) && e.errors.some((x) => isStoreUnreachable(x, depth + 1))) return true;
   return isStoreUnreachable(e.cause, depth + 1);
 }
+
+/**
+ * How long past its TTL a cached entry may still serve while the store cannot be
+ * reached: the gateway keeps serving the callers and routes it served (a change
+ * notice still drops a workspace's entries at once), and refuses the rest with a 503.
+ */
+export const STALE_WHILE_STORE_AWAY_MS = 5 * 60_000;

@@ -3,6 +3,7 @@ import type { ConfigDb } from '../../stores/postgres.js';
 import type { ConfigChanges } from '../config-changes.js';
 import { holdsAdminEntitlement } from '../repositories/organizations.js';
 import { hashToken, tokenKindOf, type TokenKind } from './tokens.js';
+import { isStoreUnreachable, STALE_WHILE_STORE_AWAY_MS } from '../../stores/store-errors.js';
 
 /**
  * The one token resolver (admin access tokens and gateway tokens alike): the token's
@@ -115,19 +116,26 @@ export class TokenResolver {
     const hash = tokenHashOf(token, kind);
     if (!hash) return null;
     let row = this.cached(hash);
-    if (row === undefined) row = await this.load(hash, kind, select);
+    if (row === undefined) {
+      try {
+        row = await this.load(hash, kind, select);
+      } catch (err) {
+        // While the store is away a row kept lately still answers (tokenUsable re-checks its expiry); else the error.
+        const stale = this.entries.get(hash);
+        if (!isStoreUnreachable(err) || !stale || stale.expiresAt + STALE_WHILE_STORE_AWAY_MS <= Date.now()) throw err;
+        row = stale.row;
+      }
+    }
     return row && tokenUsable(row) ? (row as ResolvedToken<Row>) : null;
   }
 
-  /** The kept row of a token hash (usable or not), or undefined when none is kept at `now`. */
+  /** The kept row of a token hash (usable or not), or undefined when none is fresh at `now`. */
   cached(tokenHash: string, now = Date.now()): ResolvedToken | null | undefined {
     const entry = this.entries.get(tokenHash);
     if (!entry) return undefined;
-    if (entry.expiresAt <= now) {
-      this.entries.delete(tokenHash);
-      return undefined;
-    }
-    return entry.row;
+    if (entry.expiresAt > now) return entry.row;
+    if (entry.expiresAt + STALE_WHILE_STORE_AWAY_MS <= now) this.entries.delete(tokenHash);
+    return undefined;
   }
 
   /** Reads a row once for concurrent callers of the same hash, and keeps it unless a change notice came meanwhile. */
