@@ -4,7 +4,9 @@
  * and with it off to show what logging costs), sequentially and at concurrency 16,
  * in one run: calls/s, p50/p99 latency, the gateway's CPU time per call and the
  * ratios. A bare node:http pass-through proxy in its own process (bench/pass-through-proxy.ts)
- * is measured in the same rounds: the floor any proxy hop has on this machine.
+ * is measured in the same rounds: the floor any proxy hop has on this machine. So are a
+ * host pinned to revision 2026-07-28 (no session) and the legacy SSE endpoint beside
+ * mcp-hub's (the aggregator a user could pick instead), on the same upstream.
  * Figures only, never assertions.
  *
  *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR]
@@ -25,14 +27,16 @@
  * process's, and its event loop's alone) over calls/s. --profile DIR writes a V8 CPU profile of the
  * gateway process under load into DIR (start-up and setup left out).
  */
-import { fork } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { startEverything } from '../test/helpers/upstreams.js';
 import type { GatewayServiceReady } from './gateway-service.js';
-import { mcpToolLoad, type LoadFigures } from './mcp-load.js';
+import { mcpToolLoad, type HostKind, type LoadFigures } from './mcp-load.js';
 import { median } from './stats.js';
 
 const { values } = parseArgs({
@@ -48,8 +52,25 @@ const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-type Target = 'direct' | 'pass-through proxy' | 'gateway (logging on)' | 'gateway (logging off)' | 'gateway (curated)';
-const TARGETS: Target[] = ['direct', 'pass-through proxy', 'gateway (logging on)', 'gateway (logging off)', 'gateway (curated)'];
+type Target =
+  | 'direct'
+  | 'pass-through proxy'
+  | 'gateway (logging on)'
+  | 'gateway (logging off)'
+  | 'gateway (curated)'
+  | 'gateway (2026-07-28 host)'
+  | 'gateway (SSE endpoint)'
+  | 'mcp-hub (SSE endpoint)';
+const TARGETS: Target[] = [
+  'direct',
+  'pass-through proxy',
+  'gateway (logging on)',
+  'gateway (logging off)',
+  'gateway (curated)',
+  'gateway (2026-07-28 host)',
+  'gateway (SSE endpoint)',
+  'mcp-hub (SSE endpoint)',
+];
 interface Row extends LoadFigures {
   /** CPU time of the gateway process per call, in µs (gateway rows only). */
   gatewayCpuUs: number | null;
@@ -94,6 +115,57 @@ async function startGatewayService(upstreamUrl: string) {
   };
 }
 
+/**
+ * The peer a user could pick instead: mcp-hub (npm) aggregating the same upstream, serving
+ * hosts over the legacy HTTP+SSE transport at /mcp. It listens on every interface, so it
+ * runs with the tests' loopback preload; it tries to reach its marketplace at start (refused here).
+ */
+async function startMcpHub(upstreamUrl: string) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-mcp-hub-'));
+  const config = path.join(dir, 'config.json');
+  fs.writeFileSync(config, JSON.stringify({ mcpServers: { everything: { url: upstreamUrl } } }));
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      '-r',
+      path.join(here, '../test/helpers/loopback-preload.cjs'),
+      path.join(here, '../node_modules/mcp-hub/dist/cli.js'),
+      '--port',
+      String(port),
+      '--config',
+      config,
+    ],
+    { env: { PATH: process.env.PATH ?? '', HOME: dir, XDG_STATE_HOME: dir, XDG_CONFIG_HOME: dir }, stdio: 'ignore' },
+  );
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    const health = await fetch(`${base}/api/health`).then(
+      (r) => (r.ok ? (r.json() as Promise<{ servers?: { status?: string }[] }>) : null),
+      () => null,
+    );
+    if (health?.servers?.some((x) => x.status === 'connected')) break;
+    if (i > 300 || child.exitCode !== null) throw new Error('mcp-hub did not connect to the upstream');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url: `${base}/mcp`,
+    close: () => {
+      child.kill();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 /** The floor: a bare node:http proxy in its own process (bench/pass-through-proxy.ts). */
 async function startPassThroughProxy(upstreamUrl: string) {
   const child = fork(path.join(here, 'pass-through-proxy.ts'), [], {
@@ -112,6 +184,7 @@ async function startPassThroughProxy(upstreamUrl: string) {
 async function main(): Promise<void> {
   const upstream = await startEverything('streamableHttp');
   const proxy = await startPassThroughProxy(upstream.url);
+  const hub = await startMcpHub(upstream.url);
   const service = await startGatewayService(upstream.url);
   const { ready } = service;
   const gatewayHeaders = { authorization: `Bearer ${ready.token}` };
@@ -124,11 +197,17 @@ async function main(): Promise<void> {
       return { ...figures, gatewayCpuUs: null, loopCpuUs: null };
     }
     if (target === 'pass-through proxy') return { ...(await load(proxy.url, {}, 'echo', c)), gatewayCpuUs: null, loopCpuUs: null };
+    if (target === 'mcp-hub (SSE endpoint)') return { ...(await load(hub.url, {}, 'everything__echo', c, 'sse')), gatewayCpuUs: null, loopCpuUs: null };
     const base = target === 'gateway (logging off)' ? ready.withoutLogs : ready.withLogs;
     const [gatewayPath, headers] =
-      target === 'gateway (curated)' ? [ready.curatedPath, { authorization: `Bearer ${ready.curatedToken}` }] : [ready.path, gatewayHeaders];
+      target === 'gateway (curated)'
+        ? [ready.curatedPath, { authorization: `Bearer ${ready.curatedToken}` }]
+        : target === 'gateway (SSE endpoint)'
+          ? [ready.path.replace(/\/mcp$/, '/sse'), gatewayHeaders]
+          : [ready.path, gatewayHeaders];
+    const host = target === 'gateway (2026-07-28 host)' ? '2026-07-28' : target === 'gateway (SSE endpoint)' ? 'sse' : 'streamable-http';
     const before = await service.cpuUs();
-    const figures = await load(base + gatewayPath, headers, 'everything__echo', c);
+    const figures = await load(base + gatewayPath, headers, 'everything__echo', c, host);
     const after = await service.cpuUs();
     const calls = figures.rps * seconds;
     return { ...figures, gatewayCpuUs: (after.cpu - before.cpu) / calls, loopCpuUs: (after.loop - before.loop) / calls };
@@ -151,6 +230,7 @@ async function main(): Promise<void> {
   } finally {
     await service.close();
     proxy.close();
+    hub.close();
     await upstream.close();
   }
   const pick = (target: Target, c: number): Row => {
@@ -197,6 +277,22 @@ async function main(): Promise<void> {
     const loggingCpu = perRound((_direct, on, off) => on.gatewayCpuUs! - off.gatewayCpuUs!);
     const loggingLoop = perRound((_direct, on, off) => on.loopCpuUs! - off.loopCpuUs!);
     const curation = median(samples.get(`gateway (logging on)|${c}`)!.map((on, i) => samples.get(`gateway (curated)|${c}`)![i]!.rps / on.rps));
+    const within = (a: Target, b: Target, f: (x: Row, y: Row) => number) =>
+      median(samples.get(`${a}|${c}`)!.map((x, i) => f(x, samples.get(`${b}|${c}`)![i]!)));
+    const modern = within('gateway (2026-07-28 host)', 'gateway (logging on)', (x, y) => x.rps / y.rps);
+    const modernP50 = within('gateway (2026-07-28 host)', 'gateway (logging on)', (x, y) => x.p50 - y.p50);
+    const overFloor = within('gateway (logging on)', 'pass-through proxy', (x, y) => x.rps / y.rps);
+    const modernOverFloor = within('gateway (2026-07-28 host)', 'pass-through proxy', (x, y) => x.rps / y.rps);
+    const addedOverFloor = within('gateway (logging on)', 'pass-through proxy', (x, y) => x.p50 - y.p50);
+    const modernAddedOverFloor = within('gateway (2026-07-28 host)', 'pass-through proxy', (x, y) => x.p50 - y.p50);
+    const hubRatio = within('gateway (SSE endpoint)', 'mcp-hub (SSE endpoint)', (x, y) => x.rps / y.rps);
+    const hubP50 = within('gateway (SSE endpoint)', 'mcp-hub (SSE endpoint)', (x, y) => x.p50 - y.p50);
+    console.log(
+      `\nconcurrency ${c}: 2026-07-28 host / 2025 host calls/s ${modern.toFixed(2)} (p50 ${modernP50 >= 0 ? '+' : ''}${modernP50.toFixed(2)} ms); ` +
+        `gateway / pass-through floor calls/s ${overFloor.toFixed(2)} (2025 host), ${modernOverFloor.toFixed(2)} (2026-07-28 host); ` +
+        `p50 added over the floor ${addedOverFloor.toFixed(2)} ms (2025), ${modernAddedOverFloor.toFixed(2)} ms (2026-07-28); ` +
+        `gateway SSE / mcp-hub SSE calls/s ${hubRatio.toFixed(2)} (p50 ${hubP50 >= 0 ? '+' : ''}${hubP50.toFixed(2)} ms)`,
+    );
     console.log(
       `\nconcurrency ${c}: curated (50 filters, 50 overrides) / plain gateway calls/s ${curation.toFixed(2)}; gateway/direct calls/s ${ratio.toFixed(2)} (a bare pass-through proxy: ${floor.toFixed(2)}), added p50 ${added.toFixed(2)} ms, ` +
         `logging cost ${(logging * 100).toFixed(1)}% of throughput, ${loggingCpu.toFixed(0)} µs CPU per call (${loggingLoop.toFixed(0)} on the event loop)`,
@@ -205,9 +301,9 @@ async function main(): Promise<void> {
   if (rounds > 1) console.log('\n(ratios: median of the ratios within each round)');
 }
 
-/** tools/call echo against `url` from `concurrency` clients, after a warm-up of 20 calls each. */
-const load = (url: string, headers: Record<string, string>, tool: string, concurrency: number): Promise<LoadFigures> =>
-  mcpToolLoad({ url, headers, tool, args: { message: 'hello' }, concurrency, seconds, warmupCalls: 20 });
+/** tools/call echo against `url` from `concurrency` clients of `host` kind, after a warm-up of 20 calls each. */
+const load = (url: string, headers: Record<string, string>, tool: string, concurrency: number, host: HostKind = 'streamable-http'): Promise<LoadFigures> =>
+  mcpToolLoad({ url, headers, tool, args: { message: 'hello' }, concurrency, seconds, warmupCalls: 20, host });
 const loadBefore = os.loadavg();
 
 await main();

@@ -1,11 +1,44 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { percentile } from './stats.js';
 
 export interface LoadFigures {
   rps: number;
   p50: number;
   p99: number;
+}
+
+/**
+ * Which host calls: a 2025 host over Streamable HTTP (the 1.x SDK, with a session),
+ * a 2025 host over the legacy HTTP+SSE transport (1.x SDK), or a host pinned to
+ * revision 2026-07-28 (the v2 SDK: no initialize, no session).
+ */
+export type HostKind = 'streamable-http' | 'sse' | '2026-07-28';
+
+interface ToolCaller {
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<{ isError?: boolean; structuredContent?: unknown; content?: unknown }>;
+  close(): Promise<void>;
+}
+
+async function connect(kind: HostKind, url: string, headers: Record<string, string>): Promise<ToolCaller> {
+  const requestInit = { headers };
+  if (kind === '2026-07-28') {
+    const c = new ModernClient({ name: 'bench', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await c.connect(new ModernTransport(new URL(url), { requestInit }));
+    return c as unknown as ToolCaller;
+  }
+  const c = new Client({ name: 'bench', version: '1' });
+  const transport =
+    kind === 'sse'
+      ? new SSEClientTransport(new URL(url), {
+          requestInit,
+          eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+        })
+      : new StreamableHTTPClientTransport(new URL(url), { requestInit });
+  await c.connect(transport);
+  return c as unknown as ToolCaller;
 }
 
 /**
@@ -21,14 +54,9 @@ export async function mcpToolLoad(opts: {
   concurrency: number;
   seconds: number;
   warmupCalls?: number;
+  host?: HostKind;
 }): Promise<LoadFigures> {
-  const clients = await Promise.all(
-    Array.from({ length: opts.concurrency }, async () => {
-      const c = new Client({ name: 'bench', version: '1' });
-      await c.connect(new StreamableHTTPClientTransport(new URL(opts.url), { requestInit: { headers: opts.headers } }));
-      return c;
-    }),
-  );
+  const clients = await Promise.all(Array.from({ length: opts.concurrency }, () => connect(opts.host ?? 'streamable-http', opts.url, opts.headers)));
   for (const c of clients) for (let i = 0; i < (opts.warmupCalls ?? 0); i++) await c.callTool({ name: opts.tool, arguments: opts.args });
   const latencies: number[] = [];
   const end = Date.now() + opts.seconds * 1000;
