@@ -41,6 +41,32 @@ describe('JSON bodies', () => {
   });
 });
 
+describe('structure no operation takes', () => {
+  it('refuses nesting deeper than 128 levels with a 400, on REST and on the MCP endpoint', async () => {
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+    const res = await post('/api/v1/svc-admin/teams', `{"name":${deep}}`);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors[0].message).toBe('nests deeper than 128 levels');
+    expect(res.json().errors[0].path).toMatch(/^name(\.0)+$/);
+    const mcp = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/svc-admin/mcp',
+      headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      payload: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_team","arguments":{"name":${deep}}}}`,
+    });
+    expect(mcp.statusCode).toBe(400);
+    expect(mcp.json().code).toBe('validation_failed');
+  });
+
+  it('refuses a JSON null body like any body that is not an object', async () => {
+    const gateway = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Null body' });
+    const res = await post(`/api/v1/svc-admin/gateways/${gateway.body.guid}/disable`, 'null');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors).toEqual([{ path: 'body', message: 'must be a JSON object' }]);
+    expect((await invoke(t, 'rest', ws.token, 'get_gateway', { gatewayGuid: gateway.body.guid })).body.enabled).toBe(true);
+  });
+});
+
 describe('values no operation can store', () => {
   it.each([
     ['create_team', { name: 'a\u0000b' }, 'name'],
@@ -48,6 +74,11 @@ describe('values no operation can store', () => {
     ['create_access_token', { label: '\u0000' }, 'label'],
     ['query_logs', { filters: { user_guid: 'a\u0000' } }, 'filters.user_guid'],
     ['list_alerts', { filters: { code: 'x\u0000y' } }, 'filters.code'],
+    ['create_team', { name: 'a\u001b[31mb' }, 'name'],
+    ['create_host', { name: 'tab\tok but \u0085 not' }, 'name'],
+    ['create_gateway', { name: 'lone \ud800 surrogate' }, 'name'],
+    ['query_logs', { filters: { trace_id: '\udfff' } }, 'filters.trace_id'],
+    ['set_otel_configuration', { logsCollectorUrl: 'http://127.0.0.1:4318/v1/logs', headers: { 'X-\u0000': 'v' } }, 'headers.X-\u0000'],
   ])('%s refuses %j with a 400 naming %s on both surfaces', async (name, input, path) => {
     for (const surface of ['rest', 'mcp'] as const) {
       const res = await invoke(t, surface, ws.token, name, input);
@@ -58,6 +89,15 @@ describe('values no operation can store', () => {
 });
 
 describe('ids of the wrong form outside the path', () => {
+  it('delete_role with a reassignToRoleGuid of the wrong form in its query is a 404 on both surfaces', async () => {
+    const role = await invoke(t, 'rest', ws.token, 'create_role', { name: `Doomed ${Date.now()}` });
+    for (const surface of ['rest', 'mcp'] as const) {
+      const res = await invoke(t, surface, ws.token, 'delete_role', { roleGuid: role.body.guid, reassignToRoleGuid: ` ${ws.roleGuid}` });
+      expect(res.status).toBe(404);
+      expect(res.body.code).toBe('not_found');
+    }
+  });
+
   it.each([
     ['set_user_role', { roleGuid: '12' }],
     ['set_user_role', { roleGuid: '   ' }],

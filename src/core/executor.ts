@@ -2,9 +2,10 @@ import type { z } from 'zod';
 import { targetGuidsOf } from './audit/audit-record.js';
 import { AppError, toAppError, validationFailed, type FieldError } from './errors.js';
 import { isGuid } from './ids.js';
-import { bodyParams, pathParams, successStatusOf, type AnyOperation, type OperationContext } from './operation.js';
+import { bodyParams, pathParams, queryParams, successStatusOf, type AnyOperation, type OperationContext } from './operation.js';
+import { ADMIN_ENTITLEMENT } from './repositories/organizations.js';
 
-export const ADMIN_ENTITLEMENT = 'ff-svc-admin';
+export { ADMIN_ENTITLEMENT };
 
 /** Turns zod issues into the contract's `errors: [{path, message}]`, naming every field. */
 export function zodFieldErrors(error: z.ZodError): FieldError[] {
@@ -91,29 +92,53 @@ async function run(op: AnyOperation, ctx: OperationContext, rawInput: Record<str
   return result;
 }
 
-/** A NUL character in any string of the input: Postgres text cannot hold one, so every operation refuses it alike, naming the field. */
+/** C0 and C1 control characters but tab, line feed and carriage return: they belong in no name, filter, header or note. */
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0001-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
+
+/** Why a text can't be stored as sent, if it can't: Postgres text holds no NUL, and a lone surrogate would be stored as U+FFFD. */
+function unstorableText(text: string): string | null {
+  if (text.includes('\u0000')) return 'must not contain a NUL character';
+  if (CONTROL_CHARACTER.test(text)) return 'must not contain control characters (other than tab, line feed and carriage return)';
+  if (!text.isWellFormed()) return 'must be well-formed Unicode (it holds a lone surrogate)';
+  return null;
+}
+
+/**
+ * Strings of the input (map keys included) no operation can store as sent: every
+ * operation refuses them alike, with a 400 naming the field, whatever the surface.
+ */
 function unstorableFields(input: Record<string, unknown>): FieldError[] {
   const errors: FieldError[] = [];
   const visit = (value: unknown, path: string, depth: number): void => {
     if (errors.length >= 20 || depth > 32) return;
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) errors.push({ path, message: 'must not contain a NUL character' });
+      const why = unstorableText(value);
+      if (why) errors.push({ path, message: why });
     } else if (Array.isArray(value)) value.forEach((v, i) => visit(v, `${path}.${i}`, depth + 1));
-    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) visit(v, path ? `${path}.${k}` : k, depth + 1);
+    else if (value && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        const at = path ? `${path}.${k}` : k;
+        const why = unstorableText(k);
+        if (why) errors.push({ path: at, message: `key ${why}` });
+        else visit(v, at, depth + 1);
+      }
+    }
   };
-  for (const [key, value] of Object.entries(input)) visit(value, key, 0);
+  visit(input, '', 0);
   return errors;
 }
 
 /**
- * The first value of an id field of the body (`...Guid`, `...Guids`) that is not of
- * the service's id format, if any. Query filters keep their own answer (a 400 naming
- * the filter, like any bad filter).
+ * The first value of an id field outside the path (`...Guid`, `...Guids`) that is not
+ * of the service's id format, if any: in the body, or in the query of a DELETE
+ * (delete_role's reassignToRoleGuid). The filters of a GET keep their own answer (a
+ * 400 naming the filter, like any bad filter).
  */
 function malformedIdField(op: AnyOperation, input: Record<string, unknown>): string | undefined {
-  const inBody = new Set(bodyParams(op));
+  const checked = new Set(op.method === 'GET' ? [] : [...bodyParams(op), ...queryParams(op)]);
   for (const [key, value] of Object.entries(input)) {
-    if (!inBody.has(key)) continue;
+    if (!checked.has(key)) continue;
     const ids = /Guid$/.test(key) ? [value] : /Guids$/.test(key) && Array.isArray(value) ? value : [];
     const bad = ids.find((id) => typeof id === 'string' && !isGuid(id));
     if (bad !== undefined) return bad as string;

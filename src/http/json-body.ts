@@ -2,14 +2,21 @@ import { validationFailed, type FieldError } from '../core/errors.js';
 
 /** Keys that would rewrite an object's prototype wherever a parsed body is copied into another object. */
 const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+/**
+ * Deeper nesting is refused: no input of the service comes near it, and every later
+ * walk of the value (validation, redaction, JSON.stringify for the audit log or an
+ * upstream) recurses and would overflow the stack. serde_json's default limit.
+ */
+export const MAX_JSON_DEPTH = 128;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Parses a JSON request body for every route of the service (REST, the admin MCP
  * endpoint, the gateways). Refused with a 400 naming the problem, never repaired
  * in silence: bytes that are not UTF-8 (they would be stored as U+FFFD), text that
- * is not JSON, and prototype keys at any depth (a copy of the object would drop
- * them or change its prototype). An empty body is no body.
+ * is not JSON, nesting deeper than MAX_JSON_DEPTH, and prototype keys at any depth
+ * (a copy of the object would drop them or change its prototype). An empty body is
+ * no body.
  */
 export function parseJsonBody(body: Buffer): unknown {
   let text: string;
@@ -26,20 +33,25 @@ export function parseJsonBody(body: Buffer): unknown {
     throw validationFailed([{ path: 'body', message: 'is not valid JSON' }]);
   }
   const found: FieldError[] = [];
-  findPrototypeKeys(value, '', found);
+  findRefusedStructure(value, '', 0, found);
   if (found.length > 0) throw validationFailed(found);
   return value;
 }
 
-function findPrototypeKeys(value: unknown, path: string, found: FieldError[]): void {
+/** Prototype keys and nesting past the limit; the walk itself never goes deeper than the limit. */
+function findRefusedStructure(value: unknown, path: string, depth: number, found: FieldError[]): void {
   if (value === null || typeof value !== 'object' || found.length >= 20) return;
+  if (depth >= MAX_JSON_DEPTH) {
+    found.push({ path: path || 'body', message: `nests deeper than ${MAX_JSON_DEPTH} levels` });
+    return;
+  }
   if (Array.isArray(value)) {
-    value.forEach((v, i) => findPrototypeKeys(v, path ? `${path}.${i}` : String(i), found));
+    value.forEach((v, i) => findRefusedStructure(v, path ? `${path}.${i}` : String(i), depth + 1, found));
     return;
   }
   for (const key of Object.keys(value)) {
     const at = path ? `${path}.${key}` : key;
     if (PROTOTYPE_KEYS.has(key)) found.push({ path: at, message: 'is not allowed as a key' });
-    else findPrototypeKeys((value as Record<string, unknown>)[key], at, found);
+    else findRefusedStructure((value as Record<string, unknown>)[key], at, depth + 1, found);
   }
 }

@@ -37,8 +37,9 @@ export function assembleInput(op: AnyOperation, request: FastifyRequest): Record
   for (const [k, v] of Object.entries(query)) input[k] = coerceQueryValue(shape[k], v);
 
   const body = request.body;
-  if (body === undefined || body === null) return input;
-  if (typeof body !== 'object' || Array.isArray(body)) throw validationFailed([{ path: 'body', message: 'must be a JSON object' }]);
+  // No body (or an empty one) is no parameters; a JSON null is a body that is not an object, refused like any other.
+  if (body === undefined) return input;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw validationFailed([{ path: 'body', message: 'must be a JSON object' }]);
   const allowedBody = new Set(bodyParams(op));
   const unknownBody = Object.keys(body).filter((k) => !allowedBody.has(k));
   if (unknownBody.length > 0) throw validationFailed(unknownBody.map((k) => ({ path: k, message: 'unknown field' })));
