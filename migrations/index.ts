@@ -6,6 +6,7 @@ import * as collectors from './2026-11-21-0005-collectors.js';
 import * as toolCuration from './2026-11-24-0001-tool-curation.js';
 import * as endedGatewaySessions from './2026-11-25-0002-ended-gateway-sessions.js';
 import * as auditForwarding from './2026-11-25-0003-audit-forwarding.js';
+import * as oauthIssuer from './2026-11-25-0010-oauth-issuer.js';
 
 /**
  * Every Postgres migration, in order. Listed statically (not read from disk) so the
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24-0001-tool-curation': toolCuration,
   '2026-11-25-0002-ended-gateway-sessions': endedGatewaySessions,
   '2026-11-25-0003-audit-forwarding': auditForwarding,
+  '2026-11-25-0010-oauth-issuer': oauthIssuer,
 };

@@ -16,6 +16,7 @@ import { sendWebResponse, toWebRequest } from './web-request.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
 import { registerOAuthCallbackRoute } from './oauth-callback-route.js';
+import { registerOAuthClientMetadataRoute } from './oauth-client-metadata-route.js';
 import { answerClientError, problemFromFastifyError, sendProblem } from './problem.js';
 import { assembleInput } from './rest-input.js';
 import { parseJsonBody } from './json-body.js';
@@ -175,6 +176,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return { status: 'ok' };
   });
   registerOAuthCallbackRoute(app, services);
+  registerOAuthClientMetadataRoute(app, services.config);
   await registerConsoleRoute(app);
   registerGatewayRoutes(app, services);
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { completeAuthorization, OAuthCallbackError, type OAuthCallbackServices } from '../core/servers/oauth-callback.js';
+import { OAUTH_CALLBACK_PATH } from '../core/servers/oauth-client-metadata.js';
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -19,12 +20,12 @@ const page = (title: string, text: string): string =>
  */
 export function registerOAuthCallbackRoute(app: FastifyInstance, services: OAuthCallbackServices): void {
   // The URL carries an authorization code: keep it out of the request log.
-  app.get('/oauth/callback', { logLevel: 'warn' }, async (request, reply) => {
+  app.get(OAUTH_CALLBACK_PATH, { logLevel: 'warn' }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const param = (k: string) => (typeof query[k] === 'string' ? (query[k] as string) : undefined);
     reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8');
     try {
-      await completeAuthorization(services, { state: param('state'), code: param('code'), error: param('error') });
+      await completeAuthorization(services, { state: param('state'), code: param('code'), error: param('error'), iss: param('iss') });
       return reply.code(200).send(page('Authorization complete', 'The server is being validated now. You can close this window.'));
     } catch (err) {
       if (err instanceof OAuthCallbackError) return reply.code(400).send(page('Authorization failed', err.message));

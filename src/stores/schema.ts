@@ -117,6 +117,8 @@ export interface IdentitiesTable {
   header_names: string[];
   secret_guid: string | null;
   oauth_expires_at: NullableTimestamp;
+  /** The issuer of the authorization server that minted an OAuth identity's tokens; null when not known (migration 2026-11-25-0010). */
+  oauth_issuer: Generated<string | null>;
   created_at: Timestamp;
 }
 
@@ -128,6 +130,8 @@ export interface OauthStatesTable {
   identity_label: string | null;
   access_control: 'private' | 'global';
   verifier_secret_guid: string;
+  /** The issuer the authorization request was sent to (migration 2026-11-25-0010). */
+  issuer: Generated<string | null>;
   expires_at: Timestamp;
   created_at: Timestamp;
 }

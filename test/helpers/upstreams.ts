@@ -7,12 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { mcpAuthRouter, getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { createOAuthMetadata, mcpAuthRouter, getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import { InvalidGrantError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { DemoInMemoryAuthProvider } from '@modelcontextprotocol/sdk/examples/server/demoInMemoryOAuthProvider.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { AuthRouterOptions } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { z } from 'zod';
 
 /**
@@ -28,7 +29,7 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
@@ -173,6 +174,8 @@ export async function startSilentServer(): Promise<Upstream> {
 export class RefreshingAuthProvider extends DemoInMemoryAuthProvider {
   accessTtlSeconds = 3600;
   refreshCount = 0;
+  /** RFC 9207: what the authorization response carries as `iss` (set by startOAuthServer's modes). */
+  issInResponse: () => string | undefined = () => undefined;
   readonly refreshTokens = new Map<string, string>(); // refresh token -> client id
   private readonly accessTokens = new Map<string, { clientId: string; expiresAt: number; resource?: URL }>();
 
@@ -182,6 +185,19 @@ export class RefreshingAuthProvider extends DemoInMemoryAuthProvider {
     this.accessTokens.set(accessToken, { clientId, expiresAt: Date.now() + this.accessTtlSeconds * 1000, resource });
     this.refreshTokens.set(refreshToken, clientId);
     return { access_token: accessToken, token_type: 'bearer', expires_in: this.accessTtlSeconds, refresh_token: refreshToken };
+  }
+
+  override async authorize(client: OAuthClientInformationFull, params: Parameters<DemoInMemoryAuthProvider['authorize']>[1], res: any): Promise<void> {
+    // The demo redirects with code and state only; RFC 9207 adds the issuer.
+    const redirect = res.redirect.bind(res);
+    res.redirect = (location: string) => {
+      const iss = this.issInResponse();
+      if (iss === undefined) return redirect(location);
+      const url = new URL(location);
+      url.searchParams.set('iss', iss);
+      return redirect(url.href);
+    };
+    return super.authorize(client, params, res);
   }
 
   override async exchangeAuthorizationCode(
@@ -209,6 +225,17 @@ export class RefreshingAuthProvider extends DemoInMemoryAuthProvider {
     return { token, clientId: data.clientId, scopes: [], expiresAt: Math.floor(data.expiresAt / 1000), ...(data.resource ? { resource: data.resource } : {}) };
   }
 
+  /** Registers a public client for `redirectUri`, as an administrator registering the service by hand would. */
+  async registerPublicClient(redirectUri: string): Promise<string> {
+    const clientId = `client-${randomUUID()}`;
+    await this.clientsStore.registerClient({
+      client_id: clientId,
+      redirect_uris: [redirectUri],
+      token_endpoint_auth_method: 'none',
+    } as OAuthClientInformationFull);
+    return clientId;
+  }
+
   /** Registers a public client and issues it tokens directly, as a headless setup would have them. */
   async issueDirect(ttlSeconds: number): Promise<{ clientId: string; tokens: OAuthTokens }> {
     const clientId = `client-${randomUUID()}`;
@@ -225,20 +252,68 @@ export class RefreshingAuthProvider extends DemoInMemoryAuthProvider {
   }
 }
 
+/** What the authorization server of startOAuthServer supports; changeable while it runs. */
+export interface OAuthServerModes {
+  /** Advertises client_id_metadata_document_supported and takes an http(s) URL as a client_id, fetching the document it names. */
+  clientIdMetadataDocuments: boolean;
+  /** Advertises and serves dynamic client registration (RFC 7591). */
+  registration: boolean;
+  /** Advertises authorization_response_iss_parameter_supported (RFC 9207). */
+  issParameterSupported: boolean;
+  /** The `iss` of its authorization responses: its issuer, none, or another one. */
+  issInResponse: 'issuer' | 'absent' | 'wrong';
+  /** The authorization servers its protected-resource metadata names; its own when unset. */
+  authorizationServers?: string[];
+}
+
+/** An issuer that is not the server's, as a mix-up attacker would send. */
+export const FOREIGN_ISSUER = 'https://attacker.example/';
+
 export interface OAuthUpstream extends Upstream {
+  /** The origin of its authorization server. */
   issuer: string;
+  /** Its issuer identifier as its metadata and its `iss` write it (RFC 8414: the origin with a slash). */
+  issuerIdentifier: string;
   tokenEndpoint: string;
   provider: RefreshingAuthProvider;
+  modes: OAuthServerModes;
   /** Bearer tokens the MCP endpoint accepted. */
   acceptedTokens: string[];
+  /** Dynamic registrations received. */
+  registrations: number;
+  /** Client ID Metadata Document URLs it fetched, in order. */
+  fetchedClientMetadata: string[];
+  /** Every token request's form fields, in order (grant_type, refresh_token, client_id, ...). */
+  tokenRequests: Record<string, string>[];
+  /** Makes its MCP endpoint accept the access tokens of another authorization server too. */
+  trust(other: RefreshingAuthProvider): void;
+}
+
+/**
+ * The authorization server's side of a Client ID Metadata Document: the client_id is
+ * an https URL (or http on loopback, for a setup on one machine), the document it
+ * names is JSON whose client_id is that URL, and its redirect URIs are the client's.
+ */
+async function clientFromMetadataDocument(clientId: string, fetched: string[]): Promise<OAuthClientInformationFull | undefined> {
+  const url = new URL(clientId);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname))) return undefined;
+  fetched.push(clientId);
+  const res = await fetch(url, { redirect: 'error', headers: { accept: 'application/json' } });
+  if (!res.ok || !/^application\/json\b/.test(res.headers.get('content-type') ?? '')) return undefined;
+  const document = (await res.json()) as Partial<OAuthClientInformationFull>;
+  if (document.client_id !== clientId || !Array.isArray(document.redirect_uris) || document.redirect_uris.length === 0) return undefined;
+  if ((document.token_endpoint_auth_method ?? 'none') !== 'none') return undefined;
+  return document as OAuthClientInformationFull;
 }
 
 /**
  * An MCP server at /mcp protected by bearer tokens, with its own authorization
  * server on the same origin (mcpAuthRouter: metadata, dynamic registration,
- * authorize, token), advertising itself through RFC 9728 metadata.
+ * authorize, token), advertising itself through RFC 9728 metadata. `modes` says
+ * which of Client ID Metadata Documents, dynamic registration and RFC 9207 it
+ * supports (by default: registration only, as before revision 2025-11-25).
  */
-export async function startOAuthServer(): Promise<OAuthUpstream> {
+export async function startOAuthServer(initial: Partial<OAuthServerModes> = {}): Promise<OAuthUpstream> {
   const express = require('express') as any;
   const app = express();
   const httpServer = http.createServer(app);
@@ -246,23 +321,74 @@ export async function startOAuthServer(): Promise<OAuthUpstream> {
   const base = `http://127.0.0.1:${port}`;
   const mcpUrl = new URL(`${base}/mcp`);
   const provider = new RefreshingAuthProvider();
-  const acceptedTokens: string[] = [];
-  app.use(
-    mcpAuthRouter({
-      provider,
-      issuerUrl: new URL(base),
-      resourceServerUrl: mcpUrl,
-      scopesSupported: ['mcp:tools'],
-      authorizationOptions: { rateLimit: false },
-      clientRegistrationOptions: { rateLimit: false },
-      tokenOptions: { rateLimit: false },
-      revocationOptions: { rateLimit: false },
-    }),
-  );
-  const bearer = requireBearerAuth({ verifier: provider, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) });
+  const modes: OAuthServerModes = { clientIdMetadataDocuments: false, registration: true, issParameterSupported: false, issInResponse: 'absent', ...initial };
+  const trusted: RefreshingAuthProvider[] = [provider];
+  const upstream: OAuthUpstream = {
+    url: mcpUrl.href,
+    issuer: base,
+    issuerIdentifier: new URL(base).href,
+    tokenEndpoint: `${base}/token`,
+    provider,
+    modes,
+    acceptedTokens: [],
+    registrations: 0,
+    fetchedClientMetadata: [],
+    tokenRequests: [],
+    trust: (other) => void trusted.push(other),
+    close: () => closeServer(httpServer),
+  };
+  provider.issInResponse = () => ({ issuer: upstream.issuerIdentifier, absent: undefined, wrong: FOREIGN_ISSUER })[modes.issInResponse];
+  const registeredClient = provider.clientsStore.getClient.bind(provider.clientsStore);
+  provider.clientsStore.getClient = async (clientId: string) =>
+    modes.clientIdMetadataDocuments && /^https?:\/\//.test(clientId)
+      ? clientFromMetadataDocument(clientId, upstream.fetchedClientMetadata)
+      : registeredClient(clientId);
+  const options: AuthRouterOptions = {
+    provider,
+    issuerUrl: new URL(base),
+    resourceServerUrl: mcpUrl,
+    scopesSupported: ['mcp:tools'],
+    authorizationOptions: { rateLimit: false },
+    clientRegistrationOptions: { rateLimit: false },
+    tokenOptions: { rateLimit: false },
+    revocationOptions: { rateLimit: false },
+  };
+  // Ahead of mcpAuthRouter: the metadata as the modes say, and what tests count.
+  app.get('/.well-known/oauth-authorization-server', (_req: any, res: any) => {
+    const { registration_endpoint, ...metadata } = createOAuthMetadata(options);
+    res.json({
+      ...metadata,
+      ...(modes.registration ? { registration_endpoint } : {}),
+      ...(modes.clientIdMetadataDocuments ? { client_id_metadata_document_supported: true } : {}),
+      ...(modes.issParameterSupported ? { authorization_response_iss_parameter_supported: true } : {}),
+    });
+  });
+  app.get('/.well-known/oauth-protected-resource/mcp', (_req: any, res: any) => {
+    res.json({ resource: mcpUrl.href, authorization_servers: modes.authorizationServers ?? [upstream.issuerIdentifier], scopes_supported: ['mcp:tools'] });
+  });
+  app.post('/register', (_req: any, res: any, next: any) => {
+    if (!modes.registration) return res.status(404).end();
+    upstream.registrations += 1;
+    next();
+  });
+  app.post('/token', express.urlencoded({ extended: false }), (req: any, _res: any, next: any) => {
+    upstream.tokenRequests.push({ ...req.body });
+    next();
+  });
+  app.use(mcpAuthRouter(options));
+  const verifier = {
+    verifyAccessToken: async (token: string) => {
+      for (const p of trusted) {
+        const info = await p.verifyAccessToken(token).catch(() => undefined);
+        if (info) return info;
+      }
+      throw new InvalidTokenError('invalid or expired token');
+    },
+  };
+  const bearer = requireBearerAuth({ verifier, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) });
   app.post('/mcp', express.json(), bearer, (req: any, res: any) => {
-    acceptedTokens.push(req.auth.token);
+    upstream.acceptedTokens.push(req.auth.token);
     serveStateless(buildToolServer('oauth-server'), req, res, req.body).catch(() => res.destroy());
   });
-  return { url: mcpUrl.href, issuer: base, tokenEndpoint: `${base}/token`, provider, acceptedTokens, close: () => closeServer(httpServer) };
+  return upstream;
 }

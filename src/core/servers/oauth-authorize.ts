@@ -4,13 +4,15 @@ import {
   discoverOAuthProtectedResourceMetadata,
   registerClient,
   startAuthorization,
-} from '@modelcontextprotocol/sdk/client/auth.js';
-import type { AuthorizationServerMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
+  type AuthorizationServerMetadata,
+  type OAuthProtectedResourceMetadata,
+} from '@modelcontextprotocol/client';
 import { AppError, validationFailed } from '../errors.js';
 import type { InboundServer } from '../repositories/inbound-servers.js';
 import type { Services } from '../services.js';
 import type { ConfigDb } from '../../stores/postgres.js';
 import { egressFetch } from './egress-fetch.js';
+import { clientMetadataDocumentUsable, clientMetadataOf, clientMetadataUrlOf, redirectUriOf } from './oauth-client-metadata.js';
 
 /** How long a started authorization may wait for the human's approval. */
 export const AUTHORIZATION_TTL_MS = 15 * 60_000;
@@ -29,14 +31,13 @@ export interface OAuthServerSettings {
   resource?: string;
 }
 
-/** Where the authorization server sends the human back: {PUBLIC_BASE_URL}/oauth/callback. */
-export const redirectUriOf = (services: Pick<Services, 'config'>): string => `${services.config.publicBaseUrl}/oauth/callback`;
-
 /**
  * Finds the upstream's authorization server (RFC 9728 protected-resource metadata,
- * else the server's own origin; RFC 8414 metadata) and obtains a client: the one
- * given, or one registered dynamically (RFC 7591) when the server offers it.
- * Failures are 400s naming the field the caller can fix.
+ * else the server's own origin; RFC 8414 metadata, whose issuer must be the server
+ * asked) and obtains a client: the one given; else the service's Client ID Metadata
+ * Document URL when the server supports those (nothing to register); else one
+ * registered dynamically (RFC 7591). Failures are 400s naming the field the caller
+ * can fix.
  */
 export async function discoverOAuthSettings(
   services: Pick<Services, 'egress' | 'config'>,
@@ -50,7 +51,8 @@ export async function discoverOAuthSettings(
   } catch {
     // Older servers publish no protected-resource metadata: their own origin is the authorization server.
   }
-  const authorizationServerUrl = resourceMetadata?.authorization_servers?.[0] ?? serverUrl.origin;
+  // Without protected-resource metadata the origin is the issuer; with the trailing slash the SDK's issuer check accepts it written either way.
+  const authorizationServerUrl = resourceMetadata?.authorization_servers?.[0] ?? `${serverUrl.origin}/`;
   let metadata: AuthorizationServerMetadata | undefined;
   try {
     metadata = await discoverAuthorizationServerMetadata(authorizationServerUrl, { fetchFn });
@@ -63,29 +65,31 @@ export async function discoverOAuthSettings(
     throw validationFailed([{ path: 'url', message: `no OAuth authorization server found for this server (looked at ${authorizationServerUrl})` }]);
   const scope = given.scope ?? resourceMetadata?.scopes_supported?.join(' ') ?? undefined;
   const resource = resourceMetadata?.resource;
-  if (given.clientId) {
-    return { settings: { authorizationServerUrl, metadata, clientId: given.clientId, scope, resource }, clientSecret: given.clientSecret };
+  const found = { authorizationServerUrl, metadata, scope, resource };
+  if (given.clientId) return { settings: { ...found, clientId: given.clientId }, clientSecret: given.clientSecret };
+  const documentUsable = clientMetadataDocumentUsable(services.config, authorizationServerUrl);
+  if (metadata.client_id_metadata_document_supported === true && documentUsable) {
+    return { settings: { ...found, clientId: clientMetadataUrlOf(services.config) } };
   }
   if (!metadata.registration_endpoint) {
-    throw validationFailed([
-      { path: 'oauthClientId', message: 'the authorization server offers no dynamic client registration: give the client id registered for this service' },
-    ]);
+    const why =
+      metadata.client_id_metadata_document_supported === true
+        ? 'the authorization server takes Client ID Metadata Documents, which need an https PUBLIC_BASE_URL, and offers no dynamic client registration'
+        : 'the authorization server offers no dynamic client registration nor Client ID Metadata Documents';
+    throw validationFailed([{ path: 'oauthClientId', message: `${why}: give the client id registered for this service` }]);
   }
   try {
     const client = await registerClient(authorizationServerUrl, {
       metadata,
       clientMetadata: {
-        client_name: 'MCP gateway manager',
-        redirect_uris: [redirectUriOf(services)],
-        grant_types: ['authorization_code', 'refresh_token'],
-        response_types: ['code'],
+        ...clientMetadataOf(services.config),
         // A public client with PKCE: no client secret to keep when the server allows it.
         token_endpoint_auth_method: metadata.token_endpoint_auth_methods_supported?.includes('none') === false ? 'client_secret_post' : 'none',
         ...(scope ? { scope } : {}),
       },
       fetchFn,
     });
-    return { settings: { authorizationServerUrl, metadata, clientId: client.client_id, scope, resource }, clientSecret: client.client_secret };
+    return { settings: { ...found, clientId: client.client_id }, clientSecret: client.client_secret };
   } catch (err) {
     throw validationFailed([
       { path: 'oauthClientId', message: `dynamic client registration failed (${briefly(err)}): give the client id registered for this service` },
@@ -95,8 +99,8 @@ export async function discoverOAuthSettings(
 
 /**
  * Starts an authorization code flow with PKCE (S256) for `userGuid` on `server`:
- * the state is random, single-use, expires, and is bound to the caller, the server
- * and the identity to create; the code verifier is stored encrypted. Returns the URL
+ * the state is random, single-use, expires, and is bound to the caller, the server,
+ * the identity to create and the issuer asked (the callback accepts only its answer); the code verifier is stored encrypted. Returns the URL
  * a human opens to approve.
  */
 export async function beginAuthorization(
@@ -114,7 +118,7 @@ export async function beginAuthorization(
   const { authorizationUrl, codeVerifier } = await startAuthorization(opts.settings.authorizationServerUrl, {
     metadata: opts.settings.metadata,
     clientInformation: { client_id: opts.settings.clientId },
-    redirectUrl: redirectUriOf(services),
+    redirectUrl: redirectUriOf(services.config),
     state,
     ...(opts.settings.scope ? { scope: opts.settings.scope } : {}),
     ...(opts.settings.resource ? { resource: new URL(opts.settings.resource) } : {}),
@@ -132,6 +136,7 @@ export async function beginAuthorization(
       identity_label: opts.identityLabel,
       access_control: opts.accessControl,
       verifier_secret_guid: verifierSecretGuid,
+      issuer: opts.settings.metadata.issuer,
       expires_at: new Date(Date.now() + AUTHORIZATION_TTL_MS),
     })
     .execute();

@@ -1,10 +1,10 @@
-import { refreshAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { AuthorizationServerMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { refreshAuthorization, type AuthorizationServerMetadata } from '@modelcontextprotocol/client';
 import type { Identity } from '../repositories/identities.js';
 import type { Services } from '../services.js';
 import type { OAuthTokenSet } from './credentials.js';
 import { egressFetch } from './egress-fetch.js';
 import { redactSecretValues } from '../redaction.js';
+import type { OAuthServerSettings } from './oauth-authorize.js';
 
 /** Refresh this long before the access token expires, so a call never races the expiry. */
 export const REFRESH_MARGIN_MS = 60_000;
@@ -24,7 +24,10 @@ export const needsRefresh = (set: OAuthTokenSet, now = Date.now()): boolean =>
  * The identity's OAuth token set with an access token that is good for now:
  * refreshed at the token endpoint (RFC 6749 section 6) when it expires within
  * REFRESH_MARGIN_MS, the new set sealed back in place. Used by server validation
- * and by the gateway. Concurrent callers for one identity share one refresh. A
+ * and by the gateway. Concurrent callers for one identity share one refresh. The
+ * refresh goes to the authorization server that minted the tokens, with the client it
+ * knows; when the server's authorization server has changed since (another issuer),
+ * the tokens are not sent anywhere and the identity must be authorized again. A
  * failed refresh raises the `oauth_refresh_failed` alert (no secret in it) and
  * throws OAuthRefreshError.
  */
@@ -50,9 +53,17 @@ async function refreshTokenSet(
   set: OAuthTokenSet,
 ): Promise<OAuthTokenSet> {
   const tokenEndpoint = new URL(set.tokenEndpoint);
+  const debugContext = { tokenEndpoint: tokenEndpoint.origin + tokenEndpoint.pathname };
+  const minted = await issuers(services, identity);
+  if (minted.ofIdentity && minted.ofServer && minted.ofIdentity !== minted.ofServer) {
+    const reason =
+      `this identity was authorized by ${minted.ofIdentity}, but the server's authorization server is now ${minted.ofServer}: ` +
+      'its tokens are not sent there; authorize the server again';
+    throw await refused(services, identity, reason, debugContext);
+  }
   // Only the token endpoint is known for a headless identity; that is all a refresh needs.
   const metadata = {
-    issuer: tokenEndpoint.origin,
+    issuer: minted.ofIdentity ?? tokenEndpoint.origin,
     authorization_endpoint: tokenEndpoint.href,
     token_endpoint: tokenEndpoint.href,
     response_types_supported: ['code'],
@@ -73,24 +84,7 @@ async function refreshTokenSet(
       set.refreshToken ?? '',
       set.clientSecret ?? '',
     ]).slice(0, 500);
-    services.logger.warn({ identityGuid: identity.guid, inboundServerGuid: identity.inbound_server_guid, reason }, 'OAuth token refresh failed');
-    await services.alerts
-      .raise({
-        organizationGuid: identity.organization_guid,
-        code: 'oauth_refresh_failed',
-        messageType: 'error',
-        subject: 'OAuth token refresh failed',
-        message: `Refreshing the access token of identity ${identity.guid} failed: ${reason}`,
-        dynamicContent: {
-          subject: 'OAuth token refresh failed',
-          message: 'Refreshing the access token of identity {identityGuid} failed: {reason}',
-          values: { identityGuid: identity.guid, reason },
-        },
-        debugContext: { tokenEndpoint: tokenEndpoint.origin + tokenEndpoint.pathname },
-        relatedResourceIds: [identity.inbound_server_guid, identity.guid],
-      })
-      .catch(() => undefined);
-    throw new OAuthRefreshError(`the access token could not be refreshed: ${reason}`);
+    throw await refused(services, identity, reason, debugContext);
   }
   const next: OAuthTokenSet = {
     ...set,
@@ -106,4 +100,43 @@ async function refreshTokenSet(
     .where('guid', '=', identity.guid)
     .execute();
   return next;
+}
+
+/** The issuer that minted the identity's tokens and the one the server's settings name now; null where unknown (headless). */
+async function issuers(services: OAuthRefreshServices, identity: Pick<Identity, 'guid'>): Promise<{ ofIdentity: string | null; ofServer: string | null }> {
+  const row = await services.db
+    .selectFrom('identities as i')
+    .innerJoin('inbound_servers as s', 's.guid', 'i.inbound_server_guid')
+    .select(['i.oauth_issuer', 's.oauth_settings'])
+    .where('i.guid', '=', identity.guid)
+    .executeTakeFirst();
+  const settings = row?.oauth_settings as unknown as OAuthServerSettings | null | undefined;
+  return { ofIdentity: row?.oauth_issuer ?? null, ofServer: settings?.metadata?.issuer ?? null };
+}
+
+/** Logs and alerts a refresh that did not happen (the reason holds no secret) and returns the error to throw. */
+async function refused(
+  services: OAuthRefreshServices,
+  identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid'>,
+  reason: string,
+  debugContext: Record<string, unknown>,
+): Promise<OAuthRefreshError> {
+  services.logger.warn({ identityGuid: identity.guid, inboundServerGuid: identity.inbound_server_guid, reason }, 'OAuth token refresh failed');
+  await services.alerts
+    .raise({
+      organizationGuid: identity.organization_guid,
+      code: 'oauth_refresh_failed',
+      messageType: 'error',
+      subject: 'OAuth token refresh failed',
+      message: `Refreshing the access token of identity ${identity.guid} failed: ${reason}`,
+      dynamicContent: {
+        subject: 'OAuth token refresh failed',
+        message: 'Refreshing the access token of identity {identityGuid} failed: {reason}',
+        values: { identityGuid: identity.guid, reason },
+      },
+      debugContext,
+      relatedResourceIds: [identity.inbound_server_guid, identity.guid],
+    })
+    .catch(() => undefined);
+  return new OAuthRefreshError(`the access token could not be refreshed: ${reason}`);
 }
