@@ -1,4 +1,12 @@
-import { createMcpHandler, PROTOCOL_VERSION_META_KEY, ProtocolError, Server, type McpHttpHandler } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  createMcpHandler,
+  PROTOCOL_VERSION_META_KEY,
+  Server,
+  type McpHttpHandler,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
@@ -6,9 +14,11 @@ import type { Catalog, Catalogs } from './catalog.js';
 import type { CallRecord } from './call-record.js';
 import { ListenChanges } from './listen-changes.js';
 import type { UpstreamFetch } from './upstream-client.js';
-import { GATEWAY_CAPABILITIES, GATEWAY_VERSION, type GatewayProxy, type HostReply } from './proxy.js';
-import { isAnswerTo } from './relay.js';
+import { GATEWAY_CAPABILITIES, GATEWAY_VERSION, type GatewayProxy } from './proxy.js';
 import type { TraceContext } from './trace-context.js';
+import { HeldCalls } from './bridge-held-calls.js';
+import { RequestStates } from './bridge-request-state.js';
+import type { HostIdentity } from './modern-upstream.js';
 
 /** The methods a 2026-07-28 host may send through a gateway, each served by the same proxy as a 2025 host's. */
 const RELAYED_METHODS = [
@@ -46,15 +56,12 @@ export function isModernMessage(body: unknown, protocolHeader: string | string[]
   return (typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META_KEY in meta) || protocolHeader === '2026-07-28';
 }
 
-/** The answer of a proxied request: its result, or its error as the SDK's protocol error (so the SDK renders it in the host's revision). */
-async function resultOf(reply: HostReply, id: number): Promise<Record<string, unknown>> {
-  let final: JSONRPCMessage | null = null;
-  if (reply.kind === 'json') final = reply.message;
-  else if (reply.kind === 'stream') for await (const message of reply.messages) if (isAnswerTo(id, message)) final = message;
-  const answer = final as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } } | null;
-  if (answer?.error) throw new ProtocolError(answer.error.code, answer.error.message, answer.error.data);
-  if (!answer?.result) throw new ProtocolError(-32603, 'The gateway got no answer for this request.');
-  return answer.result;
+/** Who the host says it is in the request's envelope (the SDK has checked its shape). */
+function identityOf(ctx: ServerContext, gatewayName: string): HostIdentity {
+  const envelope = (ctx.mcpReq.envelope ?? {}) as Record<string, unknown>;
+  const clientInfo = envelope[CLIENT_INFO_META_KEY] as HostIdentity['clientInfo'] | undefined;
+  const clientCapabilities = envelope[CLIENT_CAPABILITIES_META_KEY] as Record<string, unknown> | undefined;
+  return { clientInfo: clientInfo ?? { name: gatewayName, version: GATEWAY_VERSION }, clientCapabilities: clientCapabilities ?? {} };
 }
 
 /**
@@ -68,18 +75,26 @@ async function resultOf(reply: HostReply, id: number): Promise<Record<string, un
  */
 export function createModernHostHandler(proxy: GatewayProxy, deps: { services: Services; catalogs: Catalogs; fetch: UpstreamFetch }): McpHttpHandler {
   const listen = new ListenChanges(deps);
+  const calls = new HeldCalls(proxy, new RequestStates(deps.services.gatewaySessionKey), deps.services.config.gateway.upstreamTimeoutMs);
   const handler = createMcpHandler(
     (request) => {
       const host = request.authInfo?.extra?.modernHost as ModernHostRequest;
       const server = new Server({ name: host.caller.gatewayName, version: GATEWAY_VERSION }, { capabilities: GATEWAY_CAPABILITIES });
       for (const method of RELAYED_METHODS) {
-        server.setRequestHandler(method, async (incoming: { params?: Record<string, unknown> }) => {
-          const message = { jsonrpc: '2.0', id: 1, method, params: incoming.params ?? {} } as JSONRPCMessage;
-          const reply = await proxy.handle(
-            { caller: host.caller, catalog: host.catalog, session: null, trace: host.trace, signal: host.signal, record: host.record(message) },
-            message,
-          );
-          const result = await resultOf(reply, 1);
+        server.setRequestHandler(method, async (incoming: { params?: Record<string, unknown> }, ctx: ServerContext) => {
+          const result = await calls.serve({
+            caller: host.caller,
+            catalog: host.catalog,
+            trace: host.trace,
+            signal: host.signal,
+            record: host.record,
+            identity: identityOf(ctx, host.caller.gatewayName),
+            method,
+            params: incoming.params ?? {},
+            requestState: ctx.mcpReq.requestState<string>(),
+            inputResponses: ctx.mcpReq.inputResponses,
+            notify: (notification) => ctx.mcpReq.notify(notification as never),
+          });
           return (CACHEABLE_METHODS.has(method) ? { ...result, cacheScope: 'private' } : result) as never;
         });
       }
@@ -95,6 +110,7 @@ export function createModernHostHandler(proxy: GatewayProxy, deps: { services: S
       return host ? listen.bus.as({ caller: host.caller, catalog: host.catalog }, () => handler.fetch(request, options)) : handler.fetch(request, options);
     },
     close: async () => {
+      calls.close();
       listen.close();
       await handler.close();
     },

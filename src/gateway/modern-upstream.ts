@@ -39,3 +39,20 @@ export function toModernUpstream(message: JSONRPCMessage, host: HostIdentity): {
   if (typeof name === 'string') headers['mcp-name'] = name;
   return { message: enveloped, headers };
 }
+
+/**
+ * A 2026-07-28 upstream answers a request's JSON-RPC error with an HTTP error status
+ * (400 for invalid params or a missing client capability, 404 for an unknown tool...):
+ * that error, when the body holds it for this request, is the upstream's answer and
+ * reaches the host as such. Null for anything else (401/403 stay credential failures).
+ */
+export function errorAnswerIn(status: number, body: string, request: JSONRPCMessage): JSONRPCMessage | null {
+  if (status < 400 || status >= 500 || status === 401 || status === 403) return null;
+  try {
+    const answer = JSON.parse(body) as { id?: unknown; error?: { code?: unknown; message?: unknown } };
+    const sameId = answer.id === (request as { id?: unknown }).id;
+    return sameId && typeof answer.error?.code === 'number' && typeof answer.error.message === 'string' ? (answer as JSONRPCMessage) : null;
+  } catch {
+    return null;
+  }
+}

@@ -16,7 +16,9 @@ import { upstreamTraceparent, type TraceContext } from './trace-context.js';
 import { ResponseTooLargeError, type UpstreamFetch } from './upstream-client.js';
 import { deleteUpstreamSession, initializeUpstream, postToUpstream, UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
 import { initializeLegacyUpstream, sendToLegacyUpstream } from './upstream-legacy-sse.js';
-import { MODERN_REVISION, toModernUpstream } from './modern-upstream.js';
+import { errorAnswerIn, MODERN_REVISION, toModernUpstream, type HostIdentity } from './modern-upstream.js';
+import { isInputRequired } from './bridge-input-requests.js';
+import { InputWaiters, inputRounds } from './bridge-input-rounds.js';
 import type { UpstreamHealth } from './upstream-health.js';
 
 /** JSON-RPC error codes the gateway answers with. */
@@ -41,6 +43,18 @@ export interface HostContext {
   /** Aborted when the host goes away. */
   signal: AbortSignal;
   record: CallRecord;
+  /** Set for a 2026-07-28 host (bridge-held-calls.ts); absent for a 2025 host. */
+  modern?: ModernHostContext;
+}
+
+/** A 2026-07-28 host's request: no session, the host's identity from its envelope. */
+export interface ModernHostContext {
+  identity: HostIdentity;
+  /**
+   * The upstream sessions opened for this request alone, while they are open: the
+   * host's answers to a 2025 upstream's requests go back into the same session.
+   */
+  upstreams: Map<string, { sessionId?: string; protocolVersion?: string }>;
 }
 
 /** What the host gets back for one POSTed message. */
@@ -80,6 +94,8 @@ export const GATEWAY_CAPABILITIES = {
 };
 /** Aggregated lists read at most this many pages from each upstream. */
 const MAX_PAGES = 20;
+/** Who the gateway says the host is to an upstream when the host has no session and no envelope. */
+const SESSIONLESS_HOST = { protocolVersion: LATEST_PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'gateway-host', version: '0' } };
 
 /**
  * The MCP proxy behind each gateway's connect URL. Transport-free: it takes one
@@ -88,6 +104,9 @@ const MAX_PAGES = 20;
  * in the sealed session id.
  */
 export class GatewayProxy {
+  /** 2025 hosts' answers to the requests bridged from 2026-07-28 upstreams' input_required results, awaited here. */
+  private readonly inputWaiters = new InputWaiters();
+
   constructor(
     private readonly services: Pick<Services, 'config' | 'logger'>,
     private readonly catalogs: Catalogs,
@@ -329,10 +348,69 @@ export class GatewayProxy {
         throw this.failed(ctx, route, message, err);
       }
       if (!final) throw this.failed(ctx, route, message, new Error('the upstream gave no answer'));
+      if (this.asksHost(ctx, final)) return { kind: 'stream', messages: this.bridgeInput(ctx, route, message, final, 0) };
       this.observe(ctx, route, message, final);
       return this.answer(ctx, final);
     }
     return { kind: 'stream', messages: this.relayStream(ctx, route, message, reply.messages) };
+  }
+
+  /** Whether an upstream's answer is an input_required result the gateway turns into requests to a 2025 host. */
+  private asksHost(ctx: HostContext, final: JSONRPCMessage): boolean {
+    return !ctx.modern && isInputRequired((final as { result?: unknown }).result);
+  }
+
+  /**
+   * A 2026-07-28 upstream asked for input (bridge-input-rounds.ts): its requests go to
+   * the 2025 host on this call's stream, and its final answer ends the stream and
+   * the call's row, as any streamed answer does.
+   */
+  private async *bridgeInput(
+    ctx: HostContext,
+    route: Route,
+    message: JSONRPCMessage,
+    first: JSONRPCMessage,
+    relayedBefore: number,
+  ): AsyncGenerator<JSONRPCMessage> {
+    const hostId = (message as { id: RequestId }).id;
+    let relayed = relayedBefore;
+    let final: JSONRPCMessage;
+    try {
+      const rounds = inputRounds(
+        {
+          slug: route.slug,
+          serverGuid: route.serverGuid,
+          connectionGuid: ctx.caller.connectionGuid,
+          hostCapabilities: ctx.session?.clientCapabilities ?? null,
+          signal: ctx.signal,
+          timeoutMs: this.services.config.gateway.upstreamTimeoutMs,
+          waiters: this.inputWaiters,
+          retry: async (retried) => (await this.send(ctx, route, retried)).messages,
+          relayed: (notification) => fromUpstream(route.assignmentGuid, notification),
+        },
+        message,
+        (first as { result: Record<string, unknown> }).result,
+      );
+      for (;;) {
+        const step = await rounds.next();
+        if (step.done) {
+          final =
+            'final' in step.value ? step.value.final : errorResponse(hostId, ERRORS.upstream, step.value.refused, { inboundServerGuid: route.serverGuid });
+          break;
+        }
+        relayed += JSON.stringify(step.value).length;
+        yield step.value;
+      }
+    } catch (err) {
+      const e = this.failed(ctx, route, message, err);
+      final = errorResponse(hostId, e.code, e.message, e.data);
+    }
+    try {
+      yield final;
+    } finally {
+      this.observe(ctx, route, message, final);
+      ctx.record.finish(final, relayed);
+    }
   }
 
   /**
@@ -351,6 +429,10 @@ export class GatewayProxy {
         if (final) continue;
         if (isAnswerTo(hostId, msg)) {
           final = msg;
+          if (this.asksHost(ctx, final)) {
+            yield* this.bridgeInput(ctx, route, message, final, relayed);
+            continue;
+          }
           try {
             yield final;
           } finally {
@@ -393,19 +475,38 @@ export class GatewayProxy {
 
   /** The host answers a request an upstream sent (sampling, elicitation, roots): back to that upstream. */
   private async relayHostAnswer(ctx: HostContext, message: JSONRPCMessage): Promise<HostReply> {
+    if (InputWaiters.answers(message)) {
+      // An answer to a request bridged from an input_required result: the call waiting for it is in this process, or nowhere.
+      const delivered = this.inputWaiters.deliver(message, ctx.caller.connectionGuid);
+      ctx.record.inboundServerGuid = delivered?.serverGuid ?? null;
+      ctx.record.finish(null, 0, delivered ? undefined : 'no call of this gateway process waits for this answer (it ended, or it waits in another replica)');
+      return { kind: 'accepted' };
+    }
     const target = unrelayId((message as { id?: unknown }).id);
     const route = target ? ctx.catalog.byAssignment.get(target.assignmentGuid) : undefined;
     if (!target || !route) return { kind: 'accepted' };
     ctx.record.inboundServerGuid = route.serverGuid;
     try {
-      const reply = await this.send(ctx, route, { ...message, id: target.id } as JSONRPCMessage);
-      for await (const _ of reply.messages) void _;
+      await this.answerUpstream(ctx, message);
       ctx.record.finish(null, 0);
     } catch (err) {
       if (err instanceof SessionExpired) return { kind: 'session-expired' };
       ctx.record.finish(null, 0, this.describe(route, err));
     }
     return { kind: 'accepted' };
+  }
+
+  /**
+   * Sends the host's answer (a JSON-RPC response with a relayed id) to the upstream
+   * request it answers, in the upstream session of the host's session or request;
+   * does nothing for an id that names no upstream of the caller.
+   */
+  async answerUpstream(ctx: HostContext, message: JSONRPCMessage): Promise<void> {
+    const target = unrelayId((message as { id?: unknown }).id);
+    const route = target ? ctx.catalog.byAssignment.get(target.assignmentGuid) : undefined;
+    if (!target || !route) return;
+    const reply = await this.send(ctx, route, { ...message, id: target.id } as JSONRPCMessage);
+    for await (const _ of reply.messages) void _;
   }
 
   private async relayNotification(ctx: HostContext, message: JSONRPCMessage): Promise<HostReply> {
@@ -448,11 +549,21 @@ export class GatewayProxy {
 
   /** One request to a 2026-07-28 upstream: no session, no initialize; the envelope and routing headers instead. */
   private async sendModern(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamReply> {
-    const host = ctx.session ?? { clientInfo: { name: ctx.caller.gatewayName, version: GATEWAY_VERSION }, clientCapabilities: {} };
+    const host = ctx.session ?? ctx.modern?.identity ?? { clientInfo: { name: ctx.caller.gatewayName, version: GATEWAY_VERSION }, clientCapabilities: {} };
     const modern = toModernUpstream(message, host);
     try {
       return await postToUpstream({ ...this.request(ctx, route, credential, undefined, MODERN_REVISION), routingHeaders: modern.headers }, modern.message);
     } catch (err) {
+      const answer = err instanceof UpstreamHttpError ? errorAnswerIn(err.status, err.body, message) : null;
+      if (answer)
+        return {
+          status: 200,
+          sessionId: null,
+          streamed: false,
+          messages: (async function* () {
+            yield answer;
+          })(),
+        };
       throw this.failed(ctx, route, message, err);
     }
   }
@@ -500,34 +611,35 @@ export class GatewayProxy {
   private async exchange(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamReply> {
     if (route.transport === 'sse') return this.sendLegacy(ctx, route, credential, message);
     if (route.features?.protocolVersion === MODERN_REVISION) return this.sendModern(ctx, route, credential, message);
-    let upstream = ctx.session?.upstreams[route.assignmentGuid];
+    const held = ctx.modern?.upstreams;
+    let upstream = ctx.session?.upstreams[route.assignmentGuid] ?? held?.get(route.assignmentGuid);
     let transient = false;
     try {
       if (!upstream) {
-        const opened = await this.openUpstream(
-          ctx,
-          route,
-          ctx.session ?? { protocolVersion: LATEST_PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'gateway-host', version: '0' } },
-        );
+        const opened = await this.openUpstream(ctx, route, this.hostOf(ctx));
         upstream = {
           ...(opened.sessionId ? { sessionId: opened.sessionId } : {}),
           ...(opened.protocolVersion ? { protocolVersion: opened.protocolVersion } : {}),
         };
         transient = Boolean(opened.sessionId);
+        if (transient) held?.set(route.assignmentGuid, upstream);
       }
       const req = this.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion);
-      const reply = await postToUpstream(req, message);
+      const reply = await postToUpstream(req, message).catch((err: unknown) => {
+        if (transient) this.closeTransient(ctx, route, credential, upstream!);
+        throw err;
+      });
       if (!transient) return reply;
-      const closeAfter = this.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion);
+      const opened = upstream;
       return {
         ...reply,
-        messages: (async function* () {
+        messages: (async function* (proxy: GatewayProxy) {
           try {
             yield* reply.messages;
           } finally {
-            void deleteUpstreamSession({ ...closeAfter, signal: AbortSignal.timeout(5_000) });
+            proxy.closeTransient(ctx, route, credential, opened);
           }
-        })(),
+        })(this),
       };
     } catch (err) {
       if (err instanceof UpstreamHttpError && err.status === 404 && upstream?.sessionId && !transient) throw new SessionExpired();
@@ -536,9 +648,23 @@ export class GatewayProxy {
     }
   }
 
+  /** Ends an upstream session opened for one request (and forgets it, so a later exchange of the request opens its own). */
+  private closeTransient(ctx: HostContext, route: Route, credential: RouteCredential, upstream: { sessionId?: string; protocolVersion?: string }): void {
+    if (ctx.modern?.upstreams.get(route.assignmentGuid) === upstream) ctx.modern.upstreams.delete(route.assignmentGuid);
+    const closeAfter = this.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion);
+    void deleteUpstreamSession({ ...closeAfter, signal: AbortSignal.timeout(5_000) });
+  }
+
+  /** Who the host is, as an upstream's initialize says it: its session, a 2026-07-28 host's envelope, or nobody in particular. */
+  private hostOf(ctx: HostContext): Pick<GatewaySession, 'protocolVersion' | 'clientCapabilities' | 'clientInfo'> {
+    if (ctx.session) return ctx.session;
+    if (ctx.modern) return { protocolVersion: LATEST_PROTOCOL_VERSION, ...ctx.modern.identity };
+    return SESSIONLESS_HOST;
+  }
+
   /** One exchange with an upstream that speaks only the legacy HTTP+SSE transport (see upstream-legacy-sse.ts). */
   private async sendLegacy(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamReply> {
-    const init = ctx.session ?? { protocolVersion: LATEST_PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'gateway-host', version: '0' } };
+    const init = this.hostOf(ctx);
     const liveKey = `${route.assignmentGuid}|${ctx.caller.connectionGuid}|${ctx.session?.id ?? ''}`;
     try {
       return await sendToLegacyUpstream(this.request(ctx, route, credential, undefined, undefined), init, liveKey, message);

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { openJson, sealJson } from './sealed.js';
 
 /**
  * A host's MCP session, carried entirely in its session id so that any replica
@@ -21,34 +21,14 @@ export interface GatewaySession {
   createdAt: number;
 }
 
-const VERSION = 1;
-const NONCE_BYTES = 12;
-const TAG_BYTES = 16;
-
 /** Seals a session into an id of visible ASCII (base64url), as MCP requires of session ids. */
 export function sealSession(key: Buffer, session: GatewaySession): string {
-  const nonce = randomBytes(NONCE_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, nonce);
-  const body = Buffer.concat([cipher.update(JSON.stringify(session), 'utf8'), cipher.final()]);
-  return Buffer.concat([Buffer.from([VERSION]), nonce, cipher.getAuthTag(), body]).toString('base64url');
+  return sealJson(key, session);
 }
 
 /** Opens a session id; null when it is malformed, forged or sealed under another key. */
 export function openSession(key: Buffer, id: string): GatewaySession | null {
-  try {
-    const raw = Buffer.from(id, 'base64url');
-    // Only the canonical encoding opens a session: base64url decoding ignores padding and stray characters, so `<id>==` would.
-    if (raw.toString('base64url') !== id) return null;
-    if (raw.length < 1 + NONCE_BYTES + TAG_BYTES + 2 || raw[0] !== VERSION) return null;
-    const nonce = raw.subarray(1, 1 + NONCE_BYTES);
-    const tag = raw.subarray(1 + NONCE_BYTES, 1 + NONCE_BYTES + TAG_BYTES);
-    const decipher = createDecipheriv('aes-256-gcm', key, nonce);
-    decipher.setAuthTag(tag);
-    const text = Buffer.concat([decipher.update(raw.subarray(1 + NONCE_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
-    return JSON.parse(text) as GatewaySession;
-  } catch {
-    return null;
-  }
+  return openJson<GatewaySession>(key, id);
 }
 
 /** How many opened session ids a process remembers, and the longest one it keeps (a typical id is under 1 KiB). */

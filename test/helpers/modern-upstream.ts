@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import { Readable } from 'node:stream';
-import { createMcpHandler, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { acceptedContent, createMcpHandler, inputRequired, inputResponse, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Upstream } from './upstreams.js';
 
@@ -11,12 +11,13 @@ import type { Upstream } from './upstreams.js';
  * with -32022. Tools: `shout` (text), `measure` (structured output); a prompt and a
  * resource. Listens on 127.0.0.1. `publicCache` marks every cacheable result of it
  * `cacheScope: public` (what a gateway must not pass on); `notify` publishes change
- * events to its own `subscriptions/listen` streams.
+ * events to its own `subscriptions/listen` streams. `asksForInput` adds tools that
+ * need the host's input (input_required results; see registerInputTools).
  */
 export async function startModernUpstream(
-  opts: { publicCache?: boolean } = {},
-): Promise<Upstream & { requests: { method: string; protocol: string | undefined }[]; notify: McpHttpHandler['notify'] }> {
-  const requests: { method: string; protocol: string | undefined }[] = [];
+  opts: { publicCache?: boolean; asksForInput?: boolean } = {},
+): Promise<Upstream & { requests: { method: string; protocol: string | undefined; params?: Record<string, unknown> }[]; notify: McpHttpHandler['notify'] }> {
+  const requests: { method: string; protocol: string | undefined; params?: Record<string, unknown> }[] = [];
   const handler = createMcpHandler(
     () => {
       const hint = { ttlMs: 60_000, cacheScope: 'public' as const };
@@ -36,6 +37,7 @@ export async function startModernUpstream(
       server.registerResource('motd', 'modern://motd', { mimeType: 'text/plain' }, async () => ({
         contents: [{ uri: 'modern://motd', text: 'hello from 2026' }],
       }));
+      if (opts.asksForInput) registerInputTools(server);
       return server;
     },
     { legacy: 'reject' },
@@ -46,7 +48,8 @@ export async function startModernUpstream(
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const body = Buffer.concat(chunks);
       try {
-        requests.push({ method: String(JSON.parse(body.toString()).method), protocol: req.headers['mcp-protocol-version'] as string | undefined });
+        const parsed = JSON.parse(body.toString()) as { method?: unknown; params?: Record<string, unknown> };
+        requests.push({ method: String(parsed.method), protocol: req.headers['mcp-protocol-version'] as string | undefined, params: parsed.params });
       } catch {
         /* not JSON: the handler answers it */
       }
@@ -74,4 +77,73 @@ export async function startModernUpstream(
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Tools that need the host's input, the 2026-07-28 way (an `input_required` result,
+ * then the retry with `inputResponses` and the echoed `requestState`):
+ * `confirm` (form elicitation), `sample` (sampling), `roots` (roots), `slow-confirm`
+ * (progress, then an elicitation), `two-step` (an elicitation, then sampling: two
+ * rounds). Each answer says which requestState came back, so a test sees that the
+ * upstream got its own state.
+ */
+function registerInputTools(server: McpServer): void {
+  const confirmation = z.object({ ok: z.boolean() });
+  server.registerTool(
+    'confirm',
+    { description: 'Asks the host to confirm an action', inputSchema: z.object({ action: z.string() }) },
+    async ({ action }, ctx) => {
+      const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmation);
+      if (!answer)
+        return inputRequired({
+          inputRequests: { confirm: inputRequired.elicit({ message: `Confirm ${action}?`, requestedSchema: confirmation }) },
+          requestState: `confirm:${action}`,
+        });
+      return { content: [{ type: 'text', text: `${action} ${answer.ok ? 'confirmed' : 'refused'} (state ${String(ctx.mcpReq.requestState())})` }] };
+    },
+  );
+  server.registerTool('sample', { description: 'Asks the host for a completion', inputSchema: z.object({ prompt: z.string() }) }, async ({ prompt }, ctx) => {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, 'sample');
+    if (answer.kind !== 'sampling')
+      return inputRequired({
+        inputRequests: { sample: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 20 }) },
+        requestState: 'sample',
+      });
+    const content = answer.result.content as { type: string; text?: string };
+    return { content: [{ type: 'text', text: `model ${answer.result.model} said ${content.text ?? ''} (state ${String(ctx.mcpReq.requestState())})` }] };
+  });
+  server.registerTool('roots', { description: "Lists the host's roots", inputSchema: z.object({}) }, async (_args, ctx) => {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, 'roots');
+    if (answer.kind !== 'roots') return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+    return { content: [{ type: 'text', text: `roots: ${answer.roots.map((r) => r.uri).join(', ')}` }] };
+  });
+  // Progress first (the answer then comes as an event stream), then the same question as confirm.
+  server.registerTool('slow-confirm', { description: 'Reports progress, then asks to confirm', inputSchema: z.object({}) }, async (_args, ctx) => {
+    const token = ctx.mcpReq._meta?.progressToken;
+    if (token !== undefined) await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } });
+    const answer = acceptedContent(ctx.mcpReq.inputResponses, 'go', confirmation);
+    if (!answer)
+      return inputRequired({ inputRequests: { go: inputRequired.elicit({ message: 'Go on?', requestedSchema: confirmation }) }, requestState: 'slow' });
+    return { content: [{ type: 'text', text: `slow ${answer.ok ? 'confirmed' : 'refused'} (state ${String(ctx.mcpReq.requestState())})` }] };
+  });
+  server.registerTool('two-step', { description: 'Asks for a name, then for a completion', inputSchema: z.object({}) }, async (_args, ctx) => {
+    const state = ctx.mcpReq.requestState<string>();
+    if (state === undefined)
+      return inputRequired({
+        inputRequests: { name: inputRequired.elicit({ message: 'Your name?', requestedSchema: z.object({ name: z.string() }) }) },
+        requestState: 'step-1',
+      });
+    if (state === 'step-1') {
+      const named = acceptedContent(ctx.mcpReq.inputResponses, 'name', z.object({ name: z.string() }));
+      return inputRequired({
+        inputRequests: {
+          greet: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: `Greet ${named?.name ?? '?'}` } }], maxTokens: 20 }),
+        },
+        requestState: `step-2:${named?.name ?? '?'}`,
+      });
+    }
+    const answer = inputResponse(ctx.mcpReq.inputResponses, 'greet');
+    const text = answer.kind === 'sampling' ? ((answer.result.content as { text?: string }).text ?? '') : '(no greeting)';
+    return { content: [{ type: 'text', text: `${state}: ${text}` }] };
+  });
 }

@@ -1,0 +1,123 @@
+import http from 'node:http';
+import type net from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CreateMessageResultSchema, ElicitResultSchema, ListRootsResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Upstream } from './upstreams.js';
+
+export interface AskingUpstream extends Upstream {
+  /** How many times each tool ran (a bridged call must run once, not once per round). */
+  runs: Record<string, number>;
+  /** Client capabilities each session declared at initialize. */
+  declared: Record<string, unknown>[];
+}
+
+/**
+ * A 2025 upstream built with the 1.x SDK (sessions, answers as event streams) whose
+ * tools ask the host for input during the call with server-to-client requests:
+ * `ask-confirm` (form elicitation), `ask-sample` (sampling), `ask-roots` (roots),
+ * `ask-twice` (an elicitation, then sampling) and `slow-confirm` (progress first).
+ * The SDK sends such a request only to a client that declared the capability.
+ * Listens on 127.0.0.1.
+ */
+export async function startAskingUpstream(): Promise<AskingUpstream> {
+  const runs: Record<string, number> = {};
+  const declared: Record<string, unknown>[] = [];
+  const ran = (name: string) => (runs[name] = (runs[name] ?? 0) + 1);
+  const build = () => {
+    const server = new McpServer({ name: 'asking-2025', version: '1.0.0' });
+    const confirmSchema = { type: 'object' as const, properties: { ok: { type: 'boolean' as const } }, required: ['ok'] };
+    server.registerTool('ask-confirm', { description: 'Asks the host to confirm', inputSchema: { action: z.string() } }, async ({ action }, extra) => {
+      ran('ask-confirm');
+      const answer = await extra.sendRequest(
+        { method: 'elicitation/create', params: { message: `Confirm ${action}?`, requestedSchema: confirmSchema } },
+        ElicitResultSchema,
+      );
+      return { content: [{ type: 'text', text: `${action}: ${answer.action} ${JSON.stringify(answer.content ?? {})}` }] };
+    });
+    server.registerTool('ask-sample', { description: 'Asks the host for a completion', inputSchema: { prompt: z.string() } }, async ({ prompt }, extra) => {
+      ran('ask-sample');
+      const answer = await extra.sendRequest(
+        { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 20 } },
+        CreateMessageResultSchema,
+      );
+      return { content: [{ type: 'text', text: `model ${answer.model} said ${(answer.content as { text?: string }).text ?? ''}` }] };
+    });
+    server.registerTool('ask-roots', { description: "Lists the host's roots" }, async (extra) => {
+      ran('ask-roots');
+      const answer = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema);
+      return { content: [{ type: 'text', text: `roots: ${answer.roots.map((r) => r.uri).join(', ')}` }] };
+    });
+    server.registerTool('ask-twice', { description: 'Asks for a name, then for a completion' }, async (extra) => {
+      ran('ask-twice');
+      const named = await extra.sendRequest(
+        {
+          method: 'elicitation/create',
+          params: { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+        },
+        ElicitResultSchema,
+      );
+      const name = String(named.content?.name ?? '?');
+      const greeting = await extra.sendRequest(
+        { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: `Greet ${name}` } }], maxTokens: 20 } },
+        CreateMessageResultSchema,
+      );
+      return { content: [{ type: 'text', text: `${name}: ${(greeting.content as { text?: string }).text ?? ''}` }] };
+    });
+    server.registerTool('slow-confirm', { description: 'Reports progress, then asks to confirm' }, async (extra) => {
+      ran('slow-confirm');
+      const token = extra._meta?.progressToken;
+      if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } });
+      const answer = await extra.sendRequest(
+        { method: 'elicitation/create', params: { message: 'Go on?', requestedSchema: confirmSchema } },
+        ElicitResultSchema,
+      );
+      return { content: [{ type: 'text', text: `slow: ${answer.action}` }] };
+    });
+    server.server.oninitialized = () => declared.push((server.server.getClientCapabilities() ?? {}) as Record<string, unknown>);
+    return server;
+  };
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const httpServer = http.createServer(async (req, res) => {
+    try {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const text = Buffer.concat(chunks).toString();
+      const body = text ? (JSON.parse(text) as unknown) : undefined;
+      const sessionId = req.headers['mcp-session-id'];
+      let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
+      if (!transport) {
+        if (typeof sessionId === 'string') {
+          res
+            .writeHead(404, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }));
+          return;
+        }
+        const fresh: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: randomUUID,
+          onsessioninitialized: (id) => void transports.set(id, fresh),
+          onsessionclosed: (id) => void transports.delete(id),
+        });
+        await build().connect(fresh);
+        transport = fresh;
+      }
+      await transport.handleRequest(req, res, body);
+    } catch {
+      res.destroy();
+    }
+  });
+  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+  const port = (httpServer.address() as net.AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    runs,
+    declared,
+    close: async () => {
+      for (const transport of transports.values()) await transport.close().catch(() => undefined);
+      httpServer.closeAllConnections();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    },
+  };
+}
