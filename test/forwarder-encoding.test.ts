@@ -55,6 +55,7 @@ const base: StoredRow = {
   trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
   span_id: '00f067aa0ba902b7',
   session_id: 'sess-1',
+  protocol_version: '2025-11-25',
 };
 
 /** Rows that exercise every branch: errors, absent and invalid ids, odd text, millisecond edges. */
@@ -64,7 +65,7 @@ const rows: Partial<StoredRow>[] = [
   { trace_id: '', span_id: '', method: '', tool_name: '', type: 'initialize' },
   { trace_id: '4BF92F3577B34DA6A3CE929D0E0E4736', span_id: '00F067AA0BA902B7', method: 'resources/read' },
   { trace_id: '0'.repeat(32), span_id: 'not-hex-at-all!!', status: 'error', error_message: '', method: 'prompts/get' },
-  { tool_name: 'ünïcødé 🚀 name', session_id: '' },
+  { tool_name: 'ünïcødé 🚀 name', session_id: '', protocol_version: '' },
   { created_at: '2026-11-21 10:00:00.007', duration_ms: 4294967295, request_bytes: 0, response_bytes: 4294967295 },
   { created_at: '2026-11-21 10:00:00.000', user_guid: ZERO, team_guid: '', gateway_connection_guid: '', status: 'error', error_message: 'x'.repeat(500) },
   { method: 'ping', type: 'other', status: 'error', tool_name: '' },

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
 import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
@@ -77,6 +78,25 @@ describe('a 2026-07-28 host at a gateway', () => {
     const client = await gatewayClient(url, token);
     clients.push(client);
     expect((await client.listTools()).tools.map((x) => x.name)).toContain('everything__echo');
+  });
+
+  it("logs each call with the host's protocol revision: 2026-07-28, or what a 2025 host's session negotiated", async () => {
+    const modern = await modernClient();
+    await modern.callTool({ name: 'everything__echo', arguments: { message: 'revision probe 2026' } });
+    const legacy = await gatewayClient(url, token);
+    clients.push(legacy);
+    await legacy.callTool({ name: 'everything__echo', arguments: { message: 'revision probe 2025' } });
+    await t.runtime.services.callLogs.flush();
+    const logs = await invoke(t, 'rest', ws.token, 'query_logs', { filters: { gateway_connection_guid: connectionGuid }, includeDetail: true, take: 1000 });
+    expect(logs.status).toBe(200);
+    const items = logs.body.items as { type: string; protocol_version: string | null; request_body: string | null }[];
+    const probe = (text: string) => items.filter((r) => r.type === 'tool_call' && r.request_body?.includes(text)).map((r) => r.protocol_version);
+    expect(probe('revision probe 2026')).toEqual(['2026-07-28']);
+    expect(probe('revision probe 2025')).toEqual([LATEST_PROTOCOL_VERSION]);
+    // A 2025 host's initialize is logged with the revision its answer negotiated.
+    const initializes = items.filter((r) => r.type === 'initialize');
+    expect(initializes.length).toBeGreaterThan(0);
+    for (const r of initializes) expect(r.protocol_version).toBe(LATEST_PROTOCOL_VERSION);
   });
 
   it('refuses a request whose Mcp-Method header contradicts its body (HeaderMismatch)', async () => {

@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CALL_LOG_SCHEMA, DETAIL_COLUMNS, GROUP_COLUMNS, THIN_COLUMNS, type ColumnSpec } from '../src/core/logs/call-log-schema.js';
 import { listDdlFiles, renderDdlFile } from '../src/stores/clickhouse.js';
+import { startTestApp, type TestApp } from './helpers/harness.js';
 
 /** The cluster variant (CLICKHOUSE_CLUSTER) is checked by its generated DDL: no cluster runs here. */
 const files = listDdlFiles();
@@ -10,6 +12,8 @@ const creates = (cluster?: string) => render(cluster).filter((s) => bare(s).star
 /** The CREATEs of the four log tables (and their Distributed tables), without the usage rollup and its view. */
 const logTables = (cluster?: string) => creates(cluster).filter((s) => !s.includes('call_log_usage_hourly'));
 const alters = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('ALTER'));
+/** The ALTERs of clickhouse/0004 (the forwarder's ingest order). */
+const ingestOrderAlters = (cluster?: string) => alters(cluster).filter((s) => !s.includes('protocol_version'));
 
 describe('ClickHouse DDL', () => {
   it("ships the call_logs, call_log_details and alerts tables in order, the forwarder's ingest order, the usage rollup and the audit log", () => {
@@ -20,6 +24,7 @@ describe('ClickHouse DDL', () => {
       '0004_forwarder_ingest_order.sql',
       '0005_call_log_usage_hourly.sql',
       '0006_audit_log.sql',
+      '0007_call_log_protocol_version.sql',
     ]);
   });
 
@@ -57,7 +62,7 @@ describe('ClickHouse DDL', () => {
   it('stamps ingested_at on the server and adds the forwarder_order projection, on one node and on every shard', () => {
     const projection =
       'ADD PROJECTION IF NOT EXISTS forwarder_order ( SELECT organization_guid, ingested_at, toString(guid), created_at ORDER BY organization_guid, ingested_at, toString(guid) )';
-    expect(alters().map(bare)).toEqual([
+    expect(ingestOrderAlters().map(bare)).toEqual([
       'ALTER TABLE call_logs MODIFY COLUMN ingested_at DEFAULT now64(3)',
       'ALTER TABLE call_logs MODIFY COLUMN ingested_at DEFAULT now64(3)',
       `ALTER TABLE call_logs ${projection}`,
@@ -65,7 +70,7 @@ describe('ClickHouse DDL', () => {
     ]);
     // On a cluster the Replicated local tables get the default and the projection; the
     // Distributed table, which fills the defaults of the rows inserted through it, the default.
-    expect(alters('logs_cluster').map(bare)).toEqual([
+    expect(ingestOrderAlters('logs_cluster').map(bare)).toEqual([
       'ALTER TABLE call_logs_local ON CLUSTER logs_cluster MODIFY COLUMN ingested_at DEFAULT now64(3)',
       'ALTER TABLE call_logs ON CLUSTER logs_cluster MODIFY COLUMN ingested_at DEFAULT now64(3)',
       `ALTER TABLE call_logs_local ON CLUSTER logs_cluster ${projection}`,
@@ -98,5 +103,67 @@ describe('ClickHouse DDL', () => {
     expect(cluster[3]).toBe(
       'CREATE TABLE IF NOT EXISTS call_log_usage_hourly ON CLUSTER logs_cluster AS call_log_usage_hourly_local ENGINE = Distributed(logs_cluster, currentDatabase(), call_log_usage_hourly_local, cityHash64(organization_guid))',
     );
+  });
+
+  it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {
+    const column = "ADD COLUMN IF NOT EXISTS protocol_version LowCardinality(String) DEFAULT '' AFTER session_id";
+    const added = (cluster?: string) =>
+      alters(cluster)
+        .filter((s) => s.includes('protocol_version'))
+        .map(bare);
+    expect(added()).toEqual([`ALTER TABLE call_logs ${column}`, `ALTER TABLE call_logs ${column}`]);
+    // The Distributed table must carry the column too: rows inserted through it are shaped by its structure.
+    expect(added('logs_cluster')).toEqual([
+      `ALTER TABLE call_logs_local ON CLUSTER logs_cluster ${column}`,
+      `ALTER TABLE call_logs ON CLUSTER logs_cluster ${column}`,
+    ]);
+  });
+});
+
+/**
+ * The one declaration of the call-log columns (src/core/logs/call-log-schema.ts)
+ * against the tables as ClickHouse applied the DDL: every declared column exists with
+ * its type and place, and every column of the tables is declared.
+ */
+describe('the call-log column declaration', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  /** A table's columns as system.columns lists them, in table order. */
+  async function columnsOf(table: string): Promise<{ name: string; type: string }[]> {
+    const result = await t.runtime.services.clickhouse.client.query({
+      query: 'SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
+      query_params: { table },
+      format: 'JSONEachRow',
+    });
+    return result.json<{ name: string; type: string }>();
+  }
+  const declared = (names: readonly string[]) =>
+    names.map((name) => {
+      const c = (CALL_LOG_SCHEMA as readonly ColumnSpec[]).find((d) => d.name === name)!;
+      return { name: c.name, type: c.type };
+    });
+
+  it('matches call_logs: the same columns, types and order, both ways', async () => {
+    const actual = await columnsOf('call_logs');
+    expect(actual.length).toBeGreaterThan(0);
+    expect(actual).toEqual(declared(THIN_COLUMNS));
+  });
+
+  it('matches call_log_details: the same columns, types and order, both ways', async () => {
+    expect(await columnsOf('call_log_details')).toEqual(declared(DETAIL_COLUMNS));
+  });
+
+  it("declares as groupable exactly the key columns the hourly rollup keeps, with call_logs' types", async () => {
+    const rollup = await columnsOf('call_log_usage_hourly');
+    const measures = new Set(['organization_guid', 'hour', 'calls', 'errors', 'durations', 'request_bytes_sum', 'response_bytes_sum']);
+    const keys = rollup.filter((c) => !measures.has(c.name));
+    expect(keys.map((c) => c.name).sort()).toEqual([...GROUP_COLUMNS].sort());
+    expect(keys).toEqual(expect.arrayContaining(declared(GROUP_COLUMNS)));
   });
 });

@@ -101,6 +101,8 @@ describe.each(SURFACES)('query_logs on %s', (surface) => {
         'team_guid',
         'trace_id',
         'span_id',
+        // An extension (contract section 8): the host's MCP protocol revision.
+        'protocol_version',
       ].sort(),
     );
     expect(row.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);

@@ -151,26 +151,6 @@ describe('the call-log writer', () => {
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 
-  it('still replays segments in the two earlier layouts (T and D lines; a thin file and a detail file)', async () => {
-    const org = newGuid();
-    const dir = newSpoolDir();
-    const rows = [logRow(org, { requestBody: 'old' }), logRow(org), logRow(org, { requestBody: 'two-file' }), logRow(org)];
-    const encoded = rows.map((r) => encodeCallLog(r));
-    // One file: the line prefix, then the row's columns without brackets.
-    const bare = (line: string) => line.slice(1, -2);
-    fs.writeFileSync(path.join(dir, newSegmentName()), `T${bare(encoded[0]!.thin)}\nD${bare(encoded[0]!.detail!)}\nT${bare(encoded[1]!.thin)}\n`);
-    // Two files: bracketed thin lines, and the detail lines beside them; a crash cut the last thin line.
-    const twoFiles = newSegmentName();
-    fs.writeFileSync(path.join(dir, twoFiles), `${encoded[2]!.thin}${encoded[3]!.thin}${encodeCallLog(logRow(org)).thin.slice(0, 30)}`);
-    fs.writeFileSync(path.join(dir, `${twoFiles}.detail`), encoded[2]!.detail!);
-    // A detail file whose thin file a crash kept from being written.
-    fs.writeFileSync(path.join(dir, `${newSegmentName()}.detail`), encodeCallLog(logRow(org, { requestBody: 'orphan' })).detail!);
-    await replaySpool(dir);
-    expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
-    expect(await countRows(t, org, 'call_log_details')).toBe(3);
-    expect(fs.readdirSync(dir)).toEqual([]);
-  });
-
   it('replays a batch whose acknowledgement was lost without duplicating it (deduplication token)', async () => {
     const org = newGuid();
     let lostAcks = 1;
@@ -368,7 +348,13 @@ describe('redaction', () => {
   it('encodes a thin row as the JSON array of its columns, free text escaped', () => {
     const org = newGuid();
     const text = { method: 'tools/"call"\\', toolName: 'line\nbreak\u2028 😀', errorMessage: '</script>\t"quoted"\u0000', sessionId: '\\s"1' };
-    const row = logRow(org.toUpperCase(), { ...text, status: 'error', createdAt: Date.UTC(2026, 10, 20, 12, 0, 0, 5), durationMs: 7.6 });
+    const row = logRow(org.toUpperCase(), {
+      ...text,
+      protocolVersion: '2025-11-25',
+      status: 'error',
+      createdAt: Date.UTC(2026, 10, 20, 12, 0, 0, 5),
+      durationMs: 7.6,
+    });
     const columns = JSON.parse(encodeCallLog(row).thin) as unknown[];
     expect(columns).toEqual([
       org,
@@ -392,6 +378,7 @@ describe('redaction', () => {
       row.traceId,
       row.spanId,
       text.sessionId,
+      '2025-11-25',
     ]);
     // Absent optional values are empty strings, as ClickHouse stores them.
     const bare = JSON.parse(
@@ -399,6 +386,7 @@ describe('redaction', () => {
     ) as unknown[];
     expect(bare.slice(4, 8)).toEqual(['ping', '', 'ok', '']);
     expect(bare.slice(11, 18)).toEqual(['', '', '', '', '', '', '']);
+    expect(bare.slice(20)).toEqual(['', '']);
   });
 
   it('gives a row without a guid a unique UUIDv7 carrying the time it was written', () => {

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { AppError } from '../src/core/errors.js';
 import { newGuid } from '../src/core/ids.js';
 import type { CallLogInput } from '../src/core/logs/call-log-row.js';
-import { USAGE_GROUP_KEYS, type UsageGroupKey } from '../src/core/logs/usage-report.js';
+import { queryScoped } from '../src/core/logs/clickhouse-query.js';
+import { USAGE_GROUP_KEYS, usageReport, type UsageGroupKey, type UsageQuery } from '../src/core/logs/usage-report.js';
 import { closeClients, invoke, newWorkspace, SURFACES, startTestApp, type Surface, type TestApp } from './helpers/harness.js';
 import { ingest, logRow } from './helpers/call-logs.js';
 import { newMember } from './helpers/members.js';
@@ -294,5 +297,36 @@ describe('the hourly rollup', () => {
     const [row] = await res.json<{ calls: string | number; errors: string | number }>();
     expect(Number(row!.calls)).toBe(rows.length);
     expect(Number(row!.errors)).toBe(rows.filter((r) => r.status === 'error').length);
+  });
+});
+
+/**
+ * Every ClickHouse read is bounded (clickhouse-query.ts). A bound is made tiny here
+ * (max_rows_to_read: 1, which any report over these rows exceeds): the answer is a
+ * problem the caller can act on, never a 500, and the bound ends with its query.
+ */
+describe('bounds on the reads', () => {
+  const report: UsageQuery = { fromMs: START, toMs: START + SPAN, filters: {}, groupBy: ['tool_name'], skip: 0, take: 100 };
+  const store = () => t.runtime.services.clickhouse;
+
+  it('answers a report over its bounds with a 400 naming the window to narrow', async () => {
+    const err = await usageReport(store(), orgGuid, report, { max_rows_to_read: 1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).status).toBe(400);
+    expect((err as AppError).toProblem()).toMatchObject({ code: 'validation_failed', errors: [{ path: 'fromMs' }] });
+    // The bound was the query's own: the same report answers after it.
+    const answered = await usageReport(store(), orgGuid, report);
+    expect(answered.totals.calls).toBe(rows.filter(inWindow(report.fromMs, report.toMs)).length);
+  });
+
+  it('answers a read with nothing to narrow over its bounds with a 503', async () => {
+    const err = await queryScoped(store(), orgGuid, {
+      tag: 'test.bounds',
+      sql: 'SELECT count() AS n FROM call_logs WHERE organization_guid = {org:String}',
+      row: z.object({ n: z.coerce.number() }),
+      settings: { max_rows_to_read: 1 },
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).toProblem()).toMatchObject({ code: 'unavailable', status: 503 });
   });
 });

@@ -4,8 +4,7 @@ import { clickhouseTime, haveRowsAfter, oldestPending, type Checkpoint, type For
 import { joinRecords, type EncodedBatch } from './encoded-batch.js';
 import { envelopeOf, type BodyKind } from './record-sql.js';
 
-/** audit_log's workspace column is a LowCardinality(String) in every layout (clickhouse/0006). */
-const AUDIT_TABLE: ForwardedTable = { table: 'audit_log', organizationType: () => Promise.resolve('String') };
+const AUDIT_TABLE: ForwardedTable = { table: 'audit_log' };
 
 /**
  * Reads the next batch of a workspace's admin audit records after a checkpoint, as

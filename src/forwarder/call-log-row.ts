@@ -1,15 +1,16 @@
-import { THIN_INSERT_COLUMNS } from '../core/logs/call-log-row.js';
+import { COLUMN, THIN_COLUMNS, THIN_INSERT_COLUMNS } from '../core/logs/call-log-schema.js';
 
 /**
- * A call-log row as CallLogSource.nextBatch reads it: every column selected through
- * toString(), so the physical types of the table do not matter here; '' and the zero
- * UUID mean "absent". The columns are the writer's own list plus ingested_at, which
- * ClickHouse stamps. The forwarder itself sends records ClickHouse writes
- * (record-sql.ts); these rows are what the tests and benches hold them to.
+ * A call-log row as CallLogSource.nextBatch reads it: every column of call_logs
+ * (call-log-schema.ts) selected through toString(), so the physical types of the
+ * table do not matter here; '' and the zero UUID mean "absent". The server-stamped
+ * columns (ingested_at) come first, then the writer's own list. The forwarder itself
+ * sends records ClickHouse writes (record-sql.ts); these rows are what the tests and
+ * benches hold them to.
  */
-export const CALL_LOG_COLUMNS = ['ingested_at', ...THIN_INSERT_COLUMNS] as const;
+export const CALL_LOG_COLUMNS = [...THIN_COLUMNS.filter((c) => COLUMN[c].kind === 'serverTime'), ...THIN_INSERT_COLUMNS] as const;
 
-export type CallLogColumn = (typeof CALL_LOG_COLUMNS)[number];
+export type CallLogColumn = (typeof THIN_COLUMNS)[number];
 export type CallLogRow = Record<CallLogColumn, string>;
 
 /** Epoch milliseconds of a ClickHouse DateTime64(3,'UTC') rendered by toString() ('2026-11-21 10:00:00.123'). */

@@ -46,27 +46,10 @@ function toRows(organizationGuid: string, text: string): CallLogRow[] {
  * moves past a row that is not visible yet.
  */
 export class CallLogSource {
-  private orgParamType: Promise<string> | undefined;
   /** call_logs for the checkpoint queries shared with the audit log. */
-  private readonly table: ForwardedTable = { table: 'call_logs', organizationType: () => this.organizationType() };
+  private readonly table: ForwardedTable = { table: 'call_logs' };
 
   constructor(private readonly store: ClickhouseStore) {}
-
-  /** The type to bind the workspace guid with, so the sort key's first column is compared natively. */
-  private organizationType(): Promise<string> {
-    this.orgParamType ??= this.store.client
-      .query({
-        query: "SELECT type FROM system.columns WHERE database = currentDatabase() AND table = 'call_logs' AND name = 'organization_guid'",
-        format: 'JSONEachRow',
-      })
-      .then((r) => r.json<{ type: string }>())
-      .then((rows) => (rows[0]?.type.includes('UUID') ? 'UUID' : 'String'))
-      .catch((err: unknown) => {
-        this.orgParamType = undefined;
-        throw err;
-      });
-    return this.orgParamType;
-  }
 
   /** The delivery horizon of call_logs alone (checkpoint-queries.ts); the forwarder asks one for every table it reads. */
   deliveryHorizon(settleMs: number): Promise<Date> {
@@ -83,19 +66,18 @@ export class CallLogSource {
    * from the table by its own key (workspace, created_at range) and sorted, only
    * the batch's rows.
    */
-  private async batchQuery(
+  private batchQuery(
     select: string,
     organizationGuid: string,
     after: Checkpoint,
     limit: number,
     before: Date,
-  ): Promise<{ query: string; query_params: Record<string, unknown> }> {
-    const orgType = await this.organizationType();
+  ): { query: string; query_params: Record<string, unknown> } {
     return {
       query: `WITH (
           SELECT (max(batch_key), min(batch_created), max(batch_created)) FROM (
             SELECT (ingested_at, toString(guid)) AS batch_key, created_at AS batch_created FROM call_logs
-            WHERE organization_guid = {org:${orgType}}
+            WHERE organization_guid = {org:String}
               AND ingested_at >= {at:DateTime64(3, 'UTC')}
               AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})
               AND ingested_at < {before:DateTime64(3, 'UTC')}
@@ -104,7 +86,7 @@ export class CallLogSource {
           )
         ) AS batch
         SELECT ${select} FROM call_logs
-        WHERE organization_guid = {org:${orgType}}
+        WHERE organization_guid = {org:String}
           AND created_at >= batch.2 AND created_at <= batch.3
           AND ingested_at >= {at:DateTime64(3, 'UTC')} AND ingested_at <= batch.1.1
           AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})
@@ -121,7 +103,7 @@ export class CallLogSource {
    * and this only copies their bytes between the envelope's head and tail.
    */
   async nextEncodedBatch(organizationGuid: string, after: Checkpoint, limit: number, before: Date, kind: BodyKind): Promise<EncodedBatch> {
-    const { query, query_params } = await this.batchQuery(
+    const { query, query_params } = this.batchQuery(
       `toUnixTimestamp64Milli(ingested_at), toString(guid), ${RECORD_SQL[kind]}`,
       organizationGuid,
       after,
@@ -153,7 +135,7 @@ export class CallLogSource {
    */
   async nextBatchText(organizationGuid: string, after: Checkpoint, limit: number, before: Date): Promise<string> {
     const result = await this.store.client.query({
-      ...(await this.batchQuery(SELECT_LIST, organizationGuid, after, limit, before)),
+      ...this.batchQuery(SELECT_LIST, organizationGuid, after, limit, before),
       format: 'TabSeparated',
       clickhouse_settings: { log_comment: 'forwarder.next_batch' },
     });

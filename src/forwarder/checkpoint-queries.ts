@@ -13,10 +13,9 @@ export interface Checkpoint {
   guid: string;
 }
 
-/** A forwarded table, and the type its workspace column is bound with (so the sort key's first column is compared natively). */
+/** A forwarded table; its workspace column is a LowCardinality(String) (call-log-schema.ts, clickhouse/0006), bound as a String. */
 export interface ForwardedTable {
   table: string;
-  organizationType: () => Promise<string>;
 }
 
 /** '2026-11-21 10:00:00.123', the form ClickHouse parses as DateTime64(3). */
@@ -75,13 +74,12 @@ export async function haveRowsAfter(
   before: Date,
 ): Promise<boolean[]> {
   if (checkpoints.length === 0) return [];
-  const orgType = await from.organizationType();
   const params: Record<string, unknown> = { before: clickhouseTime(before) };
   const conditions = checkpoints.map((c, i) => {
     params[`org${i}`] = c.organizationGuid;
     params[`at${i}`] = clickhouseTime(c.at);
     params[`guid${i}`] = c.guid;
-    return `(organization_guid = {org${i}:${orgType}} AND ingested_at >= {at${i}:DateTime64(3, 'UTC')} AND (ingested_at, toString(guid)) > ({at${i}:DateTime64(3, 'UTC')}, {guid${i}:String}))`;
+    return `(organization_guid = {org${i}:String} AND ingested_at >= {at${i}:DateTime64(3, 'UTC')} AND (ingested_at, toString(guid)) > ({at${i}:DateTime64(3, 'UTC')}, {guid${i}:String}))`;
   });
   const result = await store.client.query({
     query: `SELECT ${conditions.map((c) => `toUInt8(max(${c}))`).join(', ')} FROM ${from.table}
@@ -101,10 +99,9 @@ export async function haveRowsAfter(
  * caught up when this is asked).
  */
 export async function oldestPending(store: ClickhouseStore, from: ForwardedTable, organizationGuid: string, after: Checkpoint): Promise<Date | null> {
-  const orgType = await from.organizationType();
   const result = await store.client.query({
     query: `SELECT toString(min(ingested_at)), count() FROM ${from.table}
-      WHERE organization_guid = {org:${orgType}}
+      WHERE organization_guid = {org:String}
         AND ingested_at >= {at:DateTime64(3, 'UTC')}
         AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})`,
     query_params: { org: organizationGuid, at: clickhouseTime(after.at), guid: after.guid },

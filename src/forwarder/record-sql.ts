@@ -1,3 +1,4 @@
+import { EXPORTED_COLUMNS, type ColumnSpec } from '../core/logs/call-log-schema.js';
 import {
   attributeParts,
   col,
@@ -23,11 +24,12 @@ import {
  * string or object per row is left for the GC (docs/forwarding.md, "Records built
  * by ClickHouse").
  *
- * This file is the one definition of the mapping: the attributes (names after the
- * OpenTelemetry semantic conventions for MCP where they exist: mcp.method.name,
- * gen_ai.tool.name, mcp.session.id, gen_ai.operation.name, error.type; the row's own
- * ids and figures under `mcp_gateway.`; the row guid as `log.record.uid`, so a
- * duplicate delivery is recognisable), the log body, the span name and ids.
+ * This file is the one definition of the mapping: the attributes (each column's own
+ * is named in call-log-schema.ts, after the OpenTelemetry semantic conventions for
+ * MCP where they exist: mcp.method.name, gen_ai.tool.name, mcp.session.id,
+ * mcp.protocol.version; the row's own ids and figures under `mcp_gateway.`; the row
+ * guid as `log.record.uid`, so a duplicate delivery is recognisable; derived here:
+ * gen_ai.operation.name, error.type), the log body, the span name and ids.
  *
  * The text is what the OpenTelemetry exporters' serializers (and JSON.stringify for
  * HEC) write for the same record, member for member;
@@ -51,32 +53,30 @@ const CREATED_MS = 'toUnixTimestamp64Milli(created_at)';
 const INGESTED_MS = 'toUnixTimestamp64Milli(ingested_at)';
 
 /** The row's guid columns and their attribute names (the tests' reference reads the same list). */
-export const GUID_ATTRIBUTES: [string, string][] = [
-  ['gateway_connection_guid', 'mcp_gateway.gateway_connection.guid'],
-  ['user_guid', 'mcp_gateway.user.guid'],
-  ['outbound_gateway_guid', 'mcp_gateway.outbound_gateway.guid'],
-  ['inbound_server_guid', 'mcp_gateway.inbound_server.guid'],
-  ['host_guid', 'mcp_gateway.host.guid'],
-  ['server_container_guid', 'mcp_gateway.server_container.guid'],
-  ['team_guid', 'mcp_gateway.team.guid'],
-];
+export const GUID_ATTRIBUTES: [string, string][] = EXPORTED_COLUMNS.filter((c) => c.kind === 'guid').map((c) => [c.name, c.attribute]);
 
-/** The attributes of a call, in this order, shared by OTLP logs, OTLP spans and HEC fields. The first is always set. */
-const CALL_ATTRIBUTES: Attribute[] = [
-  { key: 'log.record.uid', value: col('guid'), type: 'string' },
-  { key: 'mcp.method.name', value: METHOD, type: 'string', when: present(METHOD) },
-  { key: 'gen_ai.operation.name', value: `'execute_tool'`, type: 'string', when: `${METHOD} = 'tools/call'` },
-  { key: 'gen_ai.tool.name', value: TOOL, type: 'string', when: present(TOOL) },
-  { key: 'mcp.session.id', value: 'session_id', type: 'string', when: present('session_id') },
-  { key: 'error.type', value: `if(${METHOD} = 'tools/call', 'tool_error', '_OTHER')`, type: 'string', when: IS_ERROR },
-  { key: 'mcp_gateway.call.type', value: TYPE, type: 'string' },
-  { key: 'mcp_gateway.call.status', value: col('status'), type: 'string' },
-  { key: 'mcp_gateway.call.duration_ms', value: 'duration_ms', type: 'int' },
-  { key: 'mcp_gateway.request.bytes', value: 'request_bytes', type: 'int' },
-  { key: 'mcp_gateway.response.bytes', value: 'response_bytes', type: 'int' },
-  { key: 'mcp_gateway.error.message', value: 'error_message', type: 'string', when: present('error_message') },
-  ...GUID_ATTRIBUTES.map(([column, key]): Attribute => ({ key, value: column, type: 'string', when: present(column) })),
-];
+/** Attributes computed from a column, exported right after the column's own. */
+const DERIVED_ATTRIBUTES: Record<string, Attribute[]> = {
+  method: [{ key: 'gen_ai.operation.name', value: `'execute_tool'`, type: 'string', when: `${METHOD} = 'tools/call'` }],
+  status: [{ key: 'error.type', value: `if(${METHOD} = 'tools/call', 'tool_error', '_OTHER')`, type: 'string', when: IS_ERROR }],
+};
+
+/**
+ * A column's own attribute (call-log-schema.ts): counts as integers, the UUID and
+ * the Enum through toString(); text and guid columns only when set, the others always.
+ */
+function columnAttribute(c: ColumnSpec & { attribute: string }): Attribute {
+  if (c.kind === 'count') return { key: c.attribute, value: c.name, type: 'int' };
+  const value = c.kind === 'rowGuid' || c.kind === 'status' ? col(c.name) : c.name;
+  return { key: c.attribute, value, type: 'string', ...(c.kind === 'text' || c.kind === 'guid' ? { when: present(value) } : {}) };
+}
+
+/**
+ * The attributes of a call, in the columns' order, shared by OTLP logs, OTLP spans
+ * and HEC fields. The first (the row guid, log.record.uid) is always set.
+ */
+const CALL_ATTRIBUTES: Attribute[] = EXPORTED_COLUMNS.flatMap((c) => [columnAttribute(c), ...(DERIVED_ATTRIBUTES[c.name] ?? [])]);
+if (CALL_ATTRIBUTES[0]?.when !== undefined) throw new Error('the first call attribute must always be set');
 
 /** The call's attributes as parts, each written by `item`. */
 const callAttributeParts = (item: (a: Attribute) => Part[]): Part[] => attributeParts(CALL_ATTRIBUTES, item);

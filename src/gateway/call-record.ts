@@ -1,8 +1,9 @@
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { CallLogInput, LogType } from '../core/logs/call-log-row.js';
 import { isSensitiveHeaderName, REDACTED, redactSecretValues } from '../core/redaction.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
+import { MODERN_REVISION } from './modern-upstream.js';
 import type { TraceContext } from './trace-context.js';
 
 const TYPE_OF: Record<string, LogType> = {
@@ -28,6 +29,12 @@ export class CallRecord {
   secrets: string[] = [];
   /** Header names of the credential used (redacted from stored headers). */
   headerNames: string[] = [];
+  /**
+   * The host's MCP protocol revision: its session's (set by the routes), 2026-07-28
+   * for a host of that revision, else the revision its MCP-Protocol-Version header
+   * names; an initialize's is the one its answer negotiates.
+   */
+  protocolVersion: string | null;
   private done = false;
   /** The host's headers as kept (see keptRequestHeaders). */
   private readonly requestHeaders: Record<string, string>;
@@ -42,6 +49,7 @@ export class CallRecord {
     private readonly sessionId: string | null,
   ) {
     this.requestHeaders = keptRequestHeaders(hostHeaders, sessionId);
+    this.protocolVersion = knownRevision(hostHeaders['mcp-protocol-version']);
   }
 
   get method(): string {
@@ -57,6 +65,7 @@ export class CallRecord {
     let errorMessage: string | null = failure ?? error?.message ?? null;
     if (!errorMessage && result?.isError) errorMessage = result.content?.find((c) => c.type === 'text')?.text?.slice(0, 1000) ?? 'the tool reported an error';
     const responseBody = final ? JSON.stringify(final) : '';
+    const negotiated = this.method === 'initialize' ? knownRevision((result as { protocolVersion?: unknown } | undefined)?.protocolVersion) : null;
     const row: CallLogInput = {
       organizationGuid: this.caller.organizationGuid,
       createdAt: this.startedAt,
@@ -77,6 +86,7 @@ export class CallRecord {
       traceId: this.trace.traceId,
       spanId: this.trace.spanId,
       sessionId: this.sessionId,
+      protocolVersion: negotiated ?? this.protocolVersion,
       requestBody: redactSecretValues(JSON.stringify(this.request), this.secrets),
       responseBody: redactSecretValues(responseBody, this.secrets),
       requestHeaders: this.requestHeaders,
@@ -88,6 +98,10 @@ export class CallRecord {
       .catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not write a gateway call log row'));
   }
 }
+
+/** The revisions a host can speak to a gateway: anything else a host names is not kept. */
+const REVISIONS: ReadonlySet<unknown> = new Set([...SUPPORTED_PROTOCOL_VERSIONS, MODERN_REVISION]);
+const knownRevision = (value: unknown): string | null => (REVISIONS.has(value) ? (value as string) : null);
 
 /**
  * The host's headers as a call log keeps them: the gateway token is never among

@@ -23,24 +23,26 @@ const integer = (value: string | undefined): number => Math.trunc(Number(value))
 export function callAttributes(row: CallLogRow): Record<string, AttributeValue> {
   const attrs: Record<string, AttributeValue> = { 'log.record.uid': row.guid };
   const method = present(row.method);
-  const tool = present(row.tool_name);
-  const session = present(row.session_id);
+  attrs['mcp_gateway.call.type'] = row.type;
   if (method) attrs['mcp.method.name'] = method;
   if (method === 'tools/call') attrs['gen_ai.operation.name'] = 'execute_tool';
+  const tool = present(row.tool_name);
   if (tool) attrs['gen_ai.tool.name'] = tool;
-  if (session) attrs['mcp.session.id'] = session;
-  if (row.status === 'error') attrs['error.type'] = method === 'tools/call' ? 'tool_error' : '_OTHER';
-  attrs['mcp_gateway.call.type'] = row.type;
   attrs['mcp_gateway.call.status'] = row.status;
+  if (row.status === 'error') attrs['error.type'] = method === 'tools/call' ? 'tool_error' : '_OTHER';
+  const error = present(row.error_message);
+  if (error) attrs['mcp_gateway.error.message'] = error;
   attrs['mcp_gateway.call.duration_ms'] = integer(row.duration_ms);
   attrs['mcp_gateway.request.bytes'] = integer(row.request_bytes);
   attrs['mcp_gateway.response.bytes'] = integer(row.response_bytes);
-  const error = present(row.error_message);
-  if (error) attrs['mcp_gateway.error.message'] = error;
   for (const [column, key] of GUID_ATTRIBUTES) {
     const value = present(row[column as keyof CallLogRow]);
     if (value) attrs[key] = value;
   }
+  const session = present(row.session_id);
+  if (session) attrs['mcp.session.id'] = session;
+  const protocol = present(row.protocol_version);
+  if (protocol) attrs['mcp.protocol.version'] = protocol;
   return attrs;
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ClickhouseStore } from '../../stores/clickhouse.js';
-import { queryScoped, timeBounds } from '../logs/clickhouse-query.js';
+import { NARROW_WINDOW, queryScoped, timeBounds } from '../logs/clickhouse-query.js';
 import { AUDIT_SURFACES } from './audit-record.js';
 
 /** The filters of query_audit_log (contract 8.4). */
@@ -72,6 +72,7 @@ export async function queryAuditLog(
           ORDER BY organization_guid DESC, created_at DESC, guid DESC LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
     params: { ...params, limit: q.take + 1, skip: q.skip },
     row: AuditRow,
+    overLimit: NARROW_WINDOW,
   });
   const items = rows.slice(0, q.take).map(({ created_ms, guid, ...rest }) => ({
     guid,

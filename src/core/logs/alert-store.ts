@@ -4,7 +4,7 @@ import type { AlertMessageType, AlertSink, NewAlert } from '../alerts.js';
 import { newGuid } from '../ids.js';
 import type { Logger } from '../logger.js';
 import { chDateTime } from './call-log-row.js';
-import { queryScoped, timeBounds } from './clickhouse-query.js';
+import { NARROW_WINDOW, queryScoped, timeBounds } from './clickhouse-query.js';
 import { redactDeep } from '../redaction.js';
 
 export const ALERT_MESSAGE_TYPES = ['info', 'warning', 'error'] as const satisfies readonly AlertMessageType[];
@@ -133,6 +133,7 @@ export class ClickhouseAlertStore implements AlertSink {
         ORDER BY organization_guid DESC, created_at DESC, guid DESC LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
       params,
       row: RowSchema,
+      overLimit: NARROW_WINDOW,
     });
     return { items: rows.slice(0, q.take).map(toRow), skip: q.skip, take: q.take, nextSkip: rows.length > q.take ? q.skip + q.take : null };
   }

@@ -1,100 +1,25 @@
 import { isGuid } from '../ids.js';
 import { randomGuidV7, randomHex } from './random-hex.js';
 import { redactHeaders } from '../redaction.js';
+import { CALL_LOG_SCHEMA, CALL_STATUSES, DETAIL_COLUMNS, LOG_TYPES, THIN_INSERT_COLUMNS, type CallLogFields, type ColumnSpec } from './call-log-schema.js';
 
-/** The log types of contract section 4. */
-export const LOG_TYPES = ['tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'] as const;
-export type LogType = (typeof LOG_TYPES)[number];
-
-/** The guid columns query_logs filters on, snake_case as in the API. */
-export const GUID_FILTER_COLUMNS = [
-  'gateway_connection_guid',
-  'user_guid',
-  'outbound_gateway_guid',
-  'inbound_server_guid',
-  'host_guid',
-  'server_container_guid',
-  'team_guid',
-] as const;
+// The producers' names for what the schema declares (seed-logs, the gateway, benches and tests import them from here).
+export { DETAIL_INSERT_COLUMNS, LOG_TYPES, STORED_DETAIL_LIMIT, THIN_INSERT_COLUMNS, type LogType } from './call-log-schema.js';
 
 /**
- * What a producer (the gateway, seed-logs) hands the writer for one MCP call.
- * Every column of `call_logs` except ingested_at, which ClickHouse stamps when the
- * batch is inserted. Absent guids are stored as '' and read back as null.
+ * What a producer (the gateway, seed-logs) hands the writer for one MCP call: a
+ * field for every column of call_logs and call_log_details (call-log-schema.ts)
+ * except ingested_at, which ClickHouse stamps when the batch is inserted. Absent
+ * guids and text are stored as '' and read back as null; a row guid, trace id
+ * (32 hex) or span id (16 hex) the producer leaves out is drawn at random.
  */
-export interface CallLogInput {
-  organizationGuid: string;
-  /** A UUID; assigned by the writer when omitted. */
-  guid?: string;
-  createdAt: Date | number;
-  type: LogType;
-  method: string;
-  toolName?: string | null;
-  status: 'ok' | 'error';
-  errorMessage?: string | null;
-  durationMs: number;
-  requestBytes?: number;
-  responseBytes?: number;
-  gatewayConnectionGuid?: string | null;
-  userGuid?: string | null;
-  outboundGatewayGuid?: string | null;
-  inboundServerGuid?: string | null;
-  hostGuid?: string | null;
-  serverContainerGuid?: string | null;
-  teamGuid?: string | null;
-  /** 32 hex characters; a random one when omitted. */
-  traceId?: string;
-  /** 16 hex characters; a random one when omitted. */
-  spanId?: string;
-  /** The MCP session id, when the call ran in a session. */
-  sessionId?: string | null;
-  requestBody?: string | null;
-  responseBody?: string | null;
-  requestHeaders?: Record<string, string> | null;
-  responseHeaders?: Record<string, string> | null;
+export interface CallLogInput extends CallLogFields {
   /** Header names known to carry secrets for this call (e.g. the identity's header names); their values are redacted. */
   sensitiveHeaderNames?: string[];
 }
 
-/** The columns a call's row describes, after its identity and time; query_logs returns them all. */
-export const CALL_COLUMNS = [
-  'type',
-  'method',
-  'tool_name',
-  'status',
-  'error_message',
-  'duration_ms',
-  'request_bytes',
-  'response_bytes',
-  ...GUID_FILTER_COLUMNS,
-  'trace_id',
-  'span_id',
-] as const;
-
-/**
- * Thin columns in insert order. ingested_at is left out: its column default
- * (now64(3), clickhouse/0004) stamps it on the server when the INSERT runs, which
- * the forwarder's delivery horizon relies on (docs/forwarding.md).
- */
-export const THIN_INSERT_COLUMNS = ['organization_guid', 'guid', 'created_at', ...CALL_COLUMNS, 'session_id'] as const;
-
-export const DETAIL_INSERT_COLUMNS = [
-  'organization_guid',
-  'guid',
-  'created_at',
-  'request_body',
-  'response_body',
-  'request_headers',
-  'response_headers',
-] as const;
-
-/** Bodies are stored up to this many bytes (the API shows at most 4 KiB of them). */
-export const STORED_DETAIL_LIMIT = 64 * 1024;
-const MAX_ERROR_MESSAGE = 4 * 1024;
 const UINT32_MAX = 4_294_967_295;
 const MAX_CREATED_MS = Date.UTC(2299, 11, 31);
-const HEX32 = /^[0-9a-f]{32}$/;
-const HEX16 = /^[0-9a-f]{16}$/;
 
 /**
  * Cuts `text` to at most `maxBytes` of UTF-8 without splitting a character.
@@ -151,12 +76,105 @@ const count = (value: number | undefined, field: string): number => {
   return Math.min(Math.round(value), UINT32_MAX);
 };
 
-const hexId = (value: string | undefined, pattern: RegExp, bytes: number, field: string): string => {
-  if (value === undefined || value === '') return randomHex(bytes);
+const hexId = (value: string | undefined, pattern: RegExp, digits: number, field: string): string => {
+  if (value === undefined || value === '') return randomHex(digits / 2);
   const lower = value.toLowerCase();
-  if (!pattern.test(lower)) throw new TypeError(`call log ${field} must be ${bytes * 2} hex characters`);
+  if (!pattern.test(lower)) throw new TypeError(`call log ${field} must be ${digits} hex characters`);
   return lower;
 };
+
+const refuse = (message: string): never => {
+  throw new TypeError(message);
+};
+
+/** What the generated row writers call (their only free variable). */
+const helpers = {
+  optionalGuid,
+  count,
+  hexId,
+  refuse,
+  utf8: (text: string, maxBytes: number): string => truncateUtf8(text, maxBytes).text,
+  headers: (value: Record<string, string> | null | undefined, sensitive: readonly string[]): string =>
+    value ? JSON.stringify(redactHeaders(value, sensitive)) : '',
+  patterns: [] as RegExp[],
+};
+
+/**
+ * The code (in a generated row writer) of one column's value as JSON text. Guids,
+ * hex ids, enums and numbers are validated and hold no character JSON escapes: they
+ * are quoted as they are. Only free text goes through JSON.stringify (a whole-array
+ * stringify was the writer's largest cost per row).
+ */
+function valueCode(c: ColumnSpec): string {
+  const field = c.field!;
+  // Field names and enum values are the declaration's identifiers, never input; checked all the same.
+  if (!/^[A-Za-z_]\w*$/.test(field)) throw new Error(`call log column ${c.name}: bad field name`);
+  const value = `row.${field}`;
+  const name = JSON.stringify(field);
+  const oneOf = (allowed: readonly string[], message: string) =>
+    `"\${${allowed.map((a) => `${value} === ${JSON.stringify(a)}`).join(' || ')} ? ${value} : h.refuse(${JSON.stringify(`call log ${field} ${message}`)})}"`;
+  switch (c.kind) {
+    case 'logType':
+      return oneOf(LOG_TYPES, `must be one of ${LOG_TYPES.join(', ')}`);
+    case 'status':
+      return oneOf(CALL_STATUSES, `must be ${CALL_STATUSES.map((s) => `'${s}'`).join(' or ')}`);
+    case 'text':
+      return c.maxBytes !== undefined
+        ? `\${JSON.stringify(h.utf8(String(${value} ?? ''), ${c.maxBytes}))}`
+        : `\${JSON.stringify(String(${value} ?? '').slice(0, ${c.maxChars!}))}`;
+    case 'count':
+      return `\${h.count(${value}, ${name})}`;
+    case 'guid':
+      return `"\${h.optionalGuid(${value}, ${name})}"`;
+    case 'hexId': {
+      const digits = c.maxChars!;
+      const index = helpers.patterns.push(new RegExp(`^[0-9a-f]{${digits}}$`)) - 1;
+      return `"\${h.hexId(${value}, h.patterns[${index}], ${digits}, ${name})}"`;
+    }
+    case 'headers':
+      return `\${JSON.stringify(h.headers(${value}, sensitive))}`;
+    default:
+      throw new Error(`call log column ${c.name}: a ${c.kind} column is written by encodeCallLog itself`);
+  }
+}
+
+type RowWriter = (row: CallLogInput, keys: string, sensitive: readonly string[]) => string;
+
+/**
+ * A row's writer, generated once at load from the declaration: one template
+ * literal of the key columns (written by encodeCallLog) and every other column's
+ * value, in `names` order: the template the writer once spelled out by hand, at
+ * the same cost per row. A loop over per-column closures cost about 40 % more
+ * (docs/call-logs.md, "What an ingested row costs").
+ */
+function rowWriter(names: readonly string[]): RowWriter {
+  const values = names
+    .map((n) => CALL_LOG_SCHEMA.find((c) => c.name === n)!)
+    .filter((c) => c.part !== 'key')
+    .map((c) => `,${valueCode(c)}`)
+    .join('');
+  // Code from the column declaration only (never input), built once.
+  return new Function('h', `return (row, keys, sensitive) => \`\${keys}${values}]\\n\`;`)(helpers) as RowWriter;
+}
+
+// encodeCallLog writes the key columns both rows start with itself: the workspace, the row guid, the time.
+if (
+  CALL_LOG_SCHEMA.filter((c) => c.part === 'key')
+    .map((c) => c.kind)
+    .join() !== 'workspace,rowGuid,time'
+)
+  throw new Error('call-log-schema.ts: the key columns must be the workspace, the row guid and the time, in this order');
+const writeThin = rowWriter(THIN_INSERT_COLUMNS);
+const writeDetail = rowWriter(DETAIL_COLUMNS);
+/** Whether a row carries detail: any detail field set (generated like the writers). */
+// Code from the column declaration only (never input), built once.
+const hasDetail = new Function(
+  'row',
+  `return ${CALL_LOG_SCHEMA.filter((c) => c.part === 'detail')
+    .map((c) => `row.${c.field} != null`)
+    .join(' || ')};`,
+) as (row: CallLogInput) => boolean;
+const NO_HEADERS: readonly string[] = [];
 
 export interface EncodedCallLog {
   /** The thin row as a JSONCompactEachRow line (without ingested_at): `["org","guid",...]\n`. */
@@ -167,7 +185,8 @@ export interface EncodedCallLog {
 
 /**
  * Validates one input row, redacts its headers and encodes it for a
- * JSONCompactEachRow insert. Throws TypeError on a malformed row (a producer bug).
+ * JSONCompactEachRow insert, its values in THIN_INSERT_COLUMNS and
+ * DETAIL_INSERT_COLUMNS order. Throws TypeError on a malformed row (a producer bug).
  */
 export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly string[] = []): EncodedCallLog {
   const org = optionalGuid(row.organizationGuid, 'organizationGuid');
@@ -176,35 +195,13 @@ export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly
   // DateTime64(3) holds 1900-2299; outside that ClickHouse would refuse the whole batch.
   if (!Number.isFinite(createdMs) || createdMs < 0 || createdMs >= MAX_CREATED_MS)
     throw new TypeError('call log createdAt must be a date between 1970 and 2299');
-  if (!(LOG_TYPES as readonly string[]).includes(row.type)) throw new TypeError(`call log type must be one of ${LOG_TYPES.join(', ')}`);
-  if (row.status !== 'ok' && row.status !== 'error') throw new TypeError("call log status must be 'ok' or 'error'");
   const guid = row.guid === undefined ? randomGuidV7() : optionalGuid(row.guid, 'guid');
   if (!guid) throw new TypeError('call log guid must be a guid');
-  const createdAt = chEpochMs(createdMs);
-  // Guids, hex ids, enums, numbers and the time were validated above and hold no
-  // character JSON escapes: they are quoted as they are. Only free text goes through
-  // JSON.stringify (a whole-array stringify was the writer's largest cost per row).
-  const thin =
-    `["${org}","${guid}","${createdAt}","${row.type}",${JSON.stringify(String(row.method ?? '').slice(0, 200))},` +
-    `${JSON.stringify(String(row.toolName ?? '').slice(0, 500))},"${row.status}",${JSON.stringify(truncateUtf8(String(row.errorMessage ?? ''), MAX_ERROR_MESSAGE).text)},` +
-    `${count(row.durationMs, 'durationMs')},${count(row.requestBytes, 'requestBytes')},${count(row.responseBytes, 'responseBytes')},` +
-    `"${optionalGuid(row.gatewayConnectionGuid, 'gatewayConnectionGuid')}","${optionalGuid(row.userGuid, 'userGuid')}",` +
-    `"${optionalGuid(row.outboundGatewayGuid, 'outboundGatewayGuid')}","${optionalGuid(row.inboundServerGuid, 'inboundServerGuid')}",` +
-    `"${optionalGuid(row.hostGuid, 'hostGuid')}","${optionalGuid(row.serverContainerGuid, 'serverContainerGuid')}","${optionalGuid(row.teamGuid, 'teamGuid')}",` +
-    `"${hexId(row.traceId, HEX32, 16, 'traceId')}","${hexId(row.spanId, HEX16, 8, 'spanId')}",${JSON.stringify(String(row.sessionId ?? '').slice(0, 200))}]\n`;
-  const hasDetail = row.requestBody != null || row.responseBody != null || row.requestHeaders != null || row.responseHeaders != null;
+  const keys = `["${org}","${guid}","${chEpochMs(createdMs)}"`;
+  const thin = writeThin(row, keys, NO_HEADERS);
   let detail: string | null = null;
-  if (hasDetail) {
-    const sensitive = [...extraSensitiveHeaders, ...(row.sensitiveHeaderNames ?? [])];
-    detail = `${JSON.stringify([
-      org,
-      guid,
-      createdAt,
-      truncateUtf8(String(row.requestBody ?? ''), STORED_DETAIL_LIMIT).text,
-      truncateUtf8(String(row.responseBody ?? ''), STORED_DETAIL_LIMIT).text,
-      row.requestHeaders ? JSON.stringify(redactHeaders(row.requestHeaders, sensitive)) : '',
-      row.responseHeaders ? JSON.stringify(redactHeaders(row.responseHeaders, sensitive)) : '',
-    ])}\n`;
+  if (hasDetail(row)) {
+    detail = writeDetail(row, keys, [...extraSensitiveHeaders, ...(row.sensitiveHeaderNames ?? [])]);
   }
   return { thin, detail };
 }

@@ -1,6 +1,7 @@
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { z } from 'zod';
 import type { ClickhouseStore } from '../../stores/clickhouse.js';
+import { AppError, STORE_RETRY_AFTER_SECONDS, validationFailed, type FieldError } from '../errors.js';
 
 const tracer = trace.getTracer('call-logs');
 
@@ -15,8 +16,42 @@ export interface ScopedQuery<S extends z.ZodType> {
   params?: Record<string, unknown>;
   /** Each result row is checked against this schema. */
   row: S;
-  /** ClickHouse settings that bound the query (max_execution_time, max_memory_usage, ...). */
-  settings?: Record<string, string | number>;
+  /** ClickHouse settings over QUERY_BOUNDS (max_result_rows, or tighter bounds). */
+  settings?: QuerySettings;
+  /**
+   * What the caller can narrow when the query goes over its bounds (a 400 naming that
+   * field, e.g. fromMs for a time window); without it the answer is a 503.
+   */
+  overLimit?: FieldError;
+}
+
+export type QuerySettings = Record<string, number>;
+
+/** What a paged read over its bounds tells the caller to narrow (query_logs, the audit log, alerts). */
+export const NARROW_WINDOW: FieldError = {
+  path: 'fromMs',
+  message: 'the query reads more than it may in time: narrow the window (fromMs, toMs) or add filters',
+};
+
+/**
+ * The bounds of every read (issue 16): a query over a huge window or with a runaway
+ * plan answers or fails with a problem; it never takes the process (chDB runs inside
+ * it) down. A query may add to them or tighten them (ScopedQuery.settings).
+ */
+export const QUERY_BOUNDS: Readonly<QuerySettings> = { max_execution_time: 20, max_memory_usage: 1_000_000_000 };
+
+/**
+ * The settings as the statement's own SETTINGS clause: chDB turns a query's
+ * clickhouse_settings into session-wide SETs (stores/clickhouse.ts), so a bound
+ * passed that way would outlive its query and apply to the writer's inserts and the
+ * forwarder's reads. Names and values are the code's own, checked all the same.
+ */
+function settingsClause(settings: QuerySettings): string {
+  const items = Object.entries(settings).map(([name, value]) => {
+    if (!/^[a-z_]+$/.test(name) || !Number.isFinite(value)) throw new Error(`bad ClickHouse setting ${name}`);
+    return `${name} = ${value}`;
+  });
+  return `\nSETTINGS ${items.join(', ')}`;
 }
 
 /**
@@ -24,7 +59,9 @@ export interface ScopedQuery<S extends z.ZodType> {
  * workspace first: `org` is bound from the caller's workspace and a query that
  * does not filter on it is refused. Values are bound as `{name:Type}` parameters,
  * never spliced into the SQL; rows are validated with zod; the query is tagged
- * (log_comment), traced, and retried once on a network error only.
+ * (log_comment), traced, bounded (QUERY_BOUNDS) and retried once on a network
+ * error only. A query over its bounds is a problem the caller can act on: a 400
+ * naming what to narrow (`overLimit`), else a 503.
  */
 export async function queryScoped<S extends z.ZodType>(
   store: Pick<ClickhouseStore, 'client'>,
@@ -38,7 +75,7 @@ export async function queryScoped<S extends z.ZodType>(
         // Column names once, then one array per row, instead of JSONEachRow's names in every
         // row: a 1000-row page took about 8 % less time (20.8 -> 19.2 ms, alternating runs).
         const result = await store.client.query({
-          query: q.sql,
+          query: q.sql + settingsClause({ ...QUERY_BOUNDS, ...q.settings }),
           query_params: { ...q.params, org: organizationGuid },
           format: 'JSONCompactEachRowWithNames',
           clickhouse_settings: { ...q.settings, log_comment: q.tag },
@@ -57,10 +94,46 @@ export async function queryScoped<S extends z.ZodType>(
       return parsed;
     } catch (err) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-      throw err;
+      await resetSession(store, { ...QUERY_BOUNDS, ...q.settings });
+      throw overLimit(err, q.overLimit) ?? err;
     } finally {
       span.end();
     }
+  });
+}
+
+/**
+ * After a failed query, the bounds back to their defaults. chDB (3.4) keeps a
+ * failed statement's SETTINGS in its session, and the output the statement had
+ * written (a JSON names row) is handed to the next statement: a report over a tiny
+ * max_rows_to_read left every later query of the process bounded by it. This
+ * statement takes both. On a server each request is its own session and it changes
+ * nothing. Best effort: a store that is away fails it too.
+ */
+async function resetSession(store: Pick<ClickhouseStore, 'client'>, settings: QuerySettings): Promise<void> {
+  await store.client
+    .command({
+      query: `SET ${Object.keys(settings)
+        .map((name) => `${name} = DEFAULT`)
+        .join(', ')}`,
+    })
+    .catch(() => undefined);
+}
+
+/**
+ * ClickHouse's answers to a query over its bounds: 158 TOO_MANY_ROWS, 159
+ * TIMEOUT_EXCEEDED, 241 MEMORY_LIMIT_EXCEEDED, 396 TOO_MANY_ROWS_OR_BYTES.
+ */
+const OVER_LIMIT_CODES = new Set(['158', '159', '241', '396']);
+const OVER_LIMIT_TYPES = /TIMEOUT_EXCEEDED|MEMORY_LIMIT_EXCEEDED|TOO_MANY_ROWS/;
+
+/** The problem a query over its bounds answers with, or undefined for any other error. */
+function overLimit(err: unknown, narrow: FieldError | undefined): AppError | undefined {
+  const e = err as { code?: string | number; type?: string; message?: string } | null;
+  if (!OVER_LIMIT_CODES.has(String(e?.code ?? '')) && !OVER_LIMIT_TYPES.test(`${e?.type ?? ''} ${e?.message ?? ''}`)) return undefined;
+  if (narrow) return validationFailed([narrow]);
+  return new AppError('unavailable', 'The call-log store could not answer within its bounds right now: try again shortly.', {
+    retryAfterSeconds: STORE_RETRY_AFTER_SECONDS,
   });
 }
 

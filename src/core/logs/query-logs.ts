@@ -1,14 +1,15 @@
 import { z } from 'zod';
 import type { ClickhouseStore } from '../../stores/clickhouse.js';
-import { CALL_COLUMNS, GUID_FILTER_COLUMNS, LOG_TYPES, truncateUtf8 } from './call-log-row.js';
-import { queryScoped, timeBounds } from './clickhouse-query.js';
+import { truncateUtf8 } from './call-log-row.js';
+import { COLUMN, DETAIL_ONLY_COLUMNS, FILTER_COLUMNS, isLowercaseId, readSchema, RETURNED_COLUMNS, type ReturnedValues } from './call-log-schema.js';
+import { NARROW_WINDOW, queryScoped, timeBounds } from './clickhouse-query.js';
 
-/** Columns of a query_logs row (contract section 4), in response order. */
-export const LOG_COLUMNS = ['guid', 'created_at', ...CALL_COLUMNS] as const;
+/** Columns of a query_logs row (contract section 4, plus protocol_version), in response order (call-log-schema.ts). */
+export const LOG_COLUMNS = RETURNED_COLUMNS;
 export type LogColumn = (typeof LOG_COLUMNS)[number];
 
-/** The ten columns query_logs filters on by equality. */
-export const FILTER_COLUMNS = [...GUID_FILTER_COLUMNS, 'type', 'trace_id', 'span_id'] as const;
+/** The columns query_logs filters on by equality (call-log-schema.ts). */
+export { FILTER_COLUMNS };
 export type FilterColumn = (typeof FILTER_COLUMNS)[number];
 
 /** includeDetail shows at most this many bytes of each body and header blob. */
@@ -25,52 +26,33 @@ export interface LogQuery {
   includeDetail: boolean;
 }
 
-const emptyToNull = (v: string): string | null => (v === '' ? null : v);
-const Text = z.string().transform(emptyToNull);
+/**
+ * Where a returned column is read from: created_at as epoch ms (created_ms), the
+ * others as themselves. No alias may reuse a column name: ClickHouse would
+ * substitute it into WHERE and ORDER BY.
+ */
+const selected = (c: LogColumn): { expr: string; alias: string } =>
+  c === 'created_at' ? { expr: 'toUnixTimestamp64Milli(created_at) AS created_ms', alias: 'created_ms' } : { expr: c, alias: c };
+
+type ThinValues = Omit<ReturnedValues, 'created_at'> & { created_ms: number };
+const ThinRow = z.object(Object.fromEntries(LOG_COLUMNS.map((c) => [selected(c).alias, readSchema(COLUMN[c])]))) as unknown as z.ZodType<ThinValues>;
+const SELECT_THIN = LOG_COLUMNS.map((c) => selected(c).expr).join(', ');
+
+/** The detail blobs includeDetail adds (call_log_details' own columns: bodies and headers). */
+const DETAIL_BLOBS = DETAIL_ONLY_COLUMNS;
+type DetailBlob = (typeof DETAIL_BLOBS)[number];
 const Count = z.coerce.number();
-
-const ThinRow = z.object({
-  guid: z.string(),
-  type: z.enum(LOG_TYPES).catch('other'),
-  method: z.string(),
-  tool_name: Text,
-  status: z.enum(['ok', 'error']),
-  error_message: Text,
-  duration_ms: Count,
-  request_bytes: Count,
-  response_bytes: Count,
-  gateway_connection_guid: Text,
-  user_guid: Text,
-  outbound_gateway_guid: Text,
-  inbound_server_guid: Text,
-  host_guid: Text,
-  server_container_guid: Text,
-  team_guid: Text,
-  trace_id: z.string(),
-  span_id: z.string(),
-  created_ms: Count,
-});
-
 const DetailRow = z.object({
   guid: z.string(),
-  request_body_head: z.string(),
-  response_body_head: z.string(),
-  request_headers_head: z.string(),
-  response_headers_head: z.string(),
-  request_body_bytes: Count,
-  response_body_bytes: Count,
-  request_headers_bytes: Count,
-  response_headers_bytes: Count,
-});
+  ...Object.fromEntries(
+    DETAIL_BLOBS.flatMap((c) => [
+      [`${c}_head`, z.string()],
+      [`${c}_bytes`, Count],
+    ]),
+  ),
+}) as unknown as z.ZodType<{ guid: string } & Record<`${DetailBlob}_head`, string> & Record<`${DetailBlob}_bytes`, number>>;
 
-export type LogRow = Omit<z.output<typeof ThinRow>, 'created_ms'> & {
-  created_at: string;
-  request_body?: string | null;
-  response_body?: string | null;
-  request_headers?: string | null;
-  response_headers?: string | null;
-  detail_truncated?: boolean;
-};
+export type LogRow = Omit<ThinValues, 'created_ms'> & { created_at: string; detail_truncated?: boolean } & Partial<Record<DetailBlob, string | null>>;
 
 export interface LogPage {
   items: LogRow[];
@@ -79,11 +61,8 @@ export interface LogPage {
   nextSkip: number | null;
 }
 
-// No alias may reuse a column name: ClickHouse would substitute it into WHERE and ORDER BY.
-const SELECT_THIN = `guid, toUnixTimestamp64Milli(created_at) AS created_ms, type, method, tool_name, status, error_message, duration_ms, request_bytes, response_bytes, ${GUID_FILTER_COLUMNS.join(', ')}, trace_id, span_id`;
-
 // Ids are stored lowercase; equality on hex and guids ignores the caller's case.
-const normalize = (column: FilterColumn, value: string): string => (column === 'type' ? value : value.toLowerCase());
+const normalize = (column: FilterColumn, value: string): string => (isLowercaseId(column) ? value.toLowerCase() : value);
 
 /** PREWHERE (workspace and time, the sort key's prefix) and WHERE (filters) with their parameters. */
 function conditions(q: LogQuery): { prewhere: string[]; where: string[]; params: Record<string, unknown> } {
@@ -170,7 +149,7 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
   const dir = q.orderByDirection === 'asc' ? 'ASC' : 'DESC';
   const limit = q.take + 1;
   const pageParams = { ...params, limit, skip: q.skip };
-  let rows: z.output<typeof ThinRow>[] = [];
+  let rows: ThinValues[] = [];
   if (q.orderByColumn === 'created_at') {
     // The whole sort key, workspace first, so ClickHouse reads in order and stops after the page
     // (measured: an expression such as toString(guid) here disables that and costs 3-5x).
@@ -183,6 +162,7 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
         sql: `SELECT ${SELECT_THIN} FROM call_logs ${whereAll(edgeMs === null ? prewhere : [...prewhere, `created_at ${cmp} fromUnixTimestamp64Milli({edgeMs:Int64}, 'UTC')`], where)} ${order} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
         params: edgeMs === null ? pageParams : { ...pageParams, edgeMs },
         row: ThinRow,
+        overLimit: NARROW_WINDOW,
       });
     for (let windowMs = windowable(q) ? firstWindowMs(q.skip + limit) : Infinity; ; windowMs = Math.ceil(windowMs * growth(rows.length, limit, q.skip))) {
       const edge = edgeOf(q, windowMs);
@@ -197,6 +177,7 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
       sql: `SELECT ${SELECT_THIN} FROM call_logs ${whereAll(prewhere, where)} ORDER BY ${column} ${dir}, created_at ${dir}, guid ${dir} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
       params: pageParams,
       row: ThinRow,
+      overLimit: NARROW_WINDOW,
     });
   }
   const hasMore = rows.length > q.take;
@@ -228,20 +209,17 @@ async function attachDetail(
   const blob = (c: string) => `substringUTF8(${c}, 1, ${DETAIL_LIMIT_BYTES}) AS ${c}_head, length(${c}) AS ${c}_bytes`;
   const details = await queryScoped(store, organizationGuid, {
     tag: 'query_logs.detail',
-    sql: `SELECT guid, ${['request_body', 'response_body', 'request_headers', 'response_headers'].map(blob).join(', ')}
+    sql: `SELECT guid, ${DETAIL_BLOBS.map(blob).join(', ')}
       FROM call_log_details
       WHERE organization_guid = {org:String} AND created_at >= fromUnixTimestamp64Milli({minMs:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({maxMs:Int64}, 'UTC')
       ${nameGuids ? 'AND guid IN {guids:Array(UUID)}' : ''}`,
     params: { minMs: Math.min(...times), maxMs: Math.max(...times), ...(nameGuids ? { guids: page.map((r) => r.guid) } : {}) },
     row: DetailRow,
+    overLimit: NARROW_WINDOW,
   });
   const byGuid = new Map(details.map((d) => [d.guid, d]));
   for (const item of items) {
     const d = byGuid.get(item.guid);
-    if (!d) {
-      Object.assign(item, { request_body: null, response_body: null, request_headers: null, response_headers: null, detail_truncated: false });
-      continue;
-    }
     let truncated = false;
     const cut = (text: string, storedBytes: number): string | null => {
       if (storedBytes === 0) return null;
@@ -249,10 +227,7 @@ async function attachDetail(
       if (t.truncated || storedBytes > DETAIL_LIMIT_BYTES) truncated = true;
       return t.text;
     };
-    item.request_body = cut(d.request_body_head, d.request_body_bytes);
-    item.response_body = cut(d.response_body_head, d.response_body_bytes);
-    item.request_headers = cut(d.request_headers_head, d.request_headers_bytes);
-    item.response_headers = cut(d.response_headers_head, d.response_headers_bytes);
+    for (const c of DETAIL_BLOBS) item[c] = d ? cut(d[`${c}_head`], d[`${c}_bytes`]) : null;
     item.detail_truncated = truncated;
   }
 }

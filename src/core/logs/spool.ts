@@ -14,13 +14,8 @@ import { randomBytes } from 'node:crypto';
  * Buffers, so a segment is inserted by concatenation, without re-encoding a row, and
  * a frame is written with one `writev`. A frame a crash cut short is ignored whole
  * (its `write()` never resolved).
- *
- * Two earlier layouts are still read: one file of `T` (thin) and `D` (detail) lines
- * without brackets, and a thin file of bracketed lines with a `.detail` sibling.
  */
 export const SEGMENT_SUFFIX = '.spool';
-/** The detail file of the two-file layout (read only). */
-const DETAIL_SUFFIX = '.detail';
 const NEWLINE = 0x0a;
 const FRAME = 0x23; // '#'
 
@@ -39,7 +34,6 @@ export function newSegmentName(): string {
 }
 
 export const segmentPath = (dir: string, name: string): string => path.join(dir, name);
-const detailPath = (dir: string, name: string): string => path.join(dir, name + DETAIL_SUFFIX);
 
 /**
  * Appends one frame (a write()'s thin rows and detail rows) to an open segment file,
@@ -61,28 +55,22 @@ export function appendFrame(fd: number, thin: Buffer, detail: Buffer | null): nu
   return total;
 }
 
-/** Segments left in `dir`, oldest first (also a two-file one whose thin file a crash kept from being written). */
+/** Segments left in `dir`, oldest first. */
 export function listSegments(dir: string): string[] {
   if (!fs.existsSync(dir)) return [];
-  const names = new Set<string>();
-  for (const file of fs.readdirSync(dir)) {
-    if (file.endsWith(SEGMENT_SUFFIX)) names.add(file);
-    else if (file.endsWith(SEGMENT_SUFFIX + DETAIL_SUFFIX)) names.add(file.slice(0, -DETAIL_SUFFIX.length));
-  }
-  return [...names].sort();
+  return fs
+    .readdirSync(dir)
+    .filter((file) => file.endsWith(SEGMENT_SUFFIX))
+    .sort();
 }
 
-/** Bytes on disk of a segment (all of its files). */
+/** Bytes on disk of a segment (0 when it is gone). */
 export function segmentBytes(dir: string, name: string): number {
-  let bytes = 0;
-  for (const file of [segmentPath(dir, name), detailPath(dir, name)]) {
-    try {
-      bytes += fs.statSync(file).size;
-    } catch {
-      // not there: nothing to count
-    }
+  try {
+    return fs.statSync(segmentPath(dir, name)).size;
+  } catch {
+    return 0;
   }
-  return bytes;
 }
 
 /** A file's bytes, empty when it does not exist. */
@@ -115,41 +103,21 @@ function parseFrames(bytes: Buffer): SegmentContent {
   return content;
 }
 
-/** Complete lines only: a line a crash cut short is ignored. */
-const completeLines = (bytes: Buffer): Buffer => bytes.subarray(0, bytes.lastIndexOf(NEWLINE) + 1);
-const chunks = (bytes: Buffer): Buffer[] => (bytes.length ? [bytes] : []);
-
-/** The earliest layout: `T` + thin row, `D` + detail row, without brackets. */
-function parseLineSegment(bytes: Buffer): SegmentContent {
-  const thin: string[] = [];
-  const detail: string[] = [];
-  for (const line of completeLines(bytes).toString('utf8').split('\n')) {
-    if (line.startsWith('T')) thin.push(`[${line.slice(1)}]\n`);
-    else if (line.startsWith('D')) detail.push(`[${line.slice(1)}]\n`);
-  }
-  return { thin: chunks(Buffer.from(thin.join(''))), detail: chunks(Buffer.from(detail.join(''))) };
-}
-
+/** A segment's rows (none when its file is gone or a crash left it without a complete frame). */
 export async function readSegment(dir: string, name: string): Promise<SegmentContent> {
-  const bytes = await readOrEmpty(segmentPath(dir, name));
-  if (bytes[0] === FRAME) return parseFrames(bytes);
-  if (bytes[0] === 0x54 /* T */ || bytes[0] === 0x44 /* D */) return parseLineSegment(bytes);
-  // The two-file layout (or a segment whose frames a crash left empty).
-  return { thin: chunks(completeLines(bytes)), detail: chunks(completeLines(await readOrEmpty(detailPath(dir, name)))) };
+  return parseFrames(await readOrEmpty(segmentPath(dir, name)));
 }
 
-/** Deletes a segment's files (after ClickHouse took its rows). */
+/** Deletes a segment's file (after ClickHouse took its rows). */
 export async function removeSegment(dir: string, name: string): Promise<void> {
-  await Promise.all([fs.promises.rm(segmentPath(dir, name), { force: true }), fs.promises.rm(detailPath(dir, name), { force: true })]);
+  await fs.promises.rm(segmentPath(dir, name), { force: true });
 }
 
 /** Moves a segment ClickHouse refuses for its content aside, so it cannot block the rows behind it. */
 export async function quarantineSegment(dir: string, name: string): Promise<void> {
   const rejected = path.join(dir, 'rejected');
   await fs.promises.mkdir(rejected, { recursive: true });
-  for (const file of [name, name + DETAIL_SUFFIX]) {
-    await fs.promises.rename(path.join(dir, file), path.join(rejected, file)).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
-  }
+  await fs.promises.rename(segmentPath(dir, name), path.join(rejected, name)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
 }

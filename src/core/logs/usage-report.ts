@@ -1,26 +1,17 @@
 import { z } from 'zod';
 import type { ClickhouseStore } from '../../stores/clickhouse.js';
-import { AppError } from '../errors.js';
-import { GUID_FILTER_COLUMNS } from './call-log-row.js';
-import { queryScoped } from './clickhouse-query.js';
-import { FILTER_COLUMNS } from './query-logs.js';
+import { COLUMN, FILTER_COLUMNS, GROUP_COLUMNS, isLowercaseId } from './call-log-schema.js';
+import { queryScoped, type QuerySettings } from './clickhouse-query.js';
 
-/** The keys a usage report groups by (contract 8.3). */
-export const USAGE_GROUP_KEYS = [
-  'outbound_gateway_guid',
-  'inbound_server_guid',
-  'tool_name',
-  'user_guid',
-  'team_guid',
-  'host_guid',
-  'gateway_connection_guid',
-  'type',
-  'status',
-] as const;
+/** The keys a usage report groups by (contract 8.3): the groupable columns of call-log-schema.ts, which the hourly rollup keeps. */
+export const USAGE_GROUP_KEYS = GROUP_COLUMNS;
 export type UsageGroupKey = (typeof USAGE_GROUP_KEYS)[number];
 
-/** The query_logs filter keys plus tool_name and status. */
-export const USAGE_FILTER_KEYS = [...FILTER_COLUMNS, 'tool_name', 'status'] as const;
+/** The query_logs filter keys plus the group keys they lack (tool_name and status). */
+export const USAGE_FILTER_KEYS: readonly (UsageGroupKey | (typeof FILTER_COLUMNS)[number])[] = [
+  ...FILTER_COLUMNS,
+  ...GROUP_COLUMNS.filter((c) => !(FILTER_COLUMNS as readonly string[]).includes(c)),
+];
 export type UsageFilterKey = (typeof USAGE_FILTER_KEYS)[number];
 
 export const USAGE_INTERVALS = ['minute', 'hour', 'day'] as const;
@@ -58,17 +49,16 @@ export interface UsageReport {
 
 const INTERVAL_MS: Record<UsageInterval, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
 
-/**
- * Bounds on every report query: a report over a huge window answers or fails with a
- * problem, it never takes the process (chDB runs inside it) down.
- */
-const REPORT_SETTINGS = { max_execution_time: 20, max_memory_usage: '1000000000', max_result_rows: '2000000' };
+/** A report's result rows, on top of the bounds of every read (clickhouse-query.ts). */
+const REPORT_SETTINGS: QuerySettings = { max_result_rows: 2_000_000 };
+/** What a report over its bounds tells the caller to narrow (a 400). */
+const NARROW_REPORT = {
+  path: 'fromMs',
+  message: 'the report reads more than it may in time: narrow the window (fromMs, toMs), add filters or group by fewer keys',
+};
 
-// Ids are stored lowercase; tool names, types and statuses are compared as given.
-const GUID_KEYS: ReadonlySet<string> = new Set([...GUID_FILTER_COLUMNS, 'trace_id', 'span_id']);
-
-/** The expression a group key is read from; status is an Enum8 and is reported as its name. */
-const keyExpr = (key: UsageGroupKey): string => (key === 'status' ? 'toString(status)' : key);
+/** The expression a key is read from; status is an Enum8 and is reported as its name. */
+const keyExpr = (key: UsageFilterKey): string => (COLUMN[key].kind === 'status' ? `toString(${key})` : key);
 
 /**
  * The measures of a group, from raw rows (`call_logs`) or from the hourly rollup's
@@ -117,8 +107,9 @@ function plan(q: UsageQuery): Plan {
     const value = q.filters[key];
     if (value === undefined) continue;
     // Column names come from the fixed list above; values are always bound.
-    where.push(`${keyExpr(key as UsageGroupKey)} = {f_${key}:String}`);
-    params[`f_${key}`] = GUID_KEYS.has(key) ? value.toLowerCase() : value;
+    where.push(`${keyExpr(key)} = {f_${key}:String}`);
+    // Ids are stored lowercase; tool names, types and statuses are compared as given.
+    params[`f_${key}`] = isLowercaseId(key) ? value.toLowerCase() : value;
   }
   const bucketOf = (column: string) => (q.interval ? [`${bucketExpr(q.interval, column)} AS b`] : []);
   const groupCols = [...(q.interval ? ['b'] : []), ...q.groupBy.map((_, i) => `g${i}`)];
@@ -176,7 +167,13 @@ const measures = (r: z.output<typeof Measures>): UsageMeasures => ({
  * Runs get_usage_report for one workspace: the page of groups and the totals over
  * everything the window and filters select, read in two queries side by side.
  */
-export async function usageReport(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, q: UsageQuery): Promise<UsageReport> {
+export async function usageReport(
+  store: Pick<ClickhouseStore, 'client'>,
+  organizationGuid: string,
+  q: UsageQuery,
+  /** Tighter bounds than the defaults (tests). */
+  bounds: QuerySettings = {},
+): Promise<UsageReport> {
   const { source, params } = plan(q);
   const groupCols = [...(q.interval ? ['b'] : []), ...q.groupBy.map((_, i) => `g${i}`)];
   const order = [...(q.interval ? ['b ASC'] : []), 'calls_total DESC', ...q.groupBy.map((_, i) => `g${i} ASC`)];
@@ -185,45 +182,36 @@ export async function usageReport(store: Pick<ClickhouseStore, 'client'>, organi
     ...Object.fromEntries(q.groupBy.map((_, i) => [`g${i}`, z.string()])),
   });
   const read = <S extends z.ZodType>(tag: string, sql: string, row: S) =>
-    queryScoped(store, organizationGuid, { tag, sql, params: { ...params, limit: q.take + 1, skip: q.skip }, row, settings: REPORT_SETTINGS });
-  try {
-    const [rows, totals] = await Promise.all([
-      read(
-        'usage_report.items',
-        `SELECT ${[...groupCols, MERGED_MEASURES].join(', ')} FROM (${source}) ${groupCols.length ? `GROUP BY ${groupCols.join(', ')}` : ''}
-         ORDER BY ${order.join(', ')} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
-        Row,
-      ),
-      read('usage_report.totals', `SELECT ${MERGED_MEASURES} FROM (${source})`, Measures),
-    ]);
-    const page = rows.slice(0, q.take);
-    const items = page.map((r) => {
-      const item: UsageItem = {} as UsageItem;
-      if (q.interval) item.bucket = new Date(Number(r.b) * 1000).toISOString();
-      q.groupBy.forEach((key, i) => {
-        const value = (r as Record<string, unknown>)[`g${i}`] as string;
-        item[key] = value === '' ? null : value;
-      });
-      return Object.assign(item, measures(r));
+    queryScoped(store, organizationGuid, {
+      tag,
+      sql,
+      params: { ...params, limit: q.take + 1, skip: q.skip },
+      row,
+      settings: { ...REPORT_SETTINGS, ...bounds },
+      overLimit: NARROW_REPORT,
     });
-    // A report over an empty window still has totals: zero of everything.
-    const total = totals[0] ? measures(totals[0]) : measures({ calls_total: 0, errors_total: 0, q: [], request_bytes_total: 0, response_bytes_total: 0 });
-    return { items, totals: total, skip: q.skip, take: q.take, nextSkip: rows.length > q.take ? q.skip + q.take : null };
-  } catch (err) {
-    throw tooLarge(err) ?? err;
-  }
-}
-
-/** ClickHouse's answers to a query over its bounds: 159 TIMEOUT_EXCEEDED, 241 MEMORY_LIMIT_EXCEEDED, 396 TOO_MANY_ROWS_OR_BYTES. */
-const TOO_LARGE = new Set(['159', '241', '396']);
-
-function tooLarge(err: unknown): AppError | undefined {
-  const code = String((err as { code?: string | number } | null)?.code ?? '');
-  const message = String((err as Error | null)?.message ?? '');
-  if (!TOO_LARGE.has(code) && !/TIMEOUT_EXCEEDED|MEMORY_LIMIT_EXCEEDED|TOO_MANY_ROWS/.test(message)) return undefined;
-  return new AppError('validation_failed', 'The report is too large to compute: narrow the window (fromMs, toMs), add filters or group by fewer keys.', {
-    errors: [{ path: 'fromMs', message: 'the window selects more than a report can read in time; narrow it' }],
+  const [rows, totals] = await Promise.all([
+    read(
+      'usage_report.items',
+      `SELECT ${[...groupCols, MERGED_MEASURES].join(', ')} FROM (${source}) ${groupCols.length ? `GROUP BY ${groupCols.join(', ')}` : ''}
+       ORDER BY ${order.join(', ')} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
+      Row,
+    ),
+    read('usage_report.totals', `SELECT ${MERGED_MEASURES} FROM (${source})`, Measures),
+  ]);
+  const page = rows.slice(0, q.take);
+  const items = page.map((r) => {
+    const item: UsageItem = {} as UsageItem;
+    if (q.interval) item.bucket = new Date(Number(r.b) * 1000).toISOString();
+    q.groupBy.forEach((key, i) => {
+      const value = (r as Record<string, unknown>)[`g${i}`] as string;
+      item[key] = value === '' ? null : value;
+    });
+    return Object.assign(item, measures(r));
   });
+  // A report over an empty window still has totals: zero of everything.
+  const total = totals[0] ? measures(totals[0]) : measures({ calls_total: 0, errors_total: 0, q: [], request_bytes_total: 0, response_bytes_total: 0 });
+  return { items, totals: total, skip: q.skip, take: q.take, nextSkip: rows.length > q.take ? q.skip + q.take : null };
 }
 
 /** The default window: the last 24 hours, ending at toMs when only toMs is given. */

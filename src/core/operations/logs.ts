@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { validationFailed } from '../errors.js';
 import { defineOperation } from '../operation.js';
-import { LOG_TYPES } from '../logs/call-log-row.js';
+import { apiSchema, COLUMN, LOG_TYPES } from '../logs/call-log-schema.js';
 import { FILTER_COLUMNS, LOG_COLUMNS, queryLogs } from '../logs/query-logs.js';
 import { READ_ONLY } from './common.js';
 
@@ -33,7 +33,7 @@ export function assertTimeBounds(v: { fromMs?: number | undefined; toMs?: number
 const FilterValue = z.string().max(200);
 const LogFilters = z
   .strictObject(
-    Object.fromEntries(FILTER_COLUMNS.map((c) => [c, c === 'type' ? z.enum(LOG_TYPES).optional() : FilterValue.optional()])) as Record<
+    Object.fromEntries(FILTER_COLUMNS.map((c) => [c, COLUMN[c].kind === 'logType' ? z.enum(LOG_TYPES).optional() : FilterValue.optional()])) as Record<
       (typeof FILTER_COLUMNS)[number],
       z.ZodOptional<z.ZodString>
     >,
@@ -41,26 +41,9 @@ const LogFilters = z
   .describe(`Equality filters on ${FILTER_COLUMNS.join(', ')}; type is one of ${LOG_TYPES.join(', ')}`);
 
 const Nullable = z.string().nullable();
+/** A query_logs row: the returned columns (call-log-schema.ts; created_at as ISO text), then the detail includeDetail adds. */
 export const LogRow = z.object({
-  guid: z.string(),
-  created_at: z.string(),
-  type: z.enum(LOG_TYPES),
-  method: z.string(),
-  tool_name: Nullable,
-  status: z.enum(['ok', 'error']),
-  error_message: Nullable,
-  duration_ms: z.number(),
-  request_bytes: z.number(),
-  response_bytes: z.number(),
-  gateway_connection_guid: Nullable,
-  user_guid: Nullable,
-  outbound_gateway_guid: Nullable,
-  inbound_server_guid: Nullable,
-  host_guid: Nullable,
-  server_container_guid: Nullable,
-  team_guid: Nullable,
-  trace_id: z.string(),
-  span_id: z.string(),
+  ...Object.fromEntries(LOG_COLUMNS.map((c) => [c, c === 'created_at' ? z.string() : apiSchema(COLUMN[c])])),
   request_body: Nullable.optional(),
   response_body: Nullable.optional(),
   request_headers: Nullable.optional().describe('The redacted request headers as JSON text, at most 4 KiB'),
