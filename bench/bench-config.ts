@@ -14,3 +14,10 @@ export function benchConfig(name: string, env: Record<string, string> = {}): { c
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `bench-${name}-`));
   return { dataDir, config: loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', SECRET_KEY: Buffer.alloc(32, 3).toString('base64'), ...env }) };
 }
+
+/** The machine's load averages (1, 5, 15 minutes), printed next to each phase: the machine is shared. */
+export const loadAverage = (): string =>
+  `load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`;

@@ -13,16 +13,14 @@
  *   npm run bench:logs -- [--rows 10000000] [--iterations 30] [--pg-url postgres://postgres@127.0.0.1:5432/postgres] [--no-pg]
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { queryLogs, type LogQuery } from '../src/core/logs/query-logs.js';
-import { seedCallLogs } from '../src/core/logs/seed.js';
-import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
-import { benchConfig, silentLogger } from './bench-config.js';
-import { percentile as pct } from './stats.js';
+import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
+import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
+import { seedBenchWorkspaces } from './seeded-workspaces.js';
+import { timeRuns } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -34,15 +32,9 @@ const { values } = parseArgs({
   },
 });
 const ROWS = Number(values.rows);
-const NOISE = Math.max(1000, Math.floor(ROWS / 10));
 const ITER = Number(values.iterations);
 const DAYS = Number(values.days);
 const out = (line: string) => process.stdout.write(line + '\n');
-const load = () =>
-  `load average ${os
-    .loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ')}`;
 
 const { config, dataDir } = benchConfig('logs', { ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
 const runtime = await openRuntime(config, { logger: silentLogger });
@@ -50,25 +42,17 @@ const { services } = runtime;
 const app = await buildApp({ services, logger: false as never });
 await app.ready();
 
-const ws = await createWorkspace(services.db, { name: 'bench', adminEmail: 'bench@example.test' });
-const org = ws.organizationGuid;
-
 // 1. Ingest through the one writer.
-let t0 = performance.now();
-await seedCallLogs(services, { organizationGuid: org, rows: ROWS, days: DAYS, onProgress: (d) => d % 1_000_000 === 0 && out(`  ingested ${d}`) });
-const ingestSeconds = (performance.now() - t0) / 1000;
-for (let i = 0; i < 3; i++) {
-  const other = await createWorkspace(services.db, { name: `noise-${i}`, adminEmail: `noise${i}@example.test` });
-  await seedCallLogs(services, { organizationGuid: other.organizationGuid, rows: Math.floor(NOISE / 3), days: DAYS });
-}
+const seeded = await seedBenchWorkspaces(services, { rows: ROWS, days: DAYS, onProgress: (d) => d % 1_000_000 === 0 && out(`  ingested ${d}`) });
+const org = seeded.organizationGuid;
 out(
-  `ingest: ${ROWS} rows in ${ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / ingestSeconds)} rows/s (through CallLogWriter, generation included; ${load()})`,
+  `ingest: ${ROWS} rows in ${seeded.ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / seeded.ingestSeconds)} rows/s, ${seeded.cpuMicrosPerRow.toFixed(1)} µs of CPU a row (through CallLogWriter, generation included; ${loadAverage()})`,
 );
 
 const ch = services.clickhouse.client;
 const one = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T> =>
   (await (await ch.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>())[0]!;
-t0 = performance.now();
+const t0 = performance.now();
 await ch.command({ query: 'OPTIMIZE TABLE call_logs FINAL' });
 out(`optimize final: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 const disk = await one<{ rows: string; bytes: string; parts: string }>(
@@ -80,7 +64,7 @@ out(
 const cols = await (
   await ch
     .query({
-      query: `SELECT name, sum(data_compressed_bytes) AS c FROM system.columns_parts WHERE table = 'call_logs' GROUP BY name ORDER BY c DESC`,
+      query: `SELECT column AS name, sum(column_data_compressed_bytes) AS c FROM system.parts_columns WHERE active AND table = 'call_logs' GROUP BY name ORDER BY c DESC`,
       format: 'JSONEachRow',
     })
     .catch(() => null)
@@ -119,20 +103,11 @@ const shapes: Record<string, Record<string, unknown> | (() => Record<string, unk
   detail_take_1000: { includeDetail: true, take: 1000 },
 };
 
-async function measure(fn: () => Promise<void>): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 3; i++) await fn();
-  const times: number[] = [];
-  for (let i = 0; i < ITER; i++) {
-    const s = performance.now();
-    await fn();
-    times.push(performance.now() - s);
-  }
-  return { p50: pct(times, 50), p99: pct(times, 99) };
-}
+const measure = (fn: () => Promise<void>) => timeRuns(fn, ITER);
 
 const chResults: Record<string, { p50: number; p99: number; rows: number }> = {};
 const storeResults: Record<string, { p50: number; p99: number }> = {};
-out(`measuring query_logs (${load()})`);
+out(`measuring query_logs (${loadAverage()})`);
 for (const [name, shape] of Object.entries(shapes)) {
   const bodyOf = () => (typeof shape === 'function' ? shape() : shape);
   let lastBody = '';
@@ -142,7 +117,7 @@ for (const [name, shape] of Object.entries(shapes)) {
     const res = await app.inject({
       method: 'POST',
       url: '/api/v1/svc-admin/logs/query',
-      headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${seeded.token}`, 'content-type': 'application/json' },
       payload: JSON.stringify(body),
     });
     if (res.statusCode !== 200) throw new Error(`${name}: ${res.statusCode} ${res.body}`);
@@ -162,96 +137,15 @@ for (const [name, shape] of Object.entries(shapes)) {
   });
   storeResults[name] = await measure(async () => void (await queryLogs(services.clickhouse, org, queryOf(bodyOf()))));
 }
-out(`measured (${load()})`);
+out(`measured (${loadAverage()})`);
 
 // 3. The same rows and queries on Postgres.
 const pgResults: Record<string, { p50: number; p99: number }> = {};
 if (!values['no-pg']) {
-  const admin = new pg.Client({ connectionString: values['pg-url'] });
-  await admin.connect();
-  await admin.query('DROP DATABASE IF EXISTS bench_logs');
-  await admin.query('CREATE DATABASE bench_logs');
-  await admin.end();
-  const url = new URL(values['pg-url']!);
-  url.pathname = '/bench_logs';
-  const db = new pg.Client({ connectionString: url.href });
-  await db.connect();
-  await db.query(`CREATE UNLOGGED TABLE call_logs (organization_guid uuid NOT NULL, guid uuid NOT NULL, created_at timestamptz NOT NULL, type text NOT NULL, method text NOT NULL,
-    tool_name text, status text NOT NULL, error_message text, duration_ms int NOT NULL, request_bytes int NOT NULL, response_bytes int NOT NULL,
-    gateway_connection_guid uuid, user_guid uuid, outbound_gateway_guid uuid, inbound_server_guid uuid, host_guid uuid, server_container_guid uuid, team_guid uuid,
-    trace_id text NOT NULL, span_id text NOT NULL)`);
-  await db.query(
-    `CREATE UNLOGGED TABLE call_log_details (guid uuid PRIMARY KEY, request_body text, response_body text, request_headers text, response_headers text)`,
-  );
-  t0 = performance.now();
-  const columns = `organization_guid, guid, created_at, type, method, tool_name, status, error_message, duration_ms, request_bytes, response_bytes, gateway_connection_guid, user_guid, outbound_gateway_guid, inbound_server_guid, host_guid, server_container_guid, team_guid, trace_id, span_id`;
-  const types = [
-    'uuid',
-    'uuid',
-    'timestamptz',
-    'text',
-    'text',
-    'text',
-    'text',
-    'text',
-    'int',
-    'int',
-    'int',
-    'uuid',
-    'uuid',
-    'uuid',
-    'uuid',
-    'uuid',
-    'uuid',
-    'uuid',
-    'text',
-    'text',
-  ];
-  const nil = (v: unknown) => (v === '' ? null : v);
-  const start = await one<{ lo: string | number; hi: string | number }>(
-    `SELECT toUnixTimestamp64Milli(min(created_at)) AS lo, toUnixTimestamp64Milli(max(created_at)) AS hi FROM call_logs`,
-  );
-  // Six-hour slices: fewer round trips than hourly ones (the per-slice overhead dominated at 1M rows).
-  const step = 6 * 3_600_000;
-  let copied = 0;
-  for (let from = Number(start.lo); from <= Number(start.hi); from += step) {
-    const res = await ch.query({
-      query: `SELECT ${columns.replace('created_at', 'toUnixTimestamp64Milli(created_at)')} FROM call_logs WHERE created_at >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND created_at < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
-      query_params: { a: from, b: from + step },
-      format: 'JSONCompactEachRow',
-    });
-    const rows = await res.json<unknown[]>();
-    for (let i = 0; i < rows.length; i += 20_000) {
-      const chunk = rows.slice(i, i + 20_000);
-      const arrays = types.map((_, c) => chunk.map((r) => (c === 2 ? new Date(Number(r[c])).toISOString() : nil(r[c]))));
-      await db.query(`INSERT INTO call_logs SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`, arrays);
-    }
-    const det = await (
-      await ch.query({
-        query: `SELECT guid, request_body, response_body, request_headers, response_headers FROM call_log_details WHERE created_at >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND created_at < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
-        query_params: { a: from, b: from + step },
-        format: 'JSONCompactEachRow',
-      })
-    ).json<string[]>();
-    if (det.length)
-      await db.query(
-        `INSERT INTO call_log_details SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[])`,
-        [0, 1, 2, 3, 4].map((c) => det.map((r) => r[c])),
-      );
-    copied += rows.length;
-  }
-  out(`postgres: loaded ${copied} rows in ${((performance.now() - t0) / 1000).toFixed(0)} s; building indexes`);
-  for (const ddl of [
-    'CREATE INDEX ON call_logs (organization_guid, created_at DESC, guid DESC)',
-    'CREATE INDEX ON call_logs (organization_guid, user_guid, created_at DESC)',
-    'CREATE INDEX ON call_logs (organization_guid, inbound_server_guid, created_at DESC)',
-    'CREATE INDEX ON call_logs (organization_guid, gateway_connection_guid, created_at DESC)',
-    'CREATE INDEX ON call_logs (organization_guid, outbound_gateway_guid, created_at DESC)',
-    'CREATE INDEX ON call_logs (trace_id)',
-    'ANALYZE call_logs',
-    'ANALYZE call_log_details',
-  ])
-    await db.query(ddl);
+  const db = await openComparisonPostgres({ url: values['pg-url'], database: 'bench_logs', dataDir });
+  const copy = await copyCallLogsToPostgres(db, services.clickhouse, { details: true });
+  const copied = copy.rows;
+  out(`postgres (${db.label}): loaded ${copied} rows in ${copy.loadSeconds.toFixed(0)} s, indexes in ${copy.indexSeconds.toFixed(0)} s`);
   const pgShapes: Record<string, { sql: string; params: unknown[] | (() => unknown[]) }> = {};
   const base = `SELECT * FROM call_logs WHERE organization_guid = $1`;
   const order = `ORDER BY created_at DESC, guid DESC`;
@@ -271,12 +165,11 @@ if (!values['no-pg']) {
     sql: `SELECT l.*, left(d.request_body, 4096), left(d.response_body, 4096), left(d.request_headers, 4096), left(d.response_headers, 4096) FROM (${base} ${order} LIMIT 1001) l LEFT JOIN call_log_details d ON d.guid = l.guid ORDER BY l.created_at DESC, l.guid DESC`,
     params: [org],
   };
-  out(`postgres: measuring (${load()})`);
+  out(`postgres: measuring (${loadAverage()})`);
   for (const [name, q] of Object.entries(pgShapes))
     pgResults[name] = await measure(async () => void (await db.query(q.sql, typeof q.params === 'function' ? q.params() : q.params)));
-  const size = await db.query(`SELECT pg_total_relation_size('call_logs') AS b`);
-  out(`postgres: call_logs with indexes ${(Number(size.rows[0].b) / copied).toFixed(1)} bytes/row`);
-  await db.end();
+  out(`postgres: call_logs with indexes ${((await postgresCallLogsBytes(db)) / copied).toFixed(1)} bytes/row`);
+  await db.close();
 }
 
 out('');

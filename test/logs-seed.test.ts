@@ -36,6 +36,66 @@ describe('seed-logs', () => {
     expect(JSON.stringify(detail.body)).not.toContain('seed-not-a-secret');
   });
 
+  it('shapes the traffic like real traffic: a few tools carry most calls, long tails, business hours, error bursts, fixed teams and connections', async () => {
+    const ws = await newWorkspace(t);
+    const days = 7; // a whole week: every weekday hour and a weekend are in the window
+    await runAdminCommand(t.runtime.services, 'seed-logs', { org: ws.organizationGuid, rows: 60_000, days, users: 40 });
+    const report = async (body: Record<string, unknown>) => {
+      const res = await invoke(t, 'rest', ws.token, 'get_usage_report', {
+        fromMs: Date.now() - (days + 1) * 86_400_000,
+        toMs: Date.now(),
+        take: 10_000,
+        ...body,
+      });
+      expect(res.status).toBe(200);
+      return res.body as { items: Record<string, any>[]; totals: Record<string, number> };
+    };
+
+    // A few tools carry most tool calls (Zipf-like).
+    const byTool = (await report({ groupBy: ['tool_name'], filters: { type: 'tool_call' } })).items;
+    const toolCalls = byTool.reduce((sum, i) => sum + i.calls, 0);
+    expect(byTool.length).toBeGreaterThanOrEqual(10);
+    expect(byTool.slice(0, 3).reduce((sum, i) => sum + i.calls, 0) / toolCalls).toBeGreaterThan(0.5);
+    expect(byTool.at(-1)!.calls * 10).toBeLessThan(byTool[0]!.calls);
+    // Likewise servers: the busiest server has more calls than the two least busy together.
+    const byServer = (await report({ groupBy: ['inbound_server_guid'], filters: { type: 'tool_call' } })).items;
+    expect(byServer[0]!.calls).toBeGreaterThan(byServer.at(-1)!.calls + byServer.at(-2)!.calls);
+
+    // Durations are long-tailed, with a median of each tool's own.
+    const busy = byTool.filter((i) => i.calls >= 500);
+    for (const tool of busy) expect(tool.p99Ms / tool.p50Ms, tool.tool_name).toBeGreaterThan(2);
+    expect(Math.max(...busy.map((i) => i.p99Ms / i.p50Ms))).toBeGreaterThan(5);
+    const medians = busy.map((i) => i.p50Ms);
+    expect(Math.max(...medians) / Math.min(...medians)).toBeGreaterThan(5);
+
+    // Weekday business hours (UTC) are busier than weekday nights.
+    const hourly = (await report({ interval: 'hour' })).items;
+    const weekdayCallsAt = (utcHour: number) =>
+      hourly
+        .filter((i) => new Date(i.bucket).getUTCHours() === utcHour && ![0, 6].includes(new Date(i.bucket).getUTCDay()))
+        .reduce((sum, i) => sum + i.calls, 0);
+    expect(weekdayCallsAt(14)).toBeGreaterThan(3 * weekdayCallsAt(3));
+
+    // The error rate varies by hour: some hours hold a burst of errors, on one server.
+    const byRate = hourly.filter((i) => i.calls >= 20).sort((a, b) => b.errors / b.calls - a.errors / a.calls);
+    const worst = byRate[0]!;
+    const median = byRate[Math.floor(byRate.length / 2)]!;
+    expect(worst.errors / worst.calls).toBeGreaterThan(3 * (median.errors / median.calls));
+    const worstHour = Date.parse(worst.bucket);
+    const worstByServer = (await report({ fromMs: worstHour, toMs: worstHour + 3_599_999, groupBy: ['inbound_server_guid'], filters: { status: 'error' } }))
+      .items;
+    expect(worstByServer[0]!.calls / worst.errors).toBeGreaterThan(0.5);
+
+    // A user belongs to one team and works from one host; a user and a gateway imply one connection.
+    const byUser = (await report({ groupBy: ['user_guid', 'team_guid', 'host_guid'] })).items;
+    expect(new Set(byUser.map((i) => i.user_guid)).size).toBe(byUser.length);
+    expect(byUser.length).toBe(40);
+    const byUserGateway = (await report({ groupBy: ['user_guid', 'outbound_gateway_guid', 'gateway_connection_guid'] })).items;
+    expect(new Set(byUserGateway.map((i) => `${i.user_guid} ${i.outbound_gateway_guid}`)).size).toBe(byUserGateway.length);
+    // A few users carry most calls too.
+    expect(byUser.slice(0, 8).reduce((sum, i) => sum + i.calls, 0) / 60_000).toBeGreaterThan(0.5);
+  });
+
   it('refuses an unknown workspace and bad counts', async () => {
     await expect(runAdminCommand(t.runtime.services, 'seed-logs', { org: newGuid(), rows: 10 })).rejects.toMatchObject({ code: 'not_found' });
     await expect(runAdminCommand(t.runtime.services, 'seed-logs', { org: newGuid(), rows: 0 })).rejects.toMatchObject({ code: 'validation_failed' });

@@ -2,27 +2,19 @@ import { newGuid } from '../ids.js';
 import type { Services } from '../services.js';
 import type { CallLogInput, LogType } from './call-log-row.js';
 import { randomHex } from './random-hex.js';
+import { logNormal, rng, trafficWeight, weightedPicker, type Random } from './seed-distributions.js';
+import { seedPopulation, type SeedPopulation } from './seed-population.js';
 
 export interface SeedOptions {
   organizationGuid: string;
   rows: number;
   days: number;
+  /** At least this many users: the workspace's real ones first, then synthetic ones. */
+  users?: number;
   /** Called after each chunk is accepted, with the rows written so far. */
   onProgress?: (done: number, total: number) => void;
 }
 
-const TOOLS = [
-  'search_issues',
-  'get_file_contents',
-  'create_pull_request',
-  'list_commits',
-  'query_database',
-  'send_message',
-  'fetch_url',
-  'echo',
-  'get_weather',
-  'summarize',
-];
 const ERRORS = [
   'upstream returned 502 Bad Gateway',
   'tool execution timed out after 30000 ms',
@@ -30,58 +22,14 @@ const ERRORS = [
   'invalid arguments: missing required property "path"',
   'connection reset by upstream',
 ];
+// An incident on one server: its calls fail for the upstream's reasons, not the caller's.
+const BURST_ERRORS = ['upstream returned 502 Bad Gateway', 'connection reset by upstream', 'tool execution timed out after 30000 ms'];
+const TIMEOUT_MS = 30_000;
 const CHUNK = 5000;
+const HOUR = 3_600_000;
 
-/** A small deterministic-enough PRNG: seeding 10M rows spends its time in the writer, not in crypto. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 4294967296;
-  };
-}
-
-async function resourceGuids(services: Services, organizationGuid: string) {
-  const db = services.db;
-  const pick = async (table: 'gateways' | 'inbound_servers' | 'users' | 'hosts' | 'teams') =>
-    (await db.selectFrom(table).select('guid').where('organization_guid', '=', organizationGuid).limit(200).execute()).map((r) => r.guid);
-  const connections = await db
-    .selectFrom('connections')
-    .select(['guid', 'gateway_guid', 'host_guid', 'creator_guid'])
-    .where('organization_guid', '=', organizationGuid)
-    .limit(500)
-    .execute();
-  const orFake = (list: string[], n: number) => (list.length ? list : Array.from({ length: n }, () => newGuid()));
-  const gateways = orFake(await pick('gateways'), 4);
-  const users = orFake(await pick('users'), 12);
-  const hosts = orFake(await pick('hosts'), 5);
-  const links = connections.length
-    ? connections.map((c) => ({ connection: c.guid, gateway: c.gateway_guid, host: c.host_guid ?? hosts[0]!, user: c.creator_guid }))
-    : Array.from({ length: 30 }, (_, i) => ({
-        connection: newGuid(),
-        gateway: gateways[i % gateways.length]!,
-        host: hosts[i % hosts.length]!,
-        user: users[i % users.length]!,
-      }));
-  return {
-    servers: orFake(await pick('inbound_servers'), 8),
-    teams: orFake(await pick('teams'), 3),
-    links,
-    containers: Array.from({ length: 6 }, () => newGuid()),
-  };
-}
-
-function pickType(r: number): LogType {
-  if (r < 0.8) return 'tool_call';
-  if (r < 0.88) return 'tool_list';
-  if (r < 0.93) return 'resource_read';
-  if (r < 0.95) return 'prompt_get';
-  if (r < 0.99) return 'initialize';
-  return 'other';
-}
-
+const TYPES: LogType[] = ['tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'];
+const TYPE_WEIGHTS = [0.8, 0.08, 0.05, 0.02, 0.04, 0.01];
 const METHOD: Record<LogType, string> = {
   tool_call: 'tools/call',
   tool_list: 'tools/list',
@@ -90,83 +38,175 @@ const METHOD: Record<LogType, string> = {
   initialize: 'initialize',
   other: 'ping',
 };
+/** Median duration (ms) and response size (bytes) of the calls that are not tool calls. */
+const TYPE_MEDIAN_MS: Record<LogType, number> = { tool_call: 0, tool_list: 15, resource_read: 60, prompt_get: 25, initialize: 80, other: 3 };
+const TYPE_RESPONSE_BYTES: Record<LogType, number> = { tool_call: 0, tool_list: 6000, resource_read: 4000, prompt_get: 900, initialize: 700, other: 60 };
+
+/** An hour of the seeded window: how many rows it gets and the incident in it, if any. */
+interface Hour {
+  startMs: number;
+  lengthMs: number;
+  rows: number;
+  burst: { serverGuid: string; errorRate: number } | null;
+}
 
 /**
- * Writes `rows` synthetic but realistic call-log rows, spread evenly over the last
- * `days` days in time order, through the normal ingest path (services.callLogs),
- * using the workspace's real gateways, servers, users and connections where they
- * exist; raises a few alerts. Returns the rows written and the seconds it took.
+ * The seeded window cut into UTC hours, each given a share of the rows by its traffic
+ * weight (business hours, weekdays) with some hour-to-hour noise, and a few error
+ * bursts: 1-3 hours in which one of the two busiest servers fails half to four
+ * fifths of its calls. Bursts start in busy hours, when incidents get noticed.
  */
-export async function seedCallLogs(services: Services, opts: SeedOptions): Promise<{ rows: number; seconds: number }> {
-  const started = performance.now();
-  const res = await resourceGuids(services, opts.organizationGuid);
-  const random = rng(Date.now());
-  const end = Date.now();
-  const span = opts.days * 86_400_000;
-  const begin = end - span;
+function timeline(beginMs: number, endMs: number, rows: number, days: number, servers: string[], random: Random): Hour[] {
+  const hours: Hour[] = [];
+  for (let start = Math.floor(beginMs / HOUR) * HOUR; start < endMs; start += HOUR) {
+    const from = Math.max(start, beginMs);
+    hours.push({ startMs: from, lengthMs: Math.min(start + HOUR, endMs) - from, rows: 0, burst: null });
+  }
+  const weights = hours.map((h) => trafficWeight(h.startMs) * (h.lengthMs / HOUR) * (0.85 + 0.3 * random()));
+  const total = weights.reduce((a, b) => a + b, 0);
+  let cumulative = 0;
+  let assigned = 0;
+  for (let i = 0; i < hours.length; i++) {
+    cumulative += weights[i]!;
+    const upTo = Math.round((rows * cumulative) / total);
+    hours[i]!.rows = upTo - assigned;
+    assigned = upTo;
+  }
+  const pickBusyHour = weightedPicker(weights, random);
+  for (let b = 0; b < Math.max(1, Math.round(days / 3)); b++) {
+    const first = pickBusyHour();
+    const burst = { serverGuid: servers[random() < 0.6 ? 0 : 1 % servers.length]!, errorRate: 0.5 + 0.3 * random() };
+    const length = 1 + Math.floor(random() * 3);
+    for (let i = first; i < Math.min(first + length, hours.length); i++) hours[i]!.burst = burst;
+  }
+  return hours;
+}
+
+/** Makes one row at a time from the population's distributions (docs/call-logs.md, "Seeded data"). */
+function rowMaker(population: SeedPopulation, organizationGuid: string, random: Random) {
+  const pickUser = weightedPicker(population.userWeights, random);
+  const pickTool = weightedPicker(population.toolWeights, random);
+  const pickServer = weightedPicker(population.serverWeights, random);
+  const pickType = weightedPicker(TYPE_WEIGHTS, random);
+  const draw = logNormal(random);
   let traceId = randomHex(16);
-  const sessions = res.links.map(() => newGuid());
-  for (let done = 0; done < opts.rows;) {
-    const n = Math.min(CHUNK, opts.rows - done);
-    const chunk: CallLogInput[] = new Array(n);
-    for (let i = 0; i < n; i++) {
-      const index = done + i;
-      const link = res.links[Math.floor(random() * res.links.length)]!;
-      const type = pickType(random());
-      const failed = random() < 0.03;
-      // About three calls share a trace, as an agent's turn usually makes several.
-      if (random() < 0.35) traceId = randomHex(16);
-      const withDetail = random() < 0.05;
-      const tool = type === 'tool_call' ? TOOLS[Math.floor(random() * TOOLS.length)]! : null;
-      chunk[i] = {
-        organizationGuid: opts.organizationGuid,
-        createdAt: Math.floor(begin + (span * index) / opts.rows),
-        type,
-        method: METHOD[type],
-        toolName: tool,
-        status: failed ? 'error' : 'ok',
-        errorMessage: failed ? ERRORS[Math.floor(random() * ERRORS.length)]! : null,
-        durationMs: Math.floor(5 + random() * random() * 2000),
-        requestBytes: Math.floor(80 + random() * 900),
-        responseBytes: Math.floor(100 + random() * random() * 20_000),
-        gatewayConnectionGuid: link.connection,
-        userGuid: link.user,
-        outboundGatewayGuid: link.gateway,
-        inboundServerGuid: type === 'initialize' ? null : res.servers[Math.floor(random() * res.servers.length)]!,
-        hostGuid: link.host,
-        serverContainerGuid: random() < 0.3 ? res.containers[Math.floor(random() * res.containers.length)]! : null,
-        teamGuid: res.teams[Math.floor(random() * res.teams.length)]!,
-        traceId,
-        sessionId: sessions[res.links.indexOf(link)] ?? null,
-        ...(withDetail
-          ? {
-              requestBody: JSON.stringify({ jsonrpc: '2.0', id: index, method: METHOD[type], params: { name: tool, arguments: { query: `q${index}` } } }),
-              responseBody: JSON.stringify({
-                jsonrpc: '2.0',
-                id: index,
-                result: { content: [{ type: 'text', text: 'x'.repeat(Math.floor(random() * 2000)) }] },
-              }),
-              requestHeaders: { 'content-type': 'application/json', 'mcp-session-id': 's', authorization: 'Bearer seed-not-a-secret' },
-              responseHeaders: { 'content-type': 'application/json' },
-            }
-          : {}),
-      };
+  let index = 0;
+  return (createdAt: number, hour: Hour): CallLogInput => {
+    index++;
+    const connections = population.users[pickUser()]!;
+    // A user's main connection carries four fifths of their calls.
+    const connection = connections.length === 1 || random() < 0.8 ? connections[0]! : connections[1 + Math.floor(random() * (connections.length - 1))]!;
+    const type = TYPES[pickType()]!;
+    let tool = null;
+    let serverGuid: string | null = null;
+    let containerGuid: string | null = null;
+    if (type === 'tool_call') {
+      tool = population.tools[pickTool()]!;
+      serverGuid = tool.serverGuid;
+      containerGuid = tool.containerGuid;
+    } else if (type !== 'initialize') {
+      const server = pickServer();
+      serverGuid = population.servers[server]!;
+      containerGuid = population.serverContainers[server]!;
     }
+    const inBurst = hour.burst !== null && hour.burst.serverGuid === serverGuid;
+    const failed = random() < (inBurst ? hour.burst!.errorRate : (tool?.errorRate ?? 0.005));
+    const errorMessage = failed ? (inBurst ? BURST_ERRORS : ERRORS)[Math.floor(random() * (inBurst ? BURST_ERRORS.length : ERRORS.length))]! : null;
+    const median = tool ? tool.medianMs : TYPE_MEDIAN_MS[type];
+    // A timeout lasts the timeout; other failures come back faster than a success.
+    const durationMs =
+      errorMessage === ERRORS[1]
+        ? TIMEOUT_MS + Math.floor(random() * 50)
+        : Math.min(600_000, Math.max(1, Math.round(draw(failed ? median * 0.4 : median, tool?.sigma ?? 0.6))));
+    // About three calls share a trace, as an agent's turn usually makes several.
+    if (random() < 0.35) traceId = randomHex(16);
+    // Hosts reconnect now and then: a new session.
+    if (random() < 0.002) connection.sessionId = newGuid();
+    const row: CallLogInput = {
+      organizationGuid,
+      createdAt,
+      type,
+      method: METHOD[type],
+      toolName: tool?.name ?? null,
+      status: failed ? 'error' : 'ok',
+      errorMessage,
+      durationMs,
+      requestBytes: 60 + Math.round(draw(350, 0.5)),
+      responseBytes: failed ? 150 + Math.floor(random() * 200) : Math.round(draw(tool?.responseMedianBytes ?? TYPE_RESPONSE_BYTES[type], 0.9)),
+      gatewayConnectionGuid: connection.guid,
+      userGuid: connection.userGuid,
+      outboundGatewayGuid: connection.gatewayGuid,
+      inboundServerGuid: serverGuid,
+      hostGuid: connection.hostGuid,
+      serverContainerGuid: containerGuid,
+      teamGuid: connection.teamGuid,
+      traceId,
+      sessionId: connection.sessionId,
+    };
+    if (random() < 0.05) {
+      row.requestBody = JSON.stringify({ jsonrpc: '2.0', id: index, method: METHOD[type], params: { name: tool?.name, arguments: { query: `q${index}` } } });
+      row.responseBody = JSON.stringify({
+        jsonrpc: '2.0',
+        id: index,
+        result: { content: [{ type: 'text', text: 'x'.repeat(Math.floor(random() * 2000)) }] },
+      });
+      row.requestHeaders = { 'content-type': 'application/json', 'mcp-session-id': connection.sessionId, authorization: 'Bearer seed-not-a-secret' };
+      row.responseHeaders = { 'content-type': 'application/json' };
+    }
+    return row;
+  };
+}
+
+/**
+ * Writes `rows` synthetic call-log rows over the last `days` days, in time order,
+ * through the normal ingest path (services.callLogs), shaped like real traffic
+ * (docs/call-logs.md, "Seeded data"): a few tools, servers and users carry most calls,
+ * durations are long-tailed per tool, traffic follows weekday business hours (UTC),
+ * and a few hours hold an error burst on one server. It uses the workspace's real
+ * gateways, servers, users and connections where they exist, and raises a few alerts.
+ * Returns the rows written and the seconds it took.
+ */
+export async function seedCallLogs(services: Pick<Services, 'db' | 'callLogs' | 'alerts'>, opts: SeedOptions): Promise<{ rows: number; seconds: number }> {
+  const started = performance.now();
+  const random = rng(Date.now());
+  const population = await seedPopulation(services, opts.organizationGuid, random, opts.users);
+  const end = Date.now();
+  const hours = timeline(end - opts.days * 86_400_000, end, opts.rows, opts.days, population.servers, random);
+  const makeRow = rowMaker(population, opts.organizationGuid, random);
+  let chunk: CallLogInput[] = [];
+  let done = 0;
+  for (const hour of hours) {
+    for (let j = 0; j < hour.rows; j++) {
+      // Rows spread over the hour in time order, each at a random point of its own slot.
+      chunk.push(makeRow(hour.startMs + Math.floor(((j + random()) * hour.lengthMs) / hour.rows), hour));
+      if (chunk.length === CHUNK) {
+        await services.callLogs.write(chunk);
+        done += chunk.length;
+        chunk = [];
+        opts.onProgress?.(done, opts.rows);
+      }
+    }
+  }
+  if (chunk.length) {
     await services.callLogs.write(chunk);
-    done += n;
+    done += chunk.length;
     opts.onProgress?.(done, opts.rows);
   }
   await services.callLogs.flush();
-  const server = res.servers[0]!;
+  const burstServer = hours.find((h) => h.burst)?.burst?.serverGuid ?? population.servers[0]!;
   await services.alerts.raise({
     organizationGuid: opts.organizationGuid,
     code: 'upstream_call_failed',
     messageType: 'error',
     subject: 'Calls to an upstream server are failing',
     message: 'Several tool calls returned 502 Bad Gateway in the last hour.',
-    dynamicContent: { subject: 'Calls to {server} are failing', message: 'Several tool calls returned {status}.', values: { server, status: '502' } },
+    dynamicContent: {
+      subject: 'Calls to {server} are failing',
+      message: 'Several tool calls returned {status}.',
+      values: { server: burstServer, status: '502' },
+    },
     debugContext: { status: 502, headers: { 'content-type': 'text/html' }, body: '<h1>502 Bad Gateway</h1>' },
-    relatedResourceIds: [server],
+    relatedResourceIds: [burstServer],
   });
   await services.alerts.raise({
     organizationGuid: opts.organizationGuid,
@@ -174,7 +214,7 @@ export async function seedCallLogs(services: Services, opts: SeedOptions): Promi
     messageType: 'warning',
     subject: 'A server could not be validated',
     message: 'The server did not answer initialize.',
-    relatedResourceIds: [res.servers[1 % res.servers.length]!],
+    relatedResourceIds: [population.servers[population.servers.length - 1]!],
   });
-  return { rows: opts.rows, seconds: Math.round((performance.now() - started) / 10) / 100 };
+  return { rows: done, seconds: Math.round((performance.now() - started) / 10) / 100 };
 }

@@ -1,0 +1,204 @@
+/**
+ * bench:usage — seeds call logs through the ingest path (one workspace plus a tenth as
+ * many rows of noise in three others), then times the six report shapes of issue 16
+ * through the REST route (get_usage_report: auth, validation, both ClickHouse queries,
+ * serialisation) and the same reports as SQL on Postgres holding the same rows with
+ * the indexes a deployment would create (bench/postgres-comparison.ts), p50/p99 of
+ * `--runs` runs each, in the same run. Prints the ratio Postgres / ClickHouse per shape
+ * and the bytes per row on disk of both. Figures, never assertions.
+ *
+ * Postgres is the server at DATABASE_URL when it is set (a database bench_usage is
+ * created there and dropped at the end), otherwise PGlite in this process.
+ *
+ *   npm run bench:usage -- [--rows 10000000] [--runs 20] [--days 30] [--users 300]
+ */
+import fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import { buildApp } from '../src/http/app.js';
+import { openRuntime } from '../src/runtime/open.js';
+import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
+import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
+import { seedBenchWorkspaces } from './seeded-workspaces.js';
+import { timeRuns } from './stats.js';
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '10000000' },
+    runs: { type: 'string', default: '20' },
+    days: { type: 'string', default: '30' },
+    users: { type: 'string', default: '300' },
+  },
+});
+const ROWS = Number(values.rows);
+const RUNS = Number(values.runs);
+const DAYS = Number(values.days);
+const out = (line: string) => process.stdout.write(line + '\n');
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+const { config, dataDir } = benchConfig('usage', { ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
+const runtime = await openRuntime(config, { logger: silentLogger });
+const { services } = runtime;
+const app = await buildApp({ services, logger: false as never });
+await app.ready();
+
+// 1. Ingest through the one writer.
+const seeded = await seedBenchWorkspaces(services, {
+  rows: ROWS,
+  days: DAYS,
+  users: Number(values.users),
+  onProgress: (d) => d % 1_000_000 === 0 && out(`  ingested ${d}`),
+});
+const org = seeded.organizationGuid;
+out(
+  `ingest: ${ROWS} rows in ${seeded.ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / seeded.ingestSeconds)} rows/s, ${seeded.cpuMicrosPerRow.toFixed(1)} µs of CPU a row ` +
+    `(seed-logs through CallLogWriter, generation included; ${loadAverage()}); plus ${seeded.noiseRows} rows in three other workspaces`,
+);
+
+// 2. Storage, after the merges a table gets within minutes of an insert anyway.
+const ch = services.clickhouse.client;
+const rowsOf = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> =>
+  (await ch.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>();
+const t0 = performance.now();
+await ch.command({ query: 'OPTIMIZE TABLE call_logs FINAL' });
+await ch.command({ query: 'OPTIMIZE TABLE call_log_usage_hourly FINAL' });
+out(`optimize final (call_logs, call_log_usage_hourly): ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+const parts = await rowsOf<{ table: string; rows: string; bytes: string }>(
+  `SELECT table, sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts WHERE active AND table IN ('call_logs', 'call_log_usage_hourly') GROUP BY table`,
+);
+const part = (table: string) => parts.find((p) => p.table === table) ?? { rows: '0', bytes: '0' };
+const rawRows = Number(part('call_logs').rows);
+const chBytes = Number(part('call_logs').bytes) + Number(part('call_log_usage_hourly').bytes);
+out(
+  `clickhouse disk: call_logs ${part('call_logs').bytes} bytes for ${rawRows} rows (${(Number(part('call_logs').bytes) / rawRows).toFixed(1)} bytes/row); ` +
+    `call_log_usage_hourly ${part('call_log_usage_hourly').bytes} bytes in ${part('call_log_usage_hourly').rows} rollup rows ` +
+    `(${((100 * Number(part('call_log_usage_hourly').rows)) / rawRows).toFixed(1)} % of the raw rows); both: ${(chBytes / rawRows).toFixed(1)} bytes/row`,
+);
+
+// 3. The six shapes. The window ends at "now" and moves back a second each run, as a
+// dashboard refreshing does; a repeated identical query would be partly answered
+// from ClickHouse's query condition cache, which a moving window never hits.
+const busiestGateway = (
+  await rowsOf<{ g: string }>(
+    `SELECT outbound_gateway_guid AS g FROM call_logs WHERE organization_guid = {org:String} GROUP BY g ORDER BY count() DESC LIMIT 1`,
+    { org },
+  )
+)[0]!.g;
+const now = Date.now();
+interface Shape {
+  span: number;
+  groupBy: string[];
+  interval?: 'minute' | 'hour' | 'day';
+  filters?: Record<string, string>;
+  take: number;
+}
+const shapes: Record<string, Shape> = {
+  totals_30d: { span: 30 * DAY, groupBy: [], take: 100 },
+  daily_30d: { span: 30 * DAY, groupBy: [], interval: 'day', take: 100 },
+  tool_hourly_7d: { span: 7 * DAY, groupBy: ['tool_name'], interval: 'hour', take: 10_000 },
+  server_status_30d: { span: 30 * DAY, groupBy: ['inbound_server_guid', 'status'], take: 100 },
+  top_users_30d: { span: 30 * DAY, groupBy: ['user_guid'], take: 100 },
+  gateway_minutes_1d: { span: DAY, groupBy: [], interval: 'minute', filters: { outbound_gateway_guid: busiestGateway }, take: 10_000 },
+};
+let run = 0;
+const windowOf = (shape: Shape) => {
+  const toMs = now - 1000 * run++;
+  return { fromMs: toMs - shape.span, toMs };
+};
+
+interface Result {
+  p50: number;
+  p99: number;
+  items: number;
+  calls: number;
+  p50Ms: number;
+}
+const chResults: Record<string, Result> = {};
+out(`measuring get_usage_report through REST (${loadAverage()})`);
+for (const [name, shape] of Object.entries(shapes)) {
+  let last = '';
+  run = 0;
+  const r = await timeRuns(async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/svc-admin/reports/usage',
+      headers: { authorization: `Bearer ${seeded.token}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ ...windowOf(shape), groupBy: shape.groupBy, interval: shape.interval, filters: shape.filters, take: shape.take }),
+    });
+    if (res.statusCode !== 200) throw new Error(`${name}: ${res.statusCode} ${res.body}`);
+    last = res.body;
+  }, RUNS);
+  const body = JSON.parse(last) as { items: unknown[]; totals: { calls: number; p50Ms: number } };
+  chResults[name] = { ...r, items: body.items.length, calls: body.totals.calls, p50Ms: body.totals.p50Ms };
+}
+out(`measured (${loadAverage()})`);
+
+// 4. The same reports as SQL on Postgres: items and totals, side by side as the service runs them.
+const db = await openComparisonPostgres({ url: process.env.DATABASE_URL, database: 'bench_usage', dataDir, connections: 2 });
+const copy = await copyCallLogsToPostgres(db, services.clickhouse, { details: false });
+out(`postgres (${db.label}): loaded ${copy.rows} rows in ${copy.loadSeconds.toFixed(0)} s, indexes in ${copy.indexSeconds.toFixed(0)} s`);
+const pgBytes = await postgresCallLogsBytes(db);
+const MEASURES = `count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS errors,
+  percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY duration_ms) AS q, sum(request_bytes) AS request_bytes, sum(response_bytes) AS response_bytes`;
+const GUID_KEYS = new Set(['outbound_gateway_guid', 'inbound_server_guid', 'user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid']);
+function pgReport(shape: Shape): { items: string; totals: string; params: () => unknown[] } {
+  const filters = Object.entries(shape.filters ?? {});
+  const where = [
+    'organization_guid = $1',
+    'created_at >= $2::timestamptz',
+    'created_at <= $3::timestamptz',
+    ...filters.map(([key], i) => `${key} = $${i + 4}${GUID_KEYS.has(key) ? '::uuid' : ''}`),
+  ].join(' AND ');
+  const groups = [...(shape.interval ? [`date_trunc('${shape.interval}', created_at, 'UTC')`] : []), ...shape.groupBy];
+  const select = [...groups.map((g, i) => `${g} AS g${i}`), MEASURES].join(', ');
+  const groupBy = groups.length ? `GROUP BY ${groups.map((_, i) => `g${i}`).join(', ')}` : '';
+  const order = [...(shape.interval ? ['g0'] : []), 'calls DESC', ...shape.groupBy.map((_, i) => `g${i + (shape.interval ? 1 : 0)}`)].join(', ');
+  return {
+    items: `SELECT ${select} FROM call_logs WHERE ${where} ${groupBy} ORDER BY ${order} LIMIT ${shape.take + 1}`,
+    totals: `SELECT ${MEASURES} FROM call_logs WHERE ${where}`,
+    params: () => {
+      const w = windowOf(shape);
+      return [org, new Date(w.fromMs).toISOString(), new Date(w.toMs).toISOString(), ...filters.map(([, v]) => v)];
+    },
+  };
+}
+const pgResults: Record<string, Result> = {};
+out(`postgres: measuring (${loadAverage()})`);
+for (const [name, shape] of Object.entries(shapes)) {
+  const q = pgReport(shape);
+  let last: [unknown[], { calls: number | string; q: number[] }[]] = [[], []];
+  run = 0; // the same windows as the REST runs
+  const r = await timeRuns(async () => {
+    const params = q.params();
+    last = (await Promise.all([db.query(q.items, params), db.query(q.totals, params)])) as typeof last;
+  }, RUNS);
+  pgResults[name] = { ...r, items: Math.min(last[0].length, shape.take), calls: Number(last[1][0]!.calls), p50Ms: last[1][0]!.q?.[0] ?? 0 };
+}
+out(`postgres: measured (${loadAverage()})`);
+await db.close();
+
+// 5. The table.
+out('');
+out(
+  `get_usage_report at ${ROWS} rows (+${seeded.noiseRows} noise), ${RUNS} runs each, p50 / p99 ms. ClickHouse: through REST. Postgres: ${db.label}, SQL only.`,
+);
+out(`ratio = Postgres p50 / ClickHouse REST p50. check: both stores counted the same calls and items, and their p50 durations agree within 5 %.`);
+out(`${'shape'.padEnd(20)} ${'CH REST'.padStart(15)}  items | ${'Postgres'.padStart(17)} | ratio | check`);
+const pair = (r: Result) => `${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}`;
+for (const name of Object.keys(shapes)) {
+  const c = chResults[name]!;
+  const p = pgResults[name]!;
+  const same = c.calls === p.calls && c.items === p.items && Math.abs(c.p50Ms - p.p50Ms) <= Math.max(1, 0.05 * p.p50Ms);
+  out(
+    `${name.padEnd(20)} ${pair(c)} ${String(c.items).padStart(6)} | ${pair(p).padStart(17)} | ${(p.p50 / c.p50).toFixed(1).padStart(4)}x | ${same ? 'ok' : `DIFFERS (calls ${c.calls}/${p.calls}, items ${c.items}/${p.items}, p50 ${c.p50Ms}/${p.p50Ms} ms)`}`,
+  );
+}
+const pgRows = copy.rows;
+out(
+  `storage per row: ClickHouse ${(chBytes / rawRows).toFixed(1)} bytes (call_logs + call_log_usage_hourly), Postgres ${(pgBytes / pgRows).toFixed(1)} bytes (call_logs with indexes): ` +
+    `${(pgBytes / pgRows / (chBytes / rawRows)).toFixed(1)}x smaller`,
+);
+await app.close();
+await runtime.close();
+fs.rmSync(dataDir, { recursive: true, force: true });
+process.exit(0);
