@@ -229,6 +229,19 @@ describe('a 2026-07-28 host using a 2025 upstream that asks for input', () => {
     ]);
   });
 
+  it('shares one upstream session among the calls of a connection, and opens another when the upstream forgot it', async () => {
+    const { url, token } = await connection();
+    const host = await modernHost(url, token);
+    const sessionsBefore = asking.declared.length;
+    for (let i = 0; i < 3; i++) expect(text(await host.callTool({ name: 'asking__ask-roots', arguments: {} }))).toBe('roots: file:///work/project');
+    await Promise.all([1, 2].map(() => host.callTool({ name: 'asking__ask-roots', arguments: {} })));
+    // Five calls, one initialize: the session is the connection's, not each call's.
+    expect(asking.declared.length - sessionsBefore).toBe(1);
+    asking.forgetSessions();
+    expect(text(await host.callTool({ name: 'asking__ask-roots', arguments: {} }))).toBe('roots: file:///work/project');
+    expect(asking.declared.length - sessionsBefore).toBe(2);
+  });
+
   it('relays the progress the upstream reports before it asks', async () => {
     const { url, token } = await connection();
     const host = await modernHost(url, token);

@@ -169,6 +169,37 @@ describe('tools/call whose arguments are not an object', () => {
   });
 });
 
+describe('prompts and resources requests whose params are malformed', () => {
+  const malformed: { method: string; params: unknown; message: RegExp }[] = [
+    { method: 'resources/read', params: {}, message: /resources\/read needs params\.uri/ },
+    { method: 'resources/read', params: { uri: 5 }, message: /resources\/read needs params\.uri/ },
+    { method: 'resources/subscribe', params: { uri: '' }, message: /resources\/subscribe needs params\.uri/ },
+    { method: 'prompts/get', params: { arguments: {} }, message: /prompts\/get needs params\.name/ },
+    { method: 'prompts/get', params: { name: 'echo-json__p', arguments: ['a'] }, message: /arguments must be an object .* not an array/ },
+    { method: 'prompts/get', params: { name: 'echo-json__p', arguments: { a: 1 } }, message: /map each argument name to a string/ },
+    { method: 'tools/call', params: 5, message: /tools\/call params must be an object, not a number/ },
+    { method: 'logging/setLevel', params: { level: 'nope' }, message: /logging\/setLevel needs params\.level, one of debug/ },
+  ];
+
+  it.each(malformed)(
+    '$method with params $params is invalid params (-32602) in words, never forwarded, for both revisions',
+    async ({ method, params, message }) => {
+      const callsBefore = echo.calls.length;
+      const old = await post({ jsonrpc: '2.0', id: 8, method, params });
+      expect(old.status).toBe(200);
+      expect(old.body).toMatchObject({ jsonrpc: '2.0', id: 8, error: { code: -32602 } });
+      expect(old.body.error.message).toMatch(message);
+      if (typeof params === 'object' && params !== null && !['resources/subscribe', 'logging/setLevel'].includes(method)) {
+        const request = modern(method, params as Record<string, unknown>, 'm-2');
+        const res = await post(request.body, request.headers);
+        expect(res.body).toMatchObject({ jsonrpc: '2.0', id: 'm-2', error: { code: -32602 } });
+        expect(res.body.error.message).toMatch(message);
+      }
+      expect(echo.calls.length).toBe(callsBefore);
+    },
+  );
+});
+
 describe('request ids the answer could not carry back', () => {
   const cases: [string, string][] = [
     ['a 5,000-digit integer (Infinity once parsed)', '9'.repeat(5000)],
@@ -189,6 +220,18 @@ describe('request ids the answer could not carry back', () => {
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringMatching(/^The id/) } });
     }
+  });
+
+  it.each([
+    ['an object with only jsonrpc', { jsonrpc: '2.0' }],
+    ['an id with neither method, result nor error', { jsonrpc: '2.0', id: 1, params: {} }],
+    ['a response with both a result and an error', { jsonrpc: '2.0', id: 1, result: {}, error: { code: 1, message: 'x' } }],
+    ['a method that is not a string', { jsonrpc: '2.0', id: 1, method: 5 }],
+    ['an empty method', { jsonrpc: '2.0', method: '' }],
+  ])('refuses %s as an invalid request (-32600, HTTP 400), not accepted as a notification or an answer', async (_label, body) => {
+    const res = await post(body);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
   });
 
   it('answers the largest exact integer and a string id with the id itself', async () => {

@@ -11,8 +11,13 @@ import { ERRORS, type GatewayProxy, type HostContext } from './proxy.js';
 import { isAnswerTo } from './relay.js';
 import type { TraceContext } from './trace-context.js';
 
-/** The id the proxied message of a 2026-07-28 host's request carries (the SDK holds the host's own). */
-const PROXIED_ID = 1;
+/**
+ * The id the proxied message of a 2026-07-28 host's request carries (the SDK holds the
+ * host's own): unique in this process, since the calls of one connection share an
+ * upstream session (upstream-session-pool.ts), where ids must not repeat while in flight.
+ */
+let lastProxiedId = 0;
+const nextProxiedId = (): number => (lastProxiedId = (lastProxiedId % Number.MAX_SAFE_INTEGER) + 1);
 /** How many calls one process holds open for hosts' input at most: each holds an upstream connection. */
 const MAX_HELD_CALLS = 1_000;
 /** How long a wrapped upstream requestState is accepted back (the upstream still judges its own state). */
@@ -40,6 +45,8 @@ export interface ModernLeg {
 /** A 2025 upstream's call kept open while the host answers the upstream's request. */
 interface HeldCall {
   id: string;
+  /** The id of the call's message to the upstream, which its answer carries. */
+  proxiedId: number;
   ctx: HostContext;
   abort: AbortController;
   messages: AsyncIterator<JSONRPCMessage>;
@@ -98,7 +105,8 @@ export class HeldCalls {
 
   /** A new call through the proxy (`retryFields`: what a 2026-07-28 upstream asked to get back). */
   private async call(leg: ModernLeg, binding: RequestStateBinding, retryFields: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const message = { jsonrpc: '2.0', id: PROXIED_ID, method: leg.method, params: { ...leg.params, ...retryFields } } as JSONRPCMessage;
+    const proxiedId = nextProxiedId();
+    const message = { jsonrpc: '2.0', id: proxiedId, method: leg.method, params: { ...leg.params, ...retryFields } } as JSONRPCMessage;
     const abort = new AbortController();
     const ctx: HostContext = {
       caller: leg.caller,
@@ -120,6 +128,7 @@ export class HeldCalls {
     if (reply.kind !== 'stream') throw new ProtocolError(ERRORS.internal, 'The gateway got no answer for this request.');
     const call: HeldCall = {
       id: randomBytes(12).toString('base64url'),
+      proxiedId,
       ctx,
       abort,
       messages: reply.messages[Symbol.asyncIterator](),
@@ -169,7 +178,7 @@ export class HeldCalls {
         const step = await call.messages.next();
         if (step.done) throw new ProtocolError(ERRORS.internal, 'The gateway got no answer for this request.');
         const message = step.value as { id?: RequestId; method?: string; params?: Record<string, unknown> };
-        if (isAnswerTo(PROXIED_ID, step.value)) {
+        if (isAnswerTo(call.proxiedId, step.value)) {
           // The rest of the upstream's stream is read in the background (the proxy frees its connection at the end).
           void drain(call.messages);
           return this.resultOf(step.value, call.binding);
@@ -259,10 +268,11 @@ export class HeldCalls {
 
   /** A refused retry: its own row says why, and the host gets the error. */
   private refuse(leg: ModernLeg, binding: RequestStateBinding, code: number, text: string, data?: Record<string, unknown>): ProtocolError {
-    const message = { jsonrpc: '2.0', id: PROXIED_ID, method: leg.method, params: leg.params } as JSONRPCMessage;
+    const id = nextProxiedId();
+    const message = { jsonrpc: '2.0', id, method: leg.method, params: leg.params } as JSONRPCMessage;
     const record = leg.record(message);
     record.toolName = binding.target.slice(0, 500);
-    record.finish({ jsonrpc: '2.0', id: PROXIED_ID, error: { code, message: text, ...(data ? { data } : {}) } } as JSONRPCMessage, 0);
+    record.finish({ jsonrpc: '2.0', id, error: { code, message: text, ...(data ? { data } : {}) } } as JSONRPCMessage, 0);
     return new ProtocolError(code, text, data);
   }
 }

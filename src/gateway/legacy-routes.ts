@@ -9,7 +9,7 @@ import type { Catalogs } from './catalog.js';
 import { ERRORS, type GatewayProxy } from './proxy.js';
 import type { GatewaySession } from './session-id.js';
 import { GATEWAY_ROUTE_OPTIONS } from './rate-limits.js';
-import { requestIdProblem } from './request-id.js';
+import { envelopeProblem } from './message-envelope.js';
 import { sseMessage } from './sse.js';
 import { traceContextFrom } from './trace-context.js';
 
@@ -82,15 +82,13 @@ export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Pick
           .send(deps.rpcError(ERRORS.sessionNotFound, 'Session not found: open a new stream at /sse (the stream may be held by another replica).'));
       }
       const body = request.body as unknown;
-      if (!body || typeof body !== 'object' || Array.isArray(body) || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
-        return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, 'The body must be one JSON-RPC 2.0 message.'));
-      }
-      const badId = requestIdProblem(body);
-      if (badId) return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, badId));
+      const invalid = envelopeProblem(body);
+      if (invalid) return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, invalid));
       const message = body as JSONRPCMessage;
       const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
       const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
       const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, stream.session?.id ?? null);
+      if (stream.session) record.protocolVersion = stream.session.protocolVersion;
       const catalog = await deps.catalogs.forCaller(caller);
       // Answered on the stream: the POST is accepted at once, the work goes on while the stream is open.
       void (async () => {

@@ -18,3 +18,22 @@ export function requestIdProblem(message: object): string | null {
   }
   return `The id must be a string or an integer, not ${id === null ? 'null' : Array.isArray(id) ? 'an array' : `a ${typeof id}`}.`;
 }
+
+/**
+ * Why a POSTed body is not one JSON-RPC 2.0 message a gateway can take, or null: a
+ * batch (gone since 2025-06-18), anything but an object with `jsonrpc: "2.0"`, an id
+ * the answer could not carry back, or an object that is neither a request, a
+ * notification nor a response. Answered -32600 (id null, HTTP 400) by every route.
+ */
+export function envelopeProblem(body: unknown): string | null {
+  if (Array.isArray(body)) return 'JSON-RPC batches are not supported: send one message per request.';
+  if (!body || typeof body !== 'object' || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') return 'The body must be one JSON-RPC 2.0 message.';
+  const badId = requestIdProblem(body);
+  if (badId) return badId;
+  const m = body as { id?: unknown; method?: unknown; result?: unknown; error?: unknown };
+  if (m.method !== undefined) return typeof m.method === 'string' && m.method !== '' ? null : 'The method must be a non-empty string.';
+  const isResponse = m.id !== undefined && (m.result !== undefined) !== (m.error !== undefined);
+  return isResponse
+    ? null
+    : 'The message is neither a request (a method), a notification (a method without an id) nor a response (an id with a result or an error).';
+}

@@ -7,7 +7,7 @@ import type { GatewayCaller } from './access.js';
 import { exposeItems, LIST_CAPABILITY, LIST_KEY, nameItems, resolveExposedName, routeForUri, type ExposedItems, type ListMethod } from './aggregate.js';
 import type { CallRecord } from './call-record.js';
 import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';
-import { malformedToolCall } from '../mcp/tool-call-params.js';
+import { malformedRequestParams } from '../mcp/request-params.js';
 import { redactSecretValues } from '../core/redaction.js';
 import { withoutEchoedSecretsIn } from './echoed-secrets.js';
 import { cancelledTarget, fromUpstream, isAnswerTo, unrelayId } from './relay.js';
@@ -20,6 +20,7 @@ import { errorAnswerIn, MODERN_REVISION, toModernUpstream, type HostIdentity } f
 import { isInputRequired } from './bridge-input-requests.js';
 import { InputWaiters, inputRounds } from './bridge-input-rounds.js';
 import type { UpstreamHealth } from './upstream-health.js';
+import { UpstreamSessionPool } from './upstream-session-pool.js';
 
 /** JSON-RPC error codes the gateway answers with. */
 export const ERRORS = {
@@ -107,12 +108,20 @@ export class GatewayProxy {
   /** 2025 hosts' answers to the requests bridged from 2026-07-28 upstreams' input_required results, awaited here. */
   private readonly inputWaiters = new InputWaiters();
 
+  /** 2025 upstream sessions shared by the session-less requests of 2026-07-28 hosts. */
+  private readonly sessions = new UpstreamSessionPool();
+
   constructor(
     private readonly services: Pick<Services, 'config' | 'logger'>,
     private readonly catalogs: Catalogs,
     private readonly health: UpstreamHealth,
     private readonly fetch: UpstreamFetch,
   ) {}
+
+  /** Ends the pooled upstream sessions (the process is closing). */
+  close(): void {
+    this.sessions.close();
+  }
 
   /** Serves one message the host POSTed. */
   async handle(ctx: HostContext, message: JSONRPCMessage): Promise<HostReply> {
@@ -121,6 +130,12 @@ export class GatewayProxy {
     if (m.id === undefined) return this.relayNotification(ctx, message);
     const id = m.id;
     try {
+      // Refused here, in words, rather than forwarded for an upstream to fail on (or dumped by a schema).
+      const malformed = malformedRequestParams(message);
+      if (malformed) {
+        if (typeof m.params?.name === 'string') ctx.record.toolName = m.params.name.slice(0, 500);
+        throw new GatewayCallError(ERRORS.invalidParams, malformed.error.message);
+      }
       switch (m.method) {
         case 'initialize':
           return await this.initialize(ctx, id, m.params ?? {});
@@ -131,21 +146,13 @@ export class GatewayProxy {
         case 'resources/list':
         case 'resources/templates/list':
           return await this.list(ctx, id, m.method);
-        case 'tools/call': {
-          // Refused here, in words, rather than forwarded for an upstream to fail on (or dumped by a schema).
-          const malformed = malformedToolCall(message);
-          if (malformed) {
-            if (typeof m.params?.name === 'string') ctx.record.toolName = m.params.name.slice(0, 500);
-            throw new GatewayCallError(ERRORS.invalidParams, malformed.error.message);
-          }
-          return await this.callNamed(ctx, message, m.method, m.params ?? {});
-        }
+        case 'tools/call':
         case 'prompts/get':
           return await this.callNamed(ctx, message, m.method, m.params ?? {});
         case 'resources/read':
         case 'resources/subscribe':
         case 'resources/unsubscribe':
-          return await this.callByUri(ctx, message, String(m.params?.uri ?? ''));
+          return await this.callByUri(ctx, message, String(m.params!.uri));
         case 'completion/complete':
           return await this.complete(ctx, message, m.params ?? {});
         case 'logging/setLevel':
@@ -611,6 +618,7 @@ export class GatewayProxy {
   private async exchange(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamReply> {
     if (route.transport === 'sse') return this.sendLegacy(ctx, route, credential, message);
     if (route.features?.protocolVersion === MODERN_REVISION) return this.sendModern(ctx, route, credential, message);
+    if (ctx.modern && !ctx.modern.upstreams.has(route.assignmentGuid)) return this.sendPooled(ctx, route, credential, message);
     const held = ctx.modern?.upstreams;
     let upstream = ctx.session?.upstreams[route.assignmentGuid] ?? held?.get(route.assignmentGuid);
     let transient = false;
@@ -646,6 +654,52 @@ export class GatewayProxy {
       if (err instanceof GatewayCallError) throw err;
       throw this.failed(ctx, route, message, err);
     }
+  }
+
+  /**
+   * A 2026-07-28 host's exchange with a 2025 upstream, on the session its connection
+   * shares with its other requests of the same host identity (upstream-session-pool.ts):
+   * one exchange per call instead of four. The session stays the request's while the
+   * request lasts (a bridged input round answers on it); a session the upstream forgot
+   * (404) is opened again, once.
+   */
+  private async sendPooled(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage, retried = false): Promise<UpstreamReply> {
+    const modern = ctx.modern!;
+    const key = UpstreamSessionPool.keyOf(ctx.caller.connectionGuid, route.assignmentGuid, this.hostOf(ctx));
+    const lease = this.sessions.acquire(
+      key,
+      async () => {
+        const opened = await this.openUpstream(ctx, route, this.hostOf(ctx));
+        return { ...(opened.sessionId ? { sessionId: opened.sessionId } : {}), ...(opened.protocolVersion ? { protocolVersion: opened.protocolVersion } : {}) };
+      },
+      (session) =>
+        void deleteUpstreamSession({ ...this.request(ctx, route, credential, session.sessionId, session.protocolVersion), signal: AbortSignal.timeout(5_000) }),
+    );
+    let reply: UpstreamReply;
+    try {
+      const upstream = await lease.session;
+      modern.upstreams.set(route.assignmentGuid, upstream);
+      reply = await postToUpstream(this.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion), message);
+    } catch (err) {
+      lease.release();
+      modern.upstreams.delete(route.assignmentGuid);
+      if (err instanceof UpstreamHttpError && err.status === 404 && !retried) {
+        this.sessions.drop(key);
+        return this.sendPooled(ctx, route, credential, message, true);
+      }
+      if (err instanceof GatewayCallError) throw err;
+      throw this.failed(ctx, route, message, err);
+    }
+    return {
+      ...reply,
+      messages: (async function* () {
+        try {
+          yield* reply.messages;
+        } finally {
+          lease.release();
+        }
+      })(),
+    };
   }
 
   /** Ends an upstream session opened for one request (and forgets it, so a later exchange of the request opens its own). */

@@ -19,11 +19,12 @@ import { deleteUpstreamSession } from './upstream-http.js';
 import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 import { createModernHostHandler, isModernMessage, type ModernHostRequest } from './modern-host.js';
+import { MODERN_REVISION } from './modern-upstream.js';
 import { sendWebResponse, toWebRequest } from '../http/web-request.js';
-import { malformedToolCall } from '../mcp/tool-call-params.js';
+import { malformedRequestParams } from '../mcp/request-params.js';
 import { isStoreUnreachable } from '../stores/store-errors.js';
 import { EndedSessions } from './ended-sessions.js';
-import { requestIdProblem } from './request-id.js';
+import { envelopeProblem } from './message-envelope.js';
 
 const SESSION_HEADER = 'mcp-session-id';
 const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({
@@ -53,6 +54,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   });
   app.addHook('onClose', async () => {
     access.close();
+    proxy.close();
     catalogs.close();
     upstreams.close();
   });
@@ -137,12 +139,8 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const caller = await admit(request, reply);
     if (!caller) return reply;
     const body = request.body as unknown;
-    if (Array.isArray(body)) return reply.code(400).send(rpcError(ERRORS.invalidRequest, 'JSON-RPC batches are not supported: send one message per request.'));
-    if (!body || typeof body !== 'object' || (body as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
-      return reply.code(400).send(rpcError(ERRORS.invalidRequest, 'The body must be one JSON-RPC 2.0 message.'));
-    }
-    const badId = requestIdProblem(body);
-    if (badId) return reply.code(400).send(rpcError(ERRORS.invalidRequest, badId));
+    const invalid = envelopeProblem(body);
+    if (invalid) return reply.code(400).send(rpcError(ERRORS.invalidRequest, invalid));
     const message = body as JSONRPCMessage;
     if (isModernMessage(body, request.headers['mcp-protocol-version'])) return serveModern(request, reply, caller);
     const isInitialize = (message as { method?: string }).method === 'initialize';
@@ -159,6 +157,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     });
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
     const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, found.session?.id ?? null);
+    if (found.session) record.protocolVersion = found.session.protocolVersion;
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
     return render(reply, answer, found.id, (message as { id?: unknown }).id, acceptsJson(request), found.session);
   });
@@ -179,10 +178,14 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       catalog,
       trace,
       signal: abort.signal,
-      record: (message) => new CallRecord(services, caller, trace, message, requestBytes, request.headers, null),
+      record: (message) => {
+        const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, null);
+        record.protocolVersion = MODERN_REVISION;
+        return record;
+      },
     };
     // Refused before the SDK's schema would answer it with a dump of its issues, and logged like any refusal.
-    const malformed = malformedToolCall(request.body);
+    const malformed = malformedRequestParams(request.body, MODERN_REVISION);
     if (malformed) {
       const record = modernHost.record(request.body as JSONRPCMessage);
       const name = (request.body as { params?: { name?: unknown } }).params?.name;

@@ -11,7 +11,7 @@ import { successStatusOf, type AnyOperation, type OperationContext, type Princip
 import { operations as allOperations } from '../core/operations/index.js';
 import type { Services } from '../core/services.js';
 import { registerGatewayRoutes } from '../gateway/routes.js';
-import { createAdminMcpHandler, malformedToolCall } from '../mcp/admin-tools.js';
+import { createAdminMcpHandler, malformedRequestParams } from '../mcp/admin-tools.js';
 import { sendWebResponse, toWebRequest } from './web-request.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
@@ -140,7 +140,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     config: { mcpEndpoint: true },
     handler: async (request, reply) => {
       const end = metrics.duration.startTimer({ operation: 'mcp', surface: 'mcp' });
-      const malformed = malformedToolCall(request.body);
+      const malformed = malformedRequestParams(request.body);
       if (malformed) return reply.send(malformed);
       const operationContext: OperationContext = { services, principal: request.principal!, origin: originOf(request, 'mcp') };
       const response = await mcp.fetch(toWebRequest(request), {

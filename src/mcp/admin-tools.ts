@@ -36,7 +36,7 @@ export async function callTool(op: AnyOperation, ctx: OperationContext, args: Re
   }
 }
 
-export { malformedToolCall } from './tool-call-params.js';
+export { malformedRequestParams } from './request-params.js';
 
 /**
  * The admin MCP endpoint's handler (contract sections 3 and 8.1), served by the v2

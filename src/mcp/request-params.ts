@@ -1,20 +1,60 @@
 import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 
+type Params = Record<string, unknown>;
+
+const kindOf = (value: unknown): string => (Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`);
+const isObject = (value: unknown): boolean => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** The syslog severities MCP's logging uses (RFC 5424). */
+const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/** Requests of the 2025 revisions that 2026-07-28 dropped (listen streams replace subscriptions; the envelope carries the log level). */
+const GONE_IN_2026 = new Set(['logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
+
+/** What each named request needs of its params, said in words: null when they will do. */
+const RULES: Record<string, (p: Params) => string | null> = {
+  'tools/call': (p) => {
+    if (typeof p.name !== 'string' || p.name === '') return 'tools/call needs params.name: the name of a tool from tools/list.';
+    if (p.arguments !== undefined && !isObject(p.arguments))
+      return `tools/call params.arguments must be an object of the tool's parameters, not ${kindOf(p.arguments)}.`;
+    return null;
+  },
+  'prompts/get': (p) => {
+    if (typeof p.name !== 'string' || p.name === '') return 'prompts/get needs params.name: the name of a prompt from prompts/list.';
+    if (p.arguments !== undefined && !isObject(p.arguments))
+      return `prompts/get params.arguments must be an object of the prompt's arguments, not ${kindOf(p.arguments)}.`;
+    if (p.arguments !== undefined && Object.values(p.arguments as Params).some((v) => typeof v !== 'string'))
+      return 'prompts/get params.arguments must map each argument name to a string.';
+    return null;
+  },
+  'logging/setLevel': (p) =>
+    typeof p.level === 'string' && LOG_LEVELS.includes(p.level) ? null : `logging/setLevel needs params.level, one of ${LOG_LEVELS.join(', ')}.`,
+  'resources/read': (p) => uriRule('resources/read', p),
+  'resources/subscribe': (p) => uriRule('resources/subscribe', p),
+  'resources/unsubscribe': (p) => uriRule('resources/unsubscribe', p),
+};
+
+function uriRule(method: string, p: Params): string | null {
+  return typeof p.uri === 'string' && p.uri !== '' ? null : `${method} needs params.uri: the URI of a resource from resources/list.`;
+}
+
 /**
- * A JSON-RPC answer for a tools/call whose params the SDK's own schema would refuse
- * with a dump of its issues: the same -32602, in words (contract: bad input is named).
- * Null when the message is not such a call. One rule for every MCP surface: the
- * admin endpoint and the gateways (which must not forward such a call upstream).
+ * A JSON-RPC answer for a request whose params the SDK's own schema (or an upstream's)
+ * would refuse with a dump of its issues: the same -32602, in words (contract: bad
+ * input is named). Null when the message is not such a request. One rule for every
+ * MCP surface: the admin endpoint and the gateways (which must not forward such a
+ * request upstream).
  */
-export function malformedToolCall(message: unknown): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string } } | null {
+export function malformedRequestParams(
+  message: unknown,
+  revision: 'any' | '2026-07-28' = 'any',
+): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string } } | null {
   const m = message as { method?: unknown; id?: unknown; params?: unknown } | null;
-  if (!m || typeof m !== 'object' || m.method !== 'tools/call' || m.id === undefined) return null;
-  const p = (m.params ?? {}) as { name?: unknown; arguments?: unknown };
-  const refuse = (text: string) => ({ jsonrpc: '2.0' as const, id: m.id, error: { code: ProtocolErrorCode.InvalidParams, message: text } });
-  if (typeof p.name !== 'string' || p.name === '') return refuse('tools/call needs params.name: the name of a tool from tools/list.');
-  if (p.arguments !== undefined && (p.arguments === null || typeof p.arguments !== 'object' || Array.isArray(p.arguments))) {
-    const got = Array.isArray(p.arguments) ? 'an array' : p.arguments === null ? 'null' : `a ${typeof p.arguments}`;
-    return refuse(`tools/call params.arguments must be an object of the tool's parameters, not ${got}.`);
-  }
-  return null;
+  if (!m || typeof m !== 'object' || typeof m.method !== 'string' || m.id === undefined) return null;
+  // Methods revision 2026-07-28 no longer has are its handler's to refuse (HTTP 404, -32601), whatever their params.
+  if (revision === '2026-07-28' && GONE_IN_2026.has(m.method)) return null;
+  const rule = Object.hasOwn(RULES, m.method) ? RULES[m.method]! : null;
+  if (!rule) return null;
+  const problem = isObject(m.params ?? {}) ? rule((m.params ?? {}) as Params) : `${m.method} params must be an object, not ${kindOf(m.params)}.`;
+  return problem ? { jsonrpc: '2.0', id: m.id, error: { code: ProtocolErrorCode.InvalidParams, message: problem } } : null;
 }

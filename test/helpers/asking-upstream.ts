@@ -12,6 +12,8 @@ export interface AskingUpstream extends Upstream {
   runs: Record<string, number>;
   /** Client capabilities each session declared at initialize. */
   declared: Record<string, unknown>[];
+  /** Forgets every session without ending it, as a restarted upstream would: their ids are answered 404. */
+  forgetSessions(): void;
 }
 
 /**
@@ -114,6 +116,7 @@ export async function startAskingUpstream(): Promise<AskingUpstream> {
     url: `http://127.0.0.1:${port}/mcp`,
     runs,
     declared,
+    forgetSessions: () => transports.clear(),
     close: async () => {
       for (const transport of transports.values()) await transport.close().catch(() => undefined);
       httpServer.closeAllConnections();
