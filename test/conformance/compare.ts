@@ -1,63 +1,82 @@
 /**
- * Runs the MCP conformance runner's server scenarios against server-everything
- * directly and through the gateway, and prints both results as JSON
- * ({direct: {scenario: "passed/failed"}, gateway: {...}}). Meant to run inside a
- * network namespace of its own (`unshare -n`, loopback up): the runner's helpers
- * listen on all interfaces. The runner cannot send headers, so a loopback
- * forwarder adds the gateway token.
+ * Runs the MCP conformance runner's server scenarios, for each protocol revision
+ * (its `--requirements` list: the scored scenarios and the ones it runs unscored),
+ * against an upstream directly and through a gateway, and prints one JSON line:
+ * `{ [comparison]: { revision, upstream, direct: Results, gateway: Results } }` where
+ * `Results` is `{ [scenario]: { [checkId]: status } }`. The comparisons: our v2-SDK
+ * fixture (test/conformance/fixture-server.ts) at 2025-11-25 and at 2026-07-28, and
+ * server-everything (a 2025 upstream) at 2025-11-25.
+ *
+ * Meant to run inside a network namespace of its own (`unshare -n`, loopback up): the
+ * runner's helpers listen on all interfaces. The runner cannot send headers, so a
+ * loopback forwarder adds the gateway token.
  *
  *   CONFORMANCE_JS=/path/to/conformance/dist/index.js tsx test/conformance/compare.ts
  */
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
-import { invoke, newWorkspace, startTestApp } from '../helpers/harness.js';
+import { invoke, newWorkspace, startTestApp, type TestApp } from '../helpers/harness.js';
 import { listenLoopback, registerServer } from '../helpers/gateway.js';
 import { startEverything } from '../helpers/upstreams.js';
+import { startConformanceFixture } from './fixture-server.js';
 
 const run = promisify(execFile);
 const conformanceJs = process.env.CONFORMANCE_JS;
 if (!conformanceJs) throw new Error('CONFORMANCE_JS must name the conformance runner (dist/index.js)');
 
-const parse = (stdout: string): Record<string, string> => {
-  const out: Record<string, string> = {};
-  for (const m of stdout.matchAll(/^[✓✗] (\S+): (\d+) passed, (\d+) failed/gm)) out[m[1]!] = `${m[2]}/${m[3]}`;
-  return out;
-};
+/** A scenario's checks, by id: SUCCESS, FAILURE, WARNING, INFO or SKIPPED. */
+type Outcome = Record<string, string>;
+type Results = Record<string, Outcome>;
 
-// eslint-disable-next-line no-control-regex -- ANSI colour codes start with ESC
-const stripAnsi = (text: string): string => text.replace(/\x1b\[[0-9;]*m/g, '');
+// A check id can repeat within a scenario (one per probe); the most severe status stands for it.
+const SEVERITY = ['SKIPPED', 'INFO', 'SUCCESS', 'WARNING', 'FAILURE'];
 
-const runner = (url: string, extra: string[] = [], timeout = 60_000) =>
-  run(process.execPath, [conformanceJs!, 'server', '--url', url, ...extra], { timeout, maxBuffer: 64 * 1024 * 1024 }).then(
-    (r) => r.stdout,
-    (e: { stdout?: string }) => e.stdout ?? '',
-  );
-
-/**
- * Every scenario's result against `url`, one runner process per scenario: run as a
- * whole suite, the runner keeps a stream open after its last scenario and only ends
- * at its timeout, which cost minutes per run.
- */
-async function scenarios(url: string): Promise<Record<string, string>> {
-  // Against a closed port every scenario fails at once: that run just names them.
-  const names = Object.keys(parse(await runner('http://127.0.0.1:1/mcp')));
-  const out: Record<string, string> = {};
-  for (const name of names) {
-    // A single scenario reports "Passed: P/T, F failed".
-    const m = /Passed: (\d+)\/\d+, (\d+) failed/.exec(stripAnsi(await runner(url, ['--scenario', name], 30_000)));
-    out[name] = m ? `${m[1]}/${m[2]}` : 'no result';
+/** Every scenario `revision` requires (and the ones it runs unscored) against `url`, in one runner process. */
+async function requirements(url: string, revision: string): Promise<Results> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'conformance-'));
+  try {
+    // The runner exits non-zero when a scenario fails: that is a result, not an error.
+    await run(process.execPath, [conformanceJs!, 'server', '--url', url, '--requirements', revision, '--timeout', '15000', '-o', dir], {
+      timeout: 150_000,
+      maxBuffer: 64 * 1024 * 1024,
+    }).catch(() => undefined);
+    const results: Results = {};
+    // One directory per scenario: server-<scenario>-<timestamp>/checks.json.
+    for (const entry of fs.readdirSync(dir)) {
+      const scenario = entry.replace(/^server-/, '').replace(/-\d{4}-\d{2}-\d{2}T[\d-]+Z$/, '');
+      const checks = JSON.parse(fs.readFileSync(path.join(dir, entry, 'checks.json'), 'utf8')) as { id: string; status: string }[];
+      const outcome: Outcome = {};
+      for (const { id, status } of checks) {
+        const before = outcome[id];
+        if (before === undefined || SEVERITY.indexOf(status) > SEVERITY.indexOf(before)) outcome[id] = status;
+      }
+      results[scenario] = outcome;
+    }
+    return results;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
-  return out;
 }
 
-/** A loopback forwarder to `target` that adds the gateway token to every request. */
-async function forwarder(target: string, token: string): Promise<{ url: string; close(): void }> {
-  const to = new URL(target);
+/**
+ * A loopback forwarder that adds the gateway token to every request and changes
+ * nothing else (Host and Origin pass through: the DNS-rebinding scenario sends
+ * foreign ones and expects them refused). It listens before the app starts, so that
+ * its origin can be listed in the app's ALLOWED_ORIGINS; `target` is set once the
+ * gateway exists.
+ */
+async function forwarder(): Promise<{ url: string; origin: string; target(url: string, token: string): void; close(): void }> {
+  let to: URL | undefined;
+  let bearer = '';
   const server = http.createServer((req, res) => {
+    if (!to) return void res.writeHead(503).end();
     const upstream = http.request(
-      { host: to.hostname, port: to.port, path: to.pathname, method: req.method, headers: { ...req.headers, host: to.host, authorization: `Bearer ${token}` } },
+      { host: to.hostname, port: to.port, path: to.pathname, method: req.method, headers: { ...req.headers, authorization: `Bearer ${bearer}` } },
       (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
@@ -67,27 +86,57 @@ async function forwarder(target: string, token: string): Promise<{ url: string; 
     req.pipe(upstream);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, close: () => server.close() };
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url: `${origin}/mcp`,
+    origin,
+    target: (url, token) => {
+      to = new URL(url);
+      bearer = token;
+    },
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
 }
 
-const t = await startTestApp();
-const everything = await startEverything('streamableHttp');
-try {
-  const base = await listenLoopback(t);
+/** A gateway of its own in front of one upstream, reached through `via`. */
+async function gatewayFor(t: TestApp, base: string, name: string, upstreamUrl: string, via: Awaited<ReturnType<typeof forwarder>>): Promise<void> {
   const ws = await newWorkspace(t);
-  const { serverGuid } = await registerServer(t, ws, { name: 'everything', url: everything.url, authType: 'none' });
-  const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'conformance' });
+  const { serverGuid } = await registerServer(t, ws, { name, url: upstreamUrl, authType: 'none' });
+  const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: `conformance-${name}` });
   await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: serverGuid });
   // One server, upstream names unchanged (contract 8.2): the runner calls the fixture's tools by their own names.
   await invoke(t, 'rest', ws.token, 'set_gateway_tool_naming', { gatewayGuid: gw.body.guid, mode: 'when-needed' });
   const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-  const fwd = await forwarder(`${base}/gateways/${gw.body.guid}/mcp`, issued.body.token);
-  const direct = await scenarios(everything.url);
-  const gateway = await scenarios(fwd.url);
-  fwd.close();
-  process.stdout.write(`${JSON.stringify({ direct, gateway })}\n`);
+  via.target(`${base}/gateways/${gw.body.guid}/mcp`, issued.body.token);
+}
+
+const viaFixture = await forwarder();
+const viaEverything = await forwarder();
+// The gateway refuses browser origins it was not told of (contract: PUBLIC_BASE_URL's and ALLOWED_ORIGINS);
+// a deployment lists the origins its hosts run at, as this one lists the forwarders'.
+const t = await startTestApp({ ALLOWED_ORIGINS: `${viaFixture.origin},${viaEverything.origin}` });
+const fixture = await startConformanceFixture();
+const everything = await startEverything('streamableHttp');
+try {
+  const base = await listenLoopback(t);
+  await gatewayFor(t, base, 'fixture', fixture.url, viaFixture);
+  await gatewayFor(t, base, 'everything', everything.url, viaEverything);
+  const comparisons: Record<string, { revision: string; upstream: string; direct: Results; gateway: Results }> = {};
+  // Sequential: the fixture's list-change triggers reach every open listen stream, so parallel runs would hear each other.
+  for (const [name, revision, upstream, direct, gateway] of [
+    ['fixture 2025-11-25', '2025-11-25', 'fixture', fixture.url, viaFixture.url],
+    ['fixture 2026-07-28', '2026-07-28', 'fixture', fixture.url, viaFixture.url],
+    ['server-everything 2025-11-25', '2025-11-25', 'server-everything', everything.url, viaEverything.url],
+  ] as const)
+    comparisons[name] = { revision, upstream, direct: await requirements(direct, revision), gateway: await requirements(gateway, revision) };
+  viaFixture.close();
+  viaEverything.close();
+  process.stdout.write(`${JSON.stringify(comparisons)}\n`);
 } finally {
   // Streams the runner leaves open would hold the app's close: bound it, then exit.
-  await Promise.race([Promise.all([everything.close(), t.close()]), new Promise((r) => setTimeout(r, 5000))]);
+  await Promise.race([Promise.all([fixture.close(), everything.close(), t.close()]), new Promise((r) => setTimeout(r, 5000))]);
   process.exit(0);
 }
