@@ -41,6 +41,14 @@ describe('errors noticed before a route runs', () => {
     },
   );
 
+  it('a path parameter past the router limit is a 404 problem that names the path without echoing it whole', async () => {
+    const res = await t.app.inject({ method: 'GET', url: `/api/v1/svc-admin/teams/${'a'.repeat(5000)}` });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(res.json()).toMatchObject({ code: 'not_found', detail: expect.stringMatching(/^No route for GET \/api\/v1\/svc-admin\/teams\/a+…$/) });
+    expect(res.body.length).toBeLessThan(600);
+  });
+
   it('headers over the limit are a 431 problem', async () => {
     const res = await raw(`GET /api/v1/svc-admin/whoami HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(res.status).toBe(431);

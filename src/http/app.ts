@@ -79,7 +79,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     if (appError.status >= 500) request.log.error({ err }, 'unexpected error');
     return sendProblem(reply, appError);
   });
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}`)));
+  app.setNotFoundHandler((request, reply) => {
+    // The path is named, not echoed whole: a long one (up to the 8 KB request line) is cut.
+    const path = request.url.split('?')[0]!;
+    return sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${path.length > 200 ? `${path.slice(0, 200)}…` : path}`));
+  });
 
   registerOriginCheck(app, services.config.allowedOrigins);
 
