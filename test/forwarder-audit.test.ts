@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { NewAlert } from '../src/core/alerts.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AuditSource } from '../src/forwarder/audit-source.js';
-import { Forwarder, type ForwarderOptions } from '../src/forwarder/forwarder.js';
 import type { BodyKind } from '../src/forwarder/record-sql.js';
 import { referenceAuditHec, referenceAuditLogs, type AuditRow } from './helpers/audit-reference.js';
+import { forwarderKit, until } from './helpers/forwarder-kit.js';
 import { callLog, writeCallLogs } from './helpers/forwarder-rows.js';
-import { assertNeverLeaked, closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+import { assertNeverLeaked, invoke, newWorkspace, type TestApp } from './helpers/harness.js';
 import { HecReceiver, type HecEvent } from './helpers/hec-receiver.js';
 import { newMember } from './helpers/members.js';
 import { OtlpReceiver, type ReceivedItem } from './helpers/otlp-receiver.js';
@@ -19,66 +18,12 @@ import { OtlpReceiver, type ReceivedItem } from './helpers/otlp-receiver.js';
  * JSON.stringify (test/helpers/audit-reference.ts).
  */
 let t: TestApp;
-const receivers: { stop(): Promise<void> }[] = [];
-const forwarders: Forwarder[] = [];
-const alerts: NewAlert[] = [];
 const COLLECTOR_SECRET = 'collector-bearer-7c1e9a42f0';
 const API_KEY_SECRET = 'collector-api-key-5d2b8e11';
 const HEC_TOKEN = 'hec-audit-token-93f0c6d1a8';
-
-const FAST: ForwarderOptions = {
-  pollIntervalMs: 20,
-  settleMs: 50,
-  batchSize: 5,
-  backoffInitialMs: 20,
-  backoffMaxMs: 200,
-  requestTimeoutMs: 2000,
-  maxRefusedAttempts: 2,
-};
-
-beforeAll(async () => {
-  t = await startTestApp();
-  await t.runtime.forwarder.stop();
-  const original = t.runtime.services.alerts;
-  t.runtime.services.alerts = {
-    raise: async (a) => {
-      alerts.push(a);
-      await original.raise(a);
-    },
-  };
-});
-afterEach(async () => {
-  await Promise.all(forwarders.splice(0).map((f) => f.stop()));
-  await Promise.all(receivers.splice(0).map((r) => r.stop()));
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-});
-
-function forwarder(opts: ForwarderOptions = {}): Forwarder {
-  const f = new Forwarder(t.runtime.services, t.runtime.services.metricsRegistry!, { ...FAST, ...opts });
-  forwarders.push(f);
-  f.start();
-  return f;
-}
-async function otlp(): Promise<OtlpReceiver> {
-  const r = await new OtlpReceiver().start();
-  receivers.push(r);
-  return r;
-}
-async function hec(): Promise<HecReceiver> {
-  const r = await new HecReceiver(HEC_TOKEN).start();
-  receivers.push(r);
-  return r;
-}
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const kit = forwarderKit({ options: { batchSize: 5 }, onStart: (app) => (t = app) });
+const { alerts, forwarder, otlp } = kit;
+const hec = () => kit.hec(HEC_TOKEN);
 /** A successful answer's body (REST: 200 or 201; MCP: 200). */
 async function ok(res: Promise<{ status: number; body: any }>) {
   const answer = await res;

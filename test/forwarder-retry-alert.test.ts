@@ -1,10 +1,8 @@
 import net from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { NewAlert } from '../src/core/alerts.js';
-import { Forwarder, type ForwarderOptions } from '../src/forwarder/forwarder.js';
-import { assertNeverLeaked, closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+import { describe, expect, it } from 'vitest';
+import { assertNeverLeaked, invoke, newWorkspace, type TestApp } from './helpers/harness.js';
+import { forwarderKit, until } from './helpers/forwarder-kit.js';
 import { callLog, writeCallLogs } from './helpers/forwarder-rows.js';
-import { OtlpReceiver } from './helpers/otlp-receiver.js';
 
 /**
  * A collector that keeps failing in a way that is retried (3xx, 5xx, unreachable):
@@ -12,45 +10,9 @@ import { OtlpReceiver } from './helpers/otlp-receiver.js';
  * failures (collector_export_failed), not once per try and not never.
  */
 let t: TestApp;
-const alerts: NewAlert[] = [];
-const receivers: OtlpReceiver[] = [];
-const forwarders: Forwarder[] = [];
 const COLLECTOR_SECRET = `collector-secret-${Math.random().toString(36).slice(2, 12)}`;
-const FAST: ForwarderOptions = { pollIntervalMs: 20, settleMs: 50, batchSize: 50, backoffInitialMs: 10, backoffMaxMs: 40, requestTimeoutMs: 2000 };
-
-beforeAll(async () => {
-  t = await startTestApp();
-  await t.runtime.forwarder.stop();
-  const original = t.runtime.services.alerts;
-  t.runtime.services.alerts = {
-    raise: async (a) => {
-      alerts.push(a);
-      await original.raise(a);
-    },
-  };
-});
-afterEach(async () => {
-  await Promise.all(forwarders.splice(0).map((f) => f.stop()));
-  await Promise.all(receivers.splice(0).map((r) => r.stop()));
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-});
-
-function forwarder(): Forwarder {
-  const f = new Forwarder(t.runtime.services, t.runtime.services.metricsRegistry!, FAST);
-  forwarders.push(f);
-  f.start();
-  return f;
-}
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const kit = forwarderKit({ options: { backoffInitialMs: 10, backoffMaxMs: 40 }, onStart: (app) => (t = app) });
+const { alerts, forwarder, otlp } = kit;
 const cursor = (org: string) =>
   t.runtime.services.db.selectFrom('forwarder_cursors').selectAll().where('organization_guid', '=', org).where('signal', '=', 'logs').executeTakeFirstOrThrow();
 const exportAlerts = (org: string) => alerts.filter((a) => a.organizationGuid === org && a.code === 'collector_export_failed');
@@ -70,8 +32,7 @@ describe('a collector that keeps failing with retried answers', () => {
     ['redirects', 307],
   ])('raises one collector_export_failed after repeated %s, holds every record, and delivers them when it recovers', async (_label, status) => {
     const ws = await newWorkspace(t);
-    const r = await new OtlpReceiver().start();
-    receivers.push(r);
+    const r = await otlp();
     const configured = await invoke(t, 'rest', ws.token, 'set_otel_configuration', {
       logsCollectorUrl: r.url('/v1/logs'),
       headers: { Authorization: `Bearer ${COLLECTOR_SECRET}` },

@@ -1,85 +1,29 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { NewAlert } from '../src/core/alerts.js';
+import { describe, expect, it } from 'vitest';
 import { epochMs } from '../src/forwarder/call-log-row.js';
 import { CallLogSource } from '../src/forwarder/call-log-source.js';
-import { Forwarder, type ForwarderOptions } from '../src/forwarder/forwarder.js';
-import { assertNeverLeaked, closeClients, invoke, newWorkspace, rest, startTestApp, type TestApp } from './helpers/harness.js';
+import { assertNeverLeaked, invoke, newWorkspace, rest, type TestApp } from './helpers/harness.js';
+import { forwarderKit, until } from './helpers/forwarder-kit.js';
 import { callLog, writeCallLogs, type TestCallLog } from './helpers/forwarder-rows.js';
-import { HecReceiver } from './helpers/hec-receiver.js';
-import { OtlpReceiver } from './helpers/otlp-receiver.js';
 
 /**
  * The forwarder end to end: real stores, the real ingest path, real HTTP receivers on
  * loopback that validate the wire formats strictly.
  */
 let t: TestApp;
-const receivers: { stop(): Promise<void> }[] = [];
-const forwarders: Forwarder[] = [];
-const alerts: NewAlert[] = [];
 const OPERATOR_SECRET = 'operator-only-9d41c7e2';
 const COLLECTOR_SECRET = 'customer-token-3b8e5a61';
 const HEC_TOKEN = 'hec-token-0a7f4d2c9e';
-
-const FAST: ForwarderOptions = {
-  pollIntervalMs: 20,
-  settleMs: 50,
-  batchSize: 50,
-  backoffInitialMs: 20,
-  backoffMaxMs: 200,
-  requestTimeoutMs: 2000,
-  maxRefusedAttempts: 2,
-};
-
-beforeAll(async () => {
+const kit = forwarderKit({
   // An operator's own OTLP settings must never reach a customer's collector.
-  process.env.OTEL_EXPORTER_OTLP_HEADERS = `x-operator-secret=${OPERATOR_SECRET}`;
-  process.env.OTEL_EXPORTER_OTLP_LOGS_HEADERS = `x-operator-logs=${OPERATOR_SECRET}`;
-  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = 'http://127.0.0.1:1';
-  t = await startTestApp();
-  await t.runtime.forwarder.stop();
-  const original = t.runtime.services.alerts;
-  t.runtime.services.alerts = {
-    raise: async (a) => {
-      alerts.push(a);
-      await original.raise(a);
-    },
-  };
+  env: {
+    OTEL_EXPORTER_OTLP_HEADERS: `x-operator-secret=${OPERATOR_SECRET}`,
+    OTEL_EXPORTER_OTLP_LOGS_HEADERS: `x-operator-logs=${OPERATOR_SECRET}`,
+    OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1',
+  },
+  onStart: (app) => (t = app),
 });
-afterEach(async () => {
-  await Promise.all(forwarders.splice(0).map((f) => f.stop()));
-  await Promise.all(receivers.splice(0).map((r) => r.stop()));
-});
-afterAll(async () => {
-  await closeClients();
-  await t?.close();
-  delete process.env.OTEL_EXPORTER_OTLP_HEADERS;
-  delete process.env.OTEL_EXPORTER_OTLP_LOGS_HEADERS;
-  delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
-});
-
-function forwarder(opts: ForwarderOptions = {}): Forwarder {
-  const f = new Forwarder(t.runtime.services, t.runtime.services.metricsRegistry!, { ...FAST, ...opts });
-  forwarders.push(f);
-  f.start();
-  return f;
-}
-async function otlp(): Promise<OtlpReceiver> {
-  const r = await new OtlpReceiver().start();
-  receivers.push(r);
-  return r;
-}
-async function hec(): Promise<HecReceiver> {
-  const r = await new HecReceiver(HEC_TOKEN).start();
-  receivers.push(r);
-  return r;
-}
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const { alerts, forwarder, otlp } = kit;
+const hec = () => kit.hec(HEC_TOKEN);
 async function configure(token: string, input: Record<string, unknown>) {
   const res = await invoke(t, 'rest', token, 'set_otel_configuration', input);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
