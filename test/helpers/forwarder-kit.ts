@@ -29,7 +29,8 @@ export function forwarderKit(opts: { options?: ForwarderOptions; env?: Record<st
   const receivers: { stop(): Promise<void> }[] = [];
   beforeAll(async () => {
     Object.assign(process.env, opts.env ?? {});
-    t = await startTestApp();
+    // A database of its own: the cursors must not be leased by other files' running forwarders.
+    t = await startTestApp({}, { ownDatabase: true });
     await t.runtime.forwarder.stop();
     const original = t.runtime.services.alerts;
     t.runtime.services.alerts = {

@@ -48,15 +48,16 @@ export interface TestApp {
 }
 
 /** Starts the whole application on real stores in a fresh data directory. */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, opts: { ownDatabase?: boolean } = {}): Promise<TestApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-test-'));
+  const own = opts.ownDatabase && storeKind() === 'postgres' ? await createOwnDatabase() : null;
   const config = loadConfig({
     DATA_DIR: dataDir,
     LOG_LEVEL: 'info',
     SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
     EGRESS_ALLOWED_CIDRS: '127.0.0.0/8',
     PUBLIC_BASE_URL: 'http://127.0.0.1:9999',
-    ...(storeKind() === 'postgres' ? { DATABASE_URL: process.env.DATABASE_URL! } : {}),
+    ...(storeKind() === 'postgres' ? { DATABASE_URL: own?.url ?? process.env.DATABASE_URL! } : {}),
     // npm run test:containers points the suite at a ClickHouse server too.
     ...(process.env.TEST_CLICKHOUSE_URL
       ? {
@@ -82,9 +83,34 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     close: async () => {
       await app.close();
       await runtime.close();
+      await own?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A database of its own on the test run's Postgres server, for a file whose checks
+ * would see other files' work in the shared one: a digest of every stored row, or
+ * forwarder cursors that the other files' running forwarders would lease.
+ */
+async function createOwnDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const { default: pg } = await import('pg');
+  const shared = new URL(process.env.DATABASE_URL!);
+  const name = `mcpgw_own_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: shared.toString() });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(shared);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
 /** A fresh workspace with its admin (Administrator role, every capability) and their token. */
