@@ -440,9 +440,9 @@ describe.runIf(run)('the web console', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Logs', level: 1 }).waitFor();
     expect(new URL(page.url()).hash).toBe('#/logs');
-    // Focus moves to the new page's heading, so the next Tab goes into the page, not back to the top.
+    // Focus moves to the new page's heading (once the page has rendered), so the next Tab goes into the page, not back to the top.
+    await expect.poll(() => page.evaluate('document.activeElement.tagName')).toBe('H1');
     expect(await focused()).toBe('Logs');
-    expect(await page.evaluate('document.activeElement.tagName')).toBe('H1');
   });
 
   it('on a narrow window every navigation link is in sight and no page scrolls sideways', async () => {
