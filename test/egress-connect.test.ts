@@ -167,6 +167,56 @@ describe('every address form, at connect time, for every outbound client', () =>
   });
 });
 
+describe('a redirect to another origin', () => {
+  it('leaves the credentials behind, and refuses to carry a body there', async () => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    const target = http.createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((resolve) => target.listen(0, ALLOWED, resolve));
+    const targetPort = (target.address() as net.AddressInfo).port;
+    const redirector = http.createServer((req, res) =>
+      res.writeHead(req.method === 'POST' ? 307 : 302, { location: `http://${ALLOWED}:${targetPort}/next` }).end(),
+    );
+    await new Promise<void>((resolve) => redirector.listen(0, ALLOWED, resolve));
+    const start = `http://${ALLOWED}:${(redirector.address() as net.AddressInfo).port}/start`;
+    const policy = new EgressPolicy(ALLOWED_CIDRS);
+    try {
+      const secretHeaders = { authorization: 'Bearer identity-secret', 'x-api-key': 'key-secret', accept: 'application/json' };
+      const res = await egressFetch(policy, 'url')(start, { headers: secretHeaders });
+      expect(res.status).toBe(200);
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).not.toHaveProperty('authorization');
+      expect(seen[0]).not.toHaveProperty('x-api-key');
+      expect(seen[0]!.accept).toBe('application/json');
+      await expect(
+        egressFetch(policy, 'oauthTokenEndpoint')(start, {
+          method: 'POST',
+          body: 'client_secret=shh',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        }),
+      ).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining('oauthTokenEndpoint') });
+      expect(seen).toHaveLength(1);
+      // The gateway's own upstream client follows the same rule.
+      const upstreams = new UpstreamClient(policy);
+      const relayed = await upstreams.fetch(start, { method: 'GET', headers: secretHeaders, signal: new AbortController().signal });
+      expect(relayed.status).toBe(200);
+      relayed.discard();
+      expect(seen).toHaveLength(2);
+      expect(seen[1]).not.toHaveProperty('authorization');
+      expect(seen[1]).not.toHaveProperty('x-api-key');
+      await expect(upstreams.fetch(start, { method: 'POST', headers: secretHeaders, body: '{}', signal: new AbortController().signal })).rejects.toMatchObject({
+        code: 'validation_failed',
+      });
+      expect(seen).toHaveLength(2);
+      upstreams.close();
+    } finally {
+      await Promise.all([new Promise((resolve) => redirector.close(resolve)), new Promise((resolve) => target.close(resolve))]);
+    }
+  });
+});
+
 describe('the DNS-flip race', () => {
   let pair: Awaited<ReturnType<typeof startPair>>;
   beforeAll(async () => {

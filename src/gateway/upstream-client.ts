@@ -3,7 +3,7 @@ import https from 'node:https';
 import net from 'node:net';
 import type { EgressPolicy } from '../core/egress.js';
 import { validationFailed } from '../core/errors.js';
-import { redirectHop } from '../core/servers/egress-fetch.js';
+import { keptAcrossOrigins, redirectHop, refuseBodyAcrossOrigins } from '../core/servers/egress-fetch.js';
 
 /** What the gateway sends an upstream: a string body at most (JSON-RPC), never a stream. */
 export interface UpstreamHttpInit {
@@ -92,6 +92,11 @@ export class UpstreamClient {
       const next = redirectHop(res.status, res.header('location'), url, current.method, hop);
       if (!next) return res;
       res.discard();
+      if (next.url.origin !== new URL(url).origin) {
+        // To another origin a credential does not follow (an identity's headers), nor a body that would be sent again.
+        if (!next.asGet && current.body !== undefined) throw refuseBodyAcrossOrigins(this.field);
+        current = { ...current, headers: Object.fromEntries(Object.entries(current.headers).filter(([name]) => keptAcrossOrigins(name))) };
+      }
       url = next.url.href;
       if (next.asGet) current = { headers: current.headers, signal: current.signal, timeoutMs: current.timeoutMs, method: 'GET' };
     }

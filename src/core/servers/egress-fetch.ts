@@ -20,6 +20,30 @@ export function redirectHop(
   return { url: new URL(location, from), asGet: status === 303 || ((status === 301 || status === 302) && method !== undefined && method !== 'GET') };
 }
 
+/** Headers a request keeps when a redirect leads to another origin: none that could carry a credential. */
+const CROSS_ORIGIN_HEADERS = new Set(['accept', 'accept-language', 'content-type', 'user-agent', 'mcp-protocol-version']);
+export const keptAcrossOrigins = (headerName: string): boolean => CROSS_ORIGIN_HEADERS.has(headerName.toLowerCase());
+
+/** A redirected request that may not follow to another origin: one whose body would be sent again there. */
+export function refuseBodyAcrossOrigins(field: string): AppError {
+  return new AppError('validation_failed', `${field}: the server redirected a request with a body to another origin; it is not followed`, {
+    errors: [{ path: field, message: 'redirects a request with a body to another origin' }],
+  });
+}
+
+/**
+ * A request redirected to another origin: its credentials stay behind (an identity's
+ * headers, an authorization), as the fetch standard drops Authorization; a body that
+ * would be sent again (307, 308: an OAuth token request carries a client secret) is
+ * refused rather than handed to another site.
+ */
+function crossOriginHop(request: RequestInit, asGet: boolean, field: string): RequestInit {
+  if (!asGet && request.body !== undefined && request.body !== null) throw refuseBodyAcrossOrigins(field);
+  const headers = new Headers(request.headers);
+  for (const name of [...headers.keys()]) if (!keptAcrossOrigins(name)) headers.delete(name);
+  return { ...request, headers };
+}
+
 /** One connection pool per policy and field, shared by every request that names them. */
 const dispatchers = new WeakMap<EgressPolicy, Map<string, Agent>>();
 
@@ -65,6 +89,7 @@ export function egressFetch(egress: EgressPolicy, field = 'url'): typeof fetch {
       if (!next) return res;
       // The redirect's own body is not needed; cancelling it frees the connection.
       await res.body?.cancel().catch(() => undefined);
+      if (next.url.origin !== url.origin) request = crossOriginHop(request, next.asGet, field);
       url = next.url;
       if (next.asGet) request = { ...request, method: 'GET', body: undefined };
     }
