@@ -145,6 +145,19 @@ describe('the audit log', () => {
     expect(requests).toContainEqual(expect.objectContaining({ headers: { Authorization: '[REDACTED]' } }));
   });
 
+  it('never records a secret sent in a shape the operation refuses (headers as a string or a list of pairs)', async () => {
+    const ws = await newWorkspace(t);
+    const secret = 'refused-shape-secret-6';
+    for (const headers of [`Authorization: Bearer ${secret}`, [['Authorization', secret]]]) {
+      const res = await invoke(t, 'rest', ws.token, 'set_otel_configuration', { logsCollectorUrl: 'https://collector.example.com/v1/logs', headers });
+      expect(res.status).toBe(400);
+    }
+    const raw = await rawRecords(ws.organizationGuid);
+    expect(raw.length).toBe(2);
+    expect(JSON.stringify(raw)).not.toContain(secret);
+    for (const r of raw) expect(JSON.parse(String(r.request)).headers).toBe('[REDACTED]');
+  });
+
   it("keeps workspaces apart: another workspace's records are never listed", async () => {
     const a = await newWorkspace(t);
     const b = await newWorkspace(t);

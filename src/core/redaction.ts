@@ -100,8 +100,10 @@ export function redactInput(value: unknown, depth = 0): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (v === null || v === undefined) out[k] = v;
-    else if (HEADER_MAP_FIELDS.has(k) && typeof v === 'object' && !Array.isArray(v))
-      out[k] = Object.fromEntries(Object.keys(v as Record<string, unknown>).map((name) => [name, REDACTED]));
+    else if (HEADER_MAP_FIELDS.has(k))
+      // Names stay, values go; anything but a map (a string, a list of pairs: refused input, still recorded) goes whole.
+      out[k] =
+        typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v as Record<string, unknown>).map((name) => [name, REDACTED])) : REDACTED;
     else if (isSecretField(k, v)) out[k] = REDACTED;
     else out[k] = redactInput(v, depth + 1);
   }
