@@ -200,6 +200,26 @@ describe('prompts and resources requests whose params are malformed', () => {
   );
 });
 
+describe('keys of what a host sends', () => {
+  it('refuses __proto__ anywhere (-32700, HTTP 400), and lets constructor and prototype through to the upstream as ordinary keys', async () => {
+    const refused = await post(
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo-json__echo_credential","arguments":{"__proto__":{"x":1}}}}',
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ error: { code: -32700, message: expect.stringContaining('__proto__') } });
+    const callsBefore = echo.calls.length;
+    const passed = await post({
+      jsonrpc: '2.0',
+      id: 4,
+      method: 'tools/call',
+      params: { name: 'echo-json__echo_credential', arguments: { constructor: 'c', prototype: 'p' } },
+    });
+    expect(passed.status).toBe(200);
+    expect(passed.body.error?.code).not.toBe(-32700);
+    expect(echo.calls.length).toBe(callsBefore + 1);
+  });
+});
+
 describe('request ids the answer could not carry back', () => {
   const cases: [string, string][] = [
     ['a 5,000-digit integer (Infinity once parsed)', '9'.repeat(5000)],

@@ -11,7 +11,8 @@ import { successStatusOf, type AnyOperation, type OperationContext, type Princip
 import { operations as allOperations } from '../core/operations/index.js';
 import type { Services } from '../core/services.js';
 import { registerGatewayRoutes } from '../gateway/routes.js';
-import { createAdminMcpHandler, malformedRequestParams } from '../mcp/admin-tools.js';
+import { createAdminMcpHandler } from '../mcp/admin-tools.js';
+import { malformedRequestParams } from '../mcp/request-params.js';
 import { sendWebResponse, toWebRequest } from './web-request.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
@@ -19,7 +20,7 @@ import { registerOAuthCallbackRoute } from './oauth-callback-route.js';
 import { registerOAuthClientMetadataRoute } from './oauth-client-metadata-route.js';
 import { answerClientError, problemFromFastifyError, sendProblem } from './problem.js';
 import { assembleInput } from './rest-input.js';
-import { parseJsonBody } from './json-body.js';
+import { ADMIN_REFUSED_KEYS, GATEWAY_REFUSED_KEYS, parseJsonBody } from './json-body.js';
 import { originOf } from './request-origin.js';
 import { registerOriginCheck } from './origin-check.js';
 import { registerConsoleRoute } from './console-route.js';
@@ -66,9 +67,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   // An empty body with a JSON content type is an empty object, not an error: clients
   // commonly send it for POSTs that take no parameters.
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     try {
-      done(null, parseJsonBody(body as Buffer));
+      done(null, parseJsonBody(body as Buffer, req.url.startsWith('/gateways/') ? GATEWAY_REFUSED_KEYS : ADMIN_REFUSED_KEYS));
     } catch (err) {
       done(err as Error, undefined);
     }
@@ -144,15 +145,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     config: { mcpEndpoint: true },
     handler: async (request, reply) => {
       const end = metrics.duration.startTimer({ operation: 'mcp', surface: 'mcp' });
-      const malformed = malformedRequestParams(request.body);
-      if (malformed) return reply.send(malformed);
-      const operationContext: OperationContext = { services, principal: request.principal!, origin: originOf(request, 'mcp') };
-      const response = await mcp.fetch(toWebRequest(request), {
-        parsedBody: request.body,
-        authInfo: { token: 'verified', clientId: request.principal!.userGuid, scopes: [], extra: { operationContext } },
-      });
-      end();
-      return sendWebResponse(reply, response);
+      try {
+        const malformed = malformedRequestParams(request.body);
+        if (malformed) return reply.send(malformed);
+        const operationContext: OperationContext = { services, principal: request.principal!, origin: originOf(request, 'mcp') };
+        const response = await mcp.fetch(toWebRequest(request), {
+          parsedBody: request.body,
+          authInfo: { token: 'verified', clientId: request.principal!.userGuid, scopes: [], extra: { operationContext } },
+        });
+        return sendWebResponse(reply, response);
+      } finally {
+        end();
+      }
     },
   });
 

@@ -1,7 +1,16 @@
 import { validationFailed, type FieldError } from '../core/errors.js';
 
-/** Keys that would rewrite an object's prototype wherever a parsed body is copied into another object. */
-const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+/**
+ * Keys refused in admin bodies: `__proto__` would rewrite an object's prototype
+ * wherever a parsed body is copied into another object, and none of the three names
+ * a header, grant, identity or filter (a map that took them would behave oddly).
+ */
+export const ADMIN_REFUSED_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+/**
+ * Keys refused in what hosts send a gateway: only `__proto__`. A tool's arguments are
+ * the upstream's business, and `constructor` or `prototype` there is an ordinary key.
+ */
+export const GATEWAY_REFUSED_KEYS: ReadonlySet<string> = new Set(['__proto__']);
 /**
  * Deeper nesting is refused: no input of the service comes near it, and every later
  * walk of the value (validation, redaction, JSON.stringify for the audit log or an
@@ -14,11 +23,11 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * Parses a JSON request body for every route of the service (REST, the admin MCP
  * endpoint, the gateways). Refused with a 400 naming the problem, never repaired
  * in silence: bytes that are not UTF-8 (they would be stored as U+FFFD), text that
- * is not JSON, nesting deeper than MAX_JSON_DEPTH, and prototype keys at any depth
+ * is not JSON, nesting deeper than MAX_JSON_DEPTH, and `refusedKeys` at any depth
  * (a copy of the object would drop them or change its prototype). An empty body is
  * no body.
  */
-export function parseJsonBody(body: Buffer): unknown {
+export function parseJsonBody(body: Buffer, refusedKeys: ReadonlySet<string> = ADMIN_REFUSED_KEYS): unknown {
   let text: string;
   try {
     text = utf8.decode(body);
@@ -33,25 +42,25 @@ export function parseJsonBody(body: Buffer): unknown {
     throw validationFailed([{ path: 'body', message: 'is not valid JSON' }]);
   }
   const found: FieldError[] = [];
-  findRefusedStructure(value, '', 0, found);
+  findRefusedStructure(value, '', 0, found, refusedKeys);
   if (found.length > 0) throw validationFailed(found);
   return value;
 }
 
 /** Prototype keys and nesting past the limit; the walk itself never goes deeper than the limit. */
-function findRefusedStructure(value: unknown, path: string, depth: number, found: FieldError[]): void {
+function findRefusedStructure(value: unknown, path: string, depth: number, found: FieldError[], refusedKeys: ReadonlySet<string>): void {
   if (value === null || typeof value !== 'object' || found.length >= 20) return;
   if (depth >= MAX_JSON_DEPTH) {
     found.push({ path: path || 'body', message: `nests deeper than ${MAX_JSON_DEPTH} levels` });
     return;
   }
   if (Array.isArray(value)) {
-    value.forEach((v, i) => findRefusedStructure(v, path ? `${path}.${i}` : String(i), depth + 1, found));
+    value.forEach((v, i) => findRefusedStructure(v, path ? `${path}.${i}` : String(i), depth + 1, found, refusedKeys));
     return;
   }
   for (const key of Object.keys(value)) {
     const at = path ? `${path}.${key}` : key;
-    if (PROTOTYPE_KEYS.has(key)) found.push({ path: at, message: 'is not allowed as a key' });
-    else findRefusedStructure((value as Record<string, unknown>)[key], at, depth + 1, found);
+    if (refusedKeys.has(key)) found.push({ path: at, message: 'is not allowed as a key' });
+    else findRefusedStructure((value as Record<string, unknown>)[key], at, depth + 1, found, refusedKeys);
   }
 }

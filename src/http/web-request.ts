@@ -9,7 +9,8 @@ export function toWebRequest(request: FastifyRequest): Request {
     for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
   }
   const hasBody = request.method !== 'GET' && request.method !== 'HEAD' && request.body !== undefined;
-  return new Request(`http://${request.host}${request.url}`, {
+  // A fixed origin: the handler routes by path, and a Host header it could not parse (`x:99999`) must not throw here.
+  return new Request(new URL(request.url, 'http://localhost'), {
     method: request.method,
     headers,
     ...(hasBody ? { body: JSON.stringify(request.body) } : {}),
