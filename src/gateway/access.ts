@@ -63,9 +63,6 @@ const gatewayColumns = (base: TokenQuery) =>
 export class GatewayAccess {
   constructor(private readonly services: Pick<Services, 'tokens' | 'tokenUsage'>) {}
 
-  /** Nothing to stop: the resolver's cache belongs to the runtime. */
-  close(): void {}
-
   /** Resolves the caller of `gatewayGuid` or throws GatewayAccessError. */
   async check(token: string | null, gatewayGuid: string): Promise<GatewayCaller> {
     const row = await this.services.tokens.resolve(token, 'gateway', gatewayColumns);

@@ -1,4 +1,4 @@
-import type { Logger } from '../core/services.js';
+import type { Logger } from '../core/logger.js';
 import type { ConfigDb } from '../stores/postgres.js';
 import type { GatewaySession } from './session-id.js';
 import { SingleFlight, TtlCache } from './ttl-cache.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { bearerToken } from '../core/auth/tokens.js';
-import { AppError } from '../core/errors.js';
+import { AppError, STORE_RETRY_AFTER_SECONDS } from '../core/errors.js';
 import type { Services } from '../core/services.js';
 import { GatewayAccess, GatewayAccessError, type GatewayCaller } from './access.js';
 import { CallRecord } from './call-record.js';
@@ -53,7 +53,6 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     perWorkspacePerMinute: services.config.gateway.rateLimitPerWorkspacePerMinute,
   });
   app.addHook('onClose', async () => {
-    access.close();
     proxy.close();
     catalogs.close();
     upstreams.close();
@@ -128,7 +127,10 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     if (unreadable) return reply.code(unreadable.status).send(rpcError(ERRORS.parse, `The body is not a valid JSON-RPC message: ${unreadable.reason}.`));
     if (isStoreUnreachable(err)) {
       request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'gateway request failed: a store cannot be reached');
-      return reply.code(503).header('retry-after', '5').send(rpcError(ERRORS.internal, 'The gateway cannot reach its configuration store: try again shortly.'));
+      return reply
+        .code(503)
+        .header('retry-after', String(STORE_RETRY_AFTER_SECONDS))
+        .send(rpcError(ERRORS.internal, 'The gateway cannot reach its configuration store: try again shortly.'));
     }
     request.log.error({ err }, 'gateway request failed');
     return reply.code(500).send(rpcError(ERRORS.internal, 'The gateway could not serve this request.'));

@@ -36,8 +36,6 @@ export async function callTool(op: AnyOperation, ctx: OperationContext, args: Re
   }
 }
 
-export { malformedRequestParams } from './request-params.js';
-
 /**
  * The admin MCP endpoint's handler (contract sections 3 and 8.1), served by the v2
  * SDK: revision 2026-07-28 (server/discover, the per-request envelope) and, through

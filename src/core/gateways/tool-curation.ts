@@ -31,9 +31,6 @@ export function toolAllowed(filter: ToolFilter | null | undefined, name: string)
   return filter.mode === 'allow' ? matched : !matched;
 }
 
-/** The name hosts see for an upstream tool, before any prefix. */
-export const overriddenName = (overrides: ToolOverrides | null | undefined, upstreamName: string): string => overrides?.[upstreamName]?.name ?? upstreamName;
-
 /** A curated tool of one assignment: what the host sees, and what the upstream calls it. */
 export interface CuratedTool<T> {
   upstreamName: string;
