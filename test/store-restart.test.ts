@@ -1,13 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { storeKind } from './helpers/harness.js';
 import { gatewayClient } from './helpers/gateway.js';
-import { freePort, initialAdminToken, startService, stopService, type ServiceProcess } from './helpers/service-process.js';
+import { freePort, initialAdminToken, serviceEnv, startService, stopService, TSX, type ServiceProcess } from './helpers/service-process.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
 
 /**
@@ -23,6 +24,7 @@ const PG_VERSION = fs.existsSync('/etc/postgresql') ? fs.readdirSync('/etc/postg
 const PG_BIN = PG_VERSION ? `/usr/lib/postgresql/${PG_VERSION}/bin` : '';
 const canRun = storeKind() === 'postgres' && PG_VERSION !== undefined && fs.existsSync(`${PG_BIN}/initdb`) && process.getuid?.() === 0;
 
+const run = promisify(execFile);
 const ADMIN = '/api/v1/svc-admin';
 const REQUEST_TIMEOUT_MS = 15_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -73,15 +75,17 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
   let service: ServiceProcess;
   let base: string;
   let token: string;
+  /** The admin traffic's caller: a workspace of its own, so its writes' change notices never drop the gateway's cached entries. */
+  let trafficToken: string;
   let host: Client;
   let gatewayGuid: string;
   const children: ChildProcess[] = [];
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-restart-'));
 
-  const admin = async (method: 'GET' | 'POST', route: string, body?: unknown) => {
+  const admin = async (method: 'GET' | 'POST', route: string, body?: unknown, as = token) => {
     const res = await fetch(`${base}${ADMIN}${route}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: { authorization: `Bearer ${as}`, ...(body ? { 'content-type': 'application/json' } : {}) },
       body: body ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
@@ -95,13 +99,16 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
     everything = await startEverything('streamableHttp');
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    service = await startService(dataDir, port, children, {
-      DATABASE_URL: pgServer.url,
-      SECRET_KEY: crypto.randomBytes(32).toString('base64'),
-      EGRESS_ALLOWED_CIDRS: '127.0.0.0/8',
-    });
+    const env = { DATABASE_URL: pgServer.url, SECRET_KEY: crypto.randomBytes(32).toString('base64'), EGRESS_ALLOWED_CIDRS: '127.0.0.0/8' };
+    service = await startService(dataDir, port, children, env);
     token = initialAdminToken(service.output())!;
     expect(token).toMatch(/^svcp_/);
+    // The operator CLI, through the running service's admin socket.
+    const { stdout } = await run(TSX, ['src/cli/admin.ts', 'create-workspace', '--name', 'Traffic', '--admin-email', 'ops@traffic.test', '--json'], {
+      env: { ...serviceEnv(dataDir, port), ...env },
+    });
+    trafficToken = JSON.parse(stdout.trim().split('\n').pop()!).token;
+    expect(trafficToken).toMatch(/^svcp_/);
     const server = await admin('POST', '/servers', { name: 'Everything', url: everything.url, authType: 'none' });
     expect(server.status).toBe(201);
     const gateway = await admin('POST', '/gateways', { name: 'Restart gateway' });
@@ -135,7 +142,7 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
     const adminTraffic = async () => {
       for (let n = 0; running; n++) {
         try {
-          const res = n % 2 === 0 ? await admin('GET', '/teams') : await admin('POST', '/teams', { name: `team ${n}` });
+          const res = n % 2 === 0 ? await admin('GET', '/teams', undefined, trafficToken) : await admin('POST', '/teams', { name: `team ${n}` }, trafficToken);
           adminAnswers.push({ phase, status: res.status, code: res.body?.code, retryAfter: res.retryAfter });
         } catch (err) {
           hangs.push(`admin: ${String(err)}`);
