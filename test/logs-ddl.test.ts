@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CALL_LOG_SCHEMA, DETAIL_COLUMNS, GROUP_COLUMNS, THIN_COLUMNS, type ColumnSpec } from '../src/core/logs/call-log-schema.js';
+import { CALL_LOG_SCHEMA, DETAIL_COLUMNS, ROLLUP_COLUMNS, THIN_COLUMNS, type ColumnSpec } from '../src/core/logs/call-log-schema.js';
+import { DURATION_BUCKET_SQL } from '../src/core/logs/usage-report.js';
 import { listDdlFiles, renderDdlFile } from '../src/stores/clickhouse.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 
@@ -88,6 +89,8 @@ describe('ClickHouse DDL', () => {
     );
     expect(single[1]).toMatch(/^CREATE MATERIALIZED VIEW IF NOT EXISTS call_log_usage_hourly_mv TO call_log_usage_hourly AS SELECT .* FROM call_logs GROUP BY/);
     expect(single[2]).toMatch(/^INSERT INTO call_log_usage_hourly SELECT .* FROM call_logs GROUP BY/);
+    // The view and the backfill bucket durations as the report's raw reads do.
+    for (const s of single.slice(1)) expect(s).toContain(`quantilesExactWeightedInterpolatedState(0.5, 0.95, 0.99)(${DURATION_BUCKET_SQL}, toUInt8(1))`);
     const cluster = render('logs_cluster')
       .filter((s) => s.includes('call_log_usage_hourly'))
       .map(bare);
@@ -159,11 +162,11 @@ describe('the call-log column declaration', () => {
     expect(await columnsOf('call_log_details')).toEqual(declared(DETAIL_COLUMNS));
   });
 
-  it("declares as groupable exactly the key columns the hourly rollup keeps, with call_logs' types", async () => {
+  it("declares as rolled up exactly the key columns the hourly rollup keeps, with call_logs' types", async () => {
     const rollup = await columnsOf('call_log_usage_hourly');
     const measures = new Set(['organization_guid', 'hour', 'calls', 'errors', 'durations', 'request_bytes_sum', 'response_bytes_sum']);
     const keys = rollup.filter((c) => !measures.has(c.name));
-    expect(keys.map((c) => c.name).sort()).toEqual([...GROUP_COLUMNS].sort());
-    expect(keys).toEqual(expect.arrayContaining(declared(GROUP_COLUMNS)));
+    expect(keys.map((c) => c.name).sort()).toEqual([...ROLLUP_COLUMNS].sort());
+    expect(keys).toEqual(expect.arrayContaining(declared(ROLLUP_COLUMNS)));
   });
 });

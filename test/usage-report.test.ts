@@ -246,6 +246,11 @@ describe('get_usage_report exactness', () => {
     expect(first.nextSkip).toBe(5);
     expect([...first.items, ...second.items]).toEqual(all.items.slice(0, 10));
     expect(first.totals).toEqual(all.totals);
+    // A page past the last group still has the totals.
+    const past = await report({ ...input, take: 5, skip: 10_000 });
+    expect(past.items).toEqual([]);
+    expect(past.nextSkip).toBeNull();
+    expect(past.totals).toEqual(all.totals);
   });
 });
 
