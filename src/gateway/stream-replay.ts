@@ -4,10 +4,14 @@ import { randomBytes } from 'node:crypto';
 const KEEP_AFTER_END_MS = 60_000;
 const MAX_EVENTS_PER_STREAM = 1_000;
 const MAX_STREAMS = 10_000;
+/** What a process keeps of replayable text at most, per stream and in all: past it the oldest goes first. */
+export const REPLAY_BYTE_LIMITS = { perStream: 1 << 20, total: 64 << 20 };
 
 interface Kept {
   sessionId: string;
   events: { seq: number; text: string }[];
+  /** The kept events' text length (UTF-16 units, close enough to bytes for a budget). */
+  size: number;
   /** Events dropped from the front when a stream outgrew MAX_EVENTS_PER_STREAM. */
   firstSeq: number;
   ended: boolean;
@@ -30,11 +34,15 @@ export interface ReplayWriter {
  */
 export class StreamReplay {
   private readonly streams = new Map<string, Kept>();
+  /** The kept text of every stream. */
+  private size = 0;
+
+  constructor(private readonly limits = REPLAY_BYTE_LIMITS) {}
 
   open(sessionId: string): ReplayWriter {
     const id = randomBytes(8).toString('hex');
-    const kept: Kept = { sessionId, events: [], firstSeq: 1, ended: false, listeners: new Set() };
-    if (this.streams.size >= MAX_STREAMS) this.streams.delete(this.streams.keys().next().value!);
+    const kept: Kept = { sessionId, events: [], size: 0, firstSeq: 1, ended: false, listeners: new Set() };
+    if (this.streams.size >= MAX_STREAMS) this.forget(this.streams.keys().next().value!);
     this.streams.set(id, kept);
     let seq = 0;
     const notify = () => {
@@ -44,17 +52,42 @@ export class StreamReplay {
       event: (message) => {
         seq++;
         const text = `id: ${id}:${seq}\nevent: message\ndata: ${JSON.stringify(message)}\n\n`;
+        // A stream dropped for room keeps nothing more (a resumption of it finds nothing).
+        if (this.streams.get(id) !== kept) return text;
         kept.events.push({ seq, text });
-        if (kept.events.length > MAX_EVENTS_PER_STREAM) kept.firstSeq = kept.events.shift()!.seq + 1;
+        kept.size += text.length;
+        this.size += text.length;
+        // The newest event always stays: a live listener reads it from here.
+        while (kept.events.length > 1 && (kept.events.length > MAX_EVENTS_PER_STREAM || kept.size > this.limits.perStream)) {
+          const dropped = kept.events.shift()!;
+          kept.size -= dropped.text.length;
+          this.size -= dropped.text.length;
+          kept.firstSeq = dropped.seq + 1;
+        }
+        for (const oldest of this.streams.keys()) {
+          if (this.size <= this.limits.total || oldest === id) break;
+          this.forget(oldest);
+        }
         notify();
         return text;
       },
       end: () => {
         kept.ended = true;
         notify();
-        setTimeout(() => this.streams.delete(id), KEEP_AFTER_END_MS).unref();
+        setTimeout(() => this.forget(id), KEEP_AFTER_END_MS).unref();
       },
     };
+  }
+
+  /** Drops a stream and its events (a host resuming it finds nothing). */
+  private forget(id: string): void {
+    const kept = this.streams.get(id);
+    if (!kept) return;
+    this.size -= kept.size;
+    this.streams.delete(id);
+    // A host reading it through a resumption is told it ended, rather than left waiting.
+    kept.ended = true;
+    for (const listener of kept.listeners) listener();
   }
 
   /**
