@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
+import { CHROMIUM, chromiumInstalled, launchChromium } from '../test/helpers/chromium.js';
 import { seedCallLogs } from '../src/core/logs/seed.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
@@ -22,7 +22,6 @@ import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, silentLogger } from './bench-config.js';
 import { median } from './stats.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const GOAL_KB = 300;
 const GOAL_MS = 1000;
 const { values } = parseArgs({ options: { rows: { type: 'string', default: '100000' }, runs: { type: 'string', default: '7' } } });
@@ -36,7 +35,7 @@ const load = () =>
     .map((l) => l.toFixed(1))
     .join(' ')} on ${os.availableParallelism()} cores`;
 
-if (!fs.existsSync(CHROMIUM)) {
+if (!chromiumInstalled()) {
   out(`bench:console needs Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
   process.exit(1);
 }
@@ -64,19 +63,7 @@ const probe = (token: string) => `
   }).observe(document, { childList: true, subtree: true });
 `;
 
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 const times: number[] = [];
 let scripts: { url: string; raw: number; gzipped: number }[] = [];
 for (let run = 0; run < RUNS; run++) {

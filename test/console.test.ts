@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumInstalled, launchChromium } from './helpers/chromium.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { newGuid } from '../src/core/ids.js';
 import { invoke, newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
@@ -20,11 +21,10 @@ import { startEverything, startHeaderServer, startOAuthServer, type HeaderUpstre
  * real host, settings, keyboard navigation, a narrow window, a capability-less view,
  * signing out. Screenshots of each page go to test-results/console/.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = path.resolve('test-results/console');
 const PAGES = ['Overview', 'Logs', 'Alerts', 'Servers', 'Gateways', 'People', 'Audit', 'Settings'];
 // One store kind is enough for a browser: the console sees only REST.
-const run = fs.existsSync(CHROMIUM) && storeKind() === 'pglite';
+const run = chromiumInstalled() && storeKind() === 'pglite';
 
 let t: TestApp;
 let base: string;
@@ -121,19 +121,7 @@ describe.runIf(run)('the web console', () => {
       relatedResourceIds: [serverGuid, gatewayGuid],
       relatedContext: { inboundServerGuid: serverGuid, gatewayGuid },
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await newPage(1280);
   }, 180_000);
 
