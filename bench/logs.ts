@@ -21,6 +21,7 @@ import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
 import { seedBenchWorkspaces } from './seeded-workspaces.js';
 import { timeRuns } from './stats.js';
+import { logShapes, postAdmin, probeLogs } from './report-shapes.js';
 
 const { values } = parseArgs({
   options: {
@@ -72,36 +73,8 @@ const cols = await (
 if (cols) out(`  per column bytes/row: ${cols.map((c) => `${c.name}=${(Number(c.c) / Number(disk.rows)).toFixed(1)}`).join(' ')}`);
 
 // 2. Probe values for the filters.
-const probe = await one<{ user_guid: string; inbound_server_guid: string; trace_id: string; created_ms: number | string }>(
-  `SELECT user_guid, inbound_server_guid, trace_id, toUnixTimestamp64Milli(created_at) AS created_ms FROM call_logs WHERE organization_guid = {org:String} AND inbound_server_guid != '' ORDER BY created_at DESC LIMIT 1 OFFSET {o:UInt64}`,
-  { org, o: Math.floor(ROWS / 2) },
-);
-const windowTo = Number(probe.created_ms);
-// A different trace on every run: a repeated lookup would be answered from ClickHouse's
-// query condition cache, which a user looking up one trace after another never hits.
-const traceIds = (
-  await (
-    await ch.query({
-      query: `SELECT DISTINCT trace_id FROM call_logs WHERE organization_guid = {org:String} AND cityHash64(trace_id) % 1000 = 7 LIMIT {n:UInt32}`,
-      query_params: { org, n: 3 * (ITER + 3) },
-      format: 'JSONEachRow',
-    })
-  ).json<{ trace_id: string }>()
-).map((r) => r.trace_id);
-const nextTrace = (() => {
-  let i = 0;
-  return () => traceIds[i++ % traceIds.length]!;
-})();
-/** Each shape's request body; a function is called once per run. */
-const shapes: Record<string, Record<string, unknown> | (() => Record<string, unknown>)> = {
-  newest_page: {},
-  one_filter: { filters: { user_guid: probe.user_guid } },
-  three_filters: { filters: { user_guid: probe.user_guid, inbound_server_guid: probe.inbound_server_guid, type: 'tool_call' } },
-  trace_id: () => ({ filters: { trace_id: nextTrace() } }),
-  time_window: { fromMs: windowTo - 3_600_000, toMs: windowTo },
-  deep_page_50k: { skip: 50_000 },
-  detail_take_1000: { includeDetail: true, take: 1000 },
-};
+const probe = await probeLogs(services.clickhouse, org, ROWS, 3 * (ITER + 3));
+const shapes = logShapes(probe);
 
 const measure = (fn: () => Promise<void>) => timeRuns(fn, ITER);
 
@@ -113,15 +86,7 @@ for (const [name, shape] of Object.entries(shapes)) {
   let lastBody = '';
   // Timed until the whole response is in hand; parsing it is the client's work, done after.
   const r = await measure(async () => {
-    const body = bodyOf();
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/svc-admin/logs/query',
-      headers: { authorization: `Bearer ${seeded.token}`, 'content-type': 'application/json' },
-      payload: JSON.stringify(body),
-    });
-    if (res.statusCode !== 200) throw new Error(`${name}: ${res.statusCode} ${res.body}`);
-    lastBody = res.body;
+    lastBody = await postAdmin(app, seeded.token, '/api/v1/svc-admin/logs/query', bodyOf());
   });
   chResults[name] = { ...r, rows: (JSON.parse(lastBody) as { items: unknown[] }).items.length };
   // The same query at the store level: what the handler runs, without HTTP, auth and JSON.
@@ -150,15 +115,15 @@ if (!values['no-pg']) {
   const base = `SELECT * FROM call_logs WHERE organization_guid = $1`;
   const order = `ORDER BY created_at DESC, guid DESC`;
   pgShapes.newest_page = { sql: `${base} ${order} LIMIT 101`, params: [org] };
-  pgShapes.one_filter = { sql: `${base} AND user_guid = $2 ${order} LIMIT 101`, params: [org, probe.user_guid] };
+  pgShapes.one_filter = { sql: `${base} AND user_guid = $2 ${order} LIMIT 101`, params: [org, probe.userGuid] };
   pgShapes.three_filters = {
     sql: `${base} AND user_guid = $2 AND inbound_server_guid = $3 AND type = 'tool_call' ${order} LIMIT 101`,
-    params: [org, probe.user_guid, probe.inbound_server_guid],
+    params: [org, probe.userGuid, probe.serverGuid],
   };
-  pgShapes.trace_id = { sql: `${base} AND trace_id = $2 ${order} LIMIT 101`, params: () => [org, nextTrace()] };
+  pgShapes.trace_id = { sql: `${base} AND trace_id = $2 ${order} LIMIT 101`, params: () => [org, probe.nextTrace()] };
   pgShapes.time_window = {
     sql: `${base} AND created_at BETWEEN $2 AND $3 ${order} LIMIT 101`,
-    params: [org, new Date(windowTo - 3_600_000), new Date(windowTo)],
+    params: [org, new Date(probe.windowTo - 3_600_000), new Date(probe.windowTo)],
   };
   pgShapes.deep_page_50k = { sql: `${base} ${order} LIMIT 101 OFFSET 50000`, params: [org] };
   pgShapes.detail_take_1000 = {

@@ -20,6 +20,7 @@ import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
 import { seedBenchWorkspaces } from './seeded-workspaces.js';
 import { timeRuns } from './stats.js';
+import { movingWindows, postAdmin, usageBody, usageShapes, type UsageShape } from './report-shapes.js';
 
 const { values } = parseArgs({
   options: {
@@ -33,8 +34,6 @@ const ROWS = Number(values.rows);
 const RUNS = Number(values.runs);
 const DAYS = Number(values.days);
 const out = (line: string) => process.stdout.write(line + '\n');
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 
 const { config, dataDir } = benchConfig('usage', { ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
 const runtime = await openRuntime(config, { logger: silentLogger });
@@ -75,36 +74,15 @@ out(
     `(${((100 * Number(part('call_log_usage_hourly').rows)) / rawRows).toFixed(1)} % of the raw rows); both: ${(chBytes / rawRows).toFixed(1)} bytes/row`,
 );
 
-// 3. The six shapes. The window ends at "now" and moves back a second each run, as a
-// dashboard refreshing does; a repeated identical query would be partly answered
-// from ClickHouse's query condition cache, which a moving window never hits.
+// 3. The six shapes, over windows that end at "now" (bench/report-shapes.ts).
 const busiestGateway = (
   await rowsOf<{ g: string }>(
     `SELECT outbound_gateway_guid AS g FROM call_logs WHERE organization_guid = {org:String} GROUP BY g ORDER BY count() DESC LIMIT 1`,
     { org },
   )
 )[0]!.g;
-const now = Date.now();
-interface Shape {
-  span: number;
-  groupBy: string[];
-  interval?: 'minute' | 'hour' | 'day';
-  filters?: Record<string, string>;
-  take: number;
-}
-const shapes: Record<string, Shape> = {
-  totals_30d: { span: 30 * DAY, groupBy: [], take: 100 },
-  daily_30d: { span: 30 * DAY, groupBy: [], interval: 'day', take: 100 },
-  tool_hourly_7d: { span: 7 * DAY, groupBy: ['tool_name'], interval: 'hour', take: 10_000 },
-  server_status_30d: { span: 30 * DAY, groupBy: ['inbound_server_guid', 'status'], take: 100 },
-  top_users_30d: { span: 30 * DAY, groupBy: ['user_guid'], take: 100 },
-  gateway_minutes_1d: { span: DAY, groupBy: [], interval: 'minute', filters: { outbound_gateway_guid: busiestGateway }, take: 10_000 },
-};
-let run = 0;
-const windowOf = (shape: Shape) => {
-  const toMs = now - 1000 * run++;
-  return { fromMs: toMs - shape.span, toMs };
-};
+const shapes = usageShapes(busiestGateway);
+const windows = movingWindows();
 
 interface Result {
   p50: number;
@@ -117,16 +95,9 @@ const chResults: Record<string, Result> = {};
 out(`measuring get_usage_report through REST (${loadAverage()})`);
 for (const [name, shape] of Object.entries(shapes)) {
   let last = '';
-  run = 0;
+  windows.reset();
   const r = await timeRuns(async () => {
-    const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/svc-admin/reports/usage',
-      headers: { authorization: `Bearer ${seeded.token}`, 'content-type': 'application/json' },
-      payload: JSON.stringify({ ...windowOf(shape), groupBy: shape.groupBy, interval: shape.interval, filters: shape.filters, take: shape.take }),
-    });
-    if (res.statusCode !== 200) throw new Error(`${name}: ${res.statusCode} ${res.body}`);
-    last = res.body;
+    last = await postAdmin(app, seeded.token, '/api/v1/svc-admin/reports/usage', usageBody(shape, windows.of(shape)));
   }, RUNS);
   const body = JSON.parse(last) as { items: unknown[]; totals: { calls: number; p50Ms: number } };
   chResults[name] = { ...r, items: body.items.length, calls: body.totals.calls, p50Ms: body.totals.p50Ms };
@@ -141,7 +112,7 @@ const pgBytes = await postgresCallLogsBytes(db);
 const MEASURES = `count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS errors,
   percentile_cont(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY duration_ms) AS q, sum(request_bytes) AS request_bytes, sum(response_bytes) AS response_bytes`;
 const GUID_KEYS = new Set(['outbound_gateway_guid', 'inbound_server_guid', 'user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid']);
-function pgReport(shape: Shape): { items: string; totals: string; params: () => unknown[] } {
+function pgReport(shape: UsageShape): { items: string; totals: string; params: () => unknown[] } {
   const filters = Object.entries(shape.filters ?? {});
   const where = [
     'organization_guid = $1',
@@ -157,7 +128,7 @@ function pgReport(shape: Shape): { items: string; totals: string; params: () => 
     items: `SELECT ${select} FROM call_logs WHERE ${where} ${groupBy} ORDER BY ${order} LIMIT ${shape.take + 1}`,
     totals: `SELECT ${MEASURES} FROM call_logs WHERE ${where}`,
     params: () => {
-      const w = windowOf(shape);
+      const w = windows.of(shape);
       return [org, new Date(w.fromMs).toISOString(), new Date(w.toMs).toISOString(), ...filters.map(([, v]) => v)];
     },
   };
@@ -167,7 +138,7 @@ out(`postgres: measuring (${loadAverage()})`);
 for (const [name, shape] of Object.entries(shapes)) {
   const q = pgReport(shape);
   let last: [unknown[], { calls: number | string; q: number[] }[]] = [[], []];
-  run = 0; // the same windows as the REST runs
+  windows.reset(); // the same windows as the REST runs
   const r = await timeRuns(async () => {
     const params = q.params();
     last = (await Promise.all([db.query(q.items, params), db.query(q.totals, params)])) as typeof last;

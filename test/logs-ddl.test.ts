@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CALL_LOG_SCHEMA, DETAIL_COLUMNS, ROLLUP_COLUMNS, THIN_COLUMNS, type ColumnSpec } from '../src/core/logs/call-log-schema.js';
-import { DURATION_BUCKET_SQL } from '../src/core/logs/usage-report.js';
+import { CALL_LOG_SCHEMA, DETAIL_COLUMNS, GROUP_COLUMNS, THIN_COLUMNS, type ColumnSpec } from '../src/core/logs/call-log-schema.js';
+import { USAGE_ROLLUPS } from '../src/core/logs/usage-rollups.js';
+import { DURATION_BUCKET_SQL } from '../src/stores/usage-rollup-sql.js';
 import { listDdlFiles, renderDdlFile } from '../src/stores/clickhouse.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 
@@ -10,8 +11,15 @@ const render = (cluster?: string) => files.flatMap((f) => renderDdlFile(f.sql, {
 /** A statement without its comments, on one line. */
 const bare = (s: string) => s.replace(/--.*$/gm, '').replace(/\s+/g, ' ').trim();
 const creates = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('CREATE'));
-/** The CREATEs of the four log tables (and their Distributed tables), without the usage rollup and its view. */
-const logTables = (cluster?: string) => creates(cluster).filter((s) => !s.includes('call_log_usage_hourly'));
+/** The CREATEs of the four log tables (and their Distributed tables), without the usage rollups and their views. */
+const logTables = (cluster?: string) => creates(cluster).filter((s) => !s.includes('call_log_usage_'));
+/** The statements that create or fill one rollup table (not the ones that only read it). */
+const rollupStatements = (table: string, cluster?: string) =>
+  render(cluster)
+    .map(bare)
+    .filter((s) =>
+      new RegExp(`^(CREATE TABLE IF NOT EXISTS|CREATE MATERIALIZED VIEW IF NOT EXISTS \\w+|INSERT INTO) ${table}(_local)?\\b|TO ${table}(_local)? AS`).test(s),
+    );
 const alters = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('ALTER'));
 /** The ALTERs of clickhouse/0004 (the forwarder's ingest order). */
 const ingestOrderAlters = (cluster?: string) => alters(cluster).filter((s) => !s.includes('protocol_version'));
@@ -26,6 +34,7 @@ describe('ClickHouse DDL', () => {
       '0005_call_log_usage_hourly.sql',
       '0006_audit_log.sql',
       '0007_call_log_protocol_version.sql',
+      '0008_call_log_usage_tiers.sql',
     ]);
   });
 
@@ -80,9 +89,7 @@ describe('ClickHouse DDL', () => {
   });
 
   it('adds the hourly usage rollup, fed by a materialized view and backfilled, on one node and on every shard', () => {
-    const single = render()
-      .filter((s) => s.includes('call_log_usage_hourly'))
-      .map(bare);
+    const single = rollupStatements('call_log_usage_hourly');
     expect(single).toHaveLength(3);
     expect(single[0]).toMatch(
       /^CREATE TABLE IF NOT EXISTS call_log_usage_hourly \(.*\) ENGINE = AggregatingMergeTree PARTITION BY .* TTL hour \+ INTERVAL 30 DAY/,
@@ -91,9 +98,7 @@ describe('ClickHouse DDL', () => {
     expect(single[2]).toMatch(/^INSERT INTO call_log_usage_hourly SELECT .* FROM call_logs GROUP BY/);
     // The view and the backfill bucket durations as the report's raw reads do.
     for (const s of single.slice(1)) expect(s).toContain(`quantilesExactWeightedInterpolatedState(0.5, 0.95, 0.99)(${DURATION_BUCKET_SQL}, toUInt8(1))`);
-    const cluster = render('logs_cluster')
-      .filter((s) => s.includes('call_log_usage_hourly'))
-      .map(bare);
+    const cluster = rollupStatements('call_log_usage_hourly', 'logs_cluster');
     expect(cluster).toHaveLength(4);
     expect(cluster[0]).toMatch(
       /^CREATE TABLE IF NOT EXISTS call_log_usage_hourly_local ON CLUSTER logs_cluster \(.*\) ENGINE = ReplicatedAggregatingMergeTree\(/,
@@ -105,6 +110,33 @@ describe('ClickHouse DDL', () => {
     expect(cluster[2]).toMatch(/^INSERT INTO call_log_usage_hourly_local SELECT .* FROM call_logs_local/);
     expect(cluster[3]).toBe(
       'CREATE TABLE IF NOT EXISTS call_log_usage_hourly ON CLUSTER logs_cluster AS call_log_usage_hourly_local ENGINE = Distributed(logs_cluster, currentDatabase(), call_log_usage_hourly_local, cityHash64(organization_guid))',
+    );
+  });
+
+  it.each([
+    ['call_log_usage_daily', 'call_log_usage_hourly', 'MergeState'],
+    ['call_log_usage_minute', 'call_logs', 'State'],
+    ['call_log_usage_daily_people', 'call_logs', 'State'],
+  ])('adds %s, fed from %s by a materialized view and backfilled, on one node and on every shard', (table, source, combinator) => {
+    const states = `quantilesExactWeightedInterpolated${combinator}(0.5, 0.95, 0.99)(`;
+    const single = rollupStatements(table);
+    expect(single).toHaveLength(3);
+    expect(single[0]).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL \\w+ \\+ INTERVAL 30 DAY`));
+    expect(single[1]).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM ${source} GROUP BY`));
+    expect(single[2]).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM ${source} GROUP BY`));
+    for (const s of single.slice(1)) expect(s).toContain(combinator === 'State' ? `${states}${DURATION_BUCKET_SQL}, toUInt8(1))` : `${states}durations)`);
+    const cluster = rollupStatements(table, 'logs_cluster');
+    expect(cluster).toHaveLength(4);
+    expect(cluster[0]).toMatch(
+      new RegExp(`^CREATE TABLE IF NOT EXISTS ${table}_local ON CLUSTER logs_cluster \\(.*\\) ENGINE = ReplicatedAggregatingMergeTree\\(`),
+    );
+    expect(cluster[1]).toMatch(
+      new RegExp(
+        `^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv_local ON CLUSTER logs_cluster TO ${table}_local AS SELECT .* FROM ${source}_local GROUP BY`,
+      ),
+    );
+    expect(cluster[3]).toBe(
+      `CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER logs_cluster AS ${table}_local ENGINE = Distributed(logs_cluster, currentDatabase(), ${table}_local, cityHash64(organization_guid))`,
     );
   });
 
@@ -162,11 +194,15 @@ describe('the call-log column declaration', () => {
     expect(await columnsOf('call_log_details')).toEqual(declared(DETAIL_COLUMNS));
   });
 
-  it("declares as rolled up exactly the key columns the hourly rollup keeps, with call_logs' types", async () => {
-    const rollup = await columnsOf('call_log_usage_hourly');
-    const measures = new Set(['organization_guid', 'hour', 'calls', 'errors', 'durations', 'request_bytes_sum', 'response_bytes_sum']);
-    const keys = rollup.filter((c) => !measures.has(c.name));
-    expect(keys.map((c) => c.name).sort()).toEqual([...ROLLUP_COLUMNS].sort());
-    expect(keys).toEqual(expect.arrayContaining(declared(ROLLUP_COLUMNS)));
-  });
+  it.each(USAGE_ROLLUPS.map((r) => [r.table, r] as const))(
+    "declares %s's keys: group keys, with call_logs' types, the only key columns it has",
+    async (table, rollup) => {
+      const columns = await columnsOf(table);
+      const measures = new Set(['organization_guid', rollup.timeColumn, 'calls', 'errors', 'durations', 'request_bytes_sum', 'response_bytes_sum']);
+      const keys = columns.filter((c) => !measures.has(c.name));
+      expect(keys).toEqual(declared(rollup.keys));
+      for (const key of rollup.keys) expect(GROUP_COLUMNS).toContain(key);
+      expect(columns.find((c) => c.name === rollup.timeColumn)?.type).toBe("DateTime('UTC')");
+    },
+  );
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { USAGE_ROLLUPS } from '../src/core/logs/usage-rollups.js';
 import { z } from 'zod';
 import { AppError } from '../src/core/errors.js';
 import { newGuid } from '../src/core/ids.js';
@@ -215,6 +216,12 @@ describe('get_usage_report exactness', () => {
     await checkReport({ fromMs: START + DAY, toMs: START + DAY + 2 * HOUR, interval: 'minute' });
   });
 
+  it('minute buckets of one gateway, and of every gateway, over a day and a half cut mid-minute at both ends (the minute rollup and raw rows)', async () => {
+    const window = { fromMs: START + 2 * HOUR + 61_234, toMs: START + 38 * HOUR + 17_001, interval: 'minute' as const };
+    await checkReport({ ...window, filters: { outbound_gateway_guid: rows[7]!.outboundGatewayGuid! } });
+    await checkReport({ ...window, groupBy: ['outbound_gateway_guid'] });
+  });
+
   it('filters, including ones only the raw rows hold (trace_id, server_container_guid)', async () => {
     const row = rows[100]!;
     const win = { fromMs: START - DAY, toMs: START + SPAN + DAY };
@@ -292,10 +299,10 @@ describe.each(SURFACES)('get_usage_report on %s', (surface) => {
   });
 });
 
-describe('the hourly rollup', () => {
-  it('is fed at ingest with every row of the workspace', async () => {
+describe('the usage rollups', () => {
+  it.each(USAGE_ROLLUPS.map((r) => [r.table]))('%s is fed at ingest with every row of the workspace', async (table) => {
     const res = await t.runtime.services.clickhouse.client.query({
-      query: 'SELECT sum(calls) AS calls, sum(errors) AS errors FROM call_log_usage_hourly WHERE organization_guid = {org:String}',
+      query: `SELECT sum(calls) AS calls, sum(errors) AS errors FROM ${table} WHERE organization_guid = {org:String}`,
       query_params: { org: orgGuid },
       format: 'JSONEachRow',
     });

@@ -61,13 +61,8 @@ export interface ColumnSpec {
   readonly returned?: boolean;
   /** A query_logs equality filter. */
   readonly filterable?: boolean;
-  /**
-   * A get_usage_report groupBy key. `rollup`: the hourly rollup keeps it too
-   * (clickhouse/0005); `raw`: reports that group or filter by it read call_logs (a
-   * user, team, host or connection key would multiply the rollup's rows, see
-   * docs/call-logs.md, "Usage reports").
-   */
-  readonly groupable?: 'rollup' | 'raw';
+  /** A get_usage_report groupBy key (which rollups keep it: usage-rollups.ts). */
+  readonly groupable?: true;
   /** The OTLP attribute / HEC field the forwarder exports it as. */
   readonly attribute?: string;
 }
@@ -96,7 +91,7 @@ export const CALL_LOG_SCHEMA = [
     required: true,
     returned: true,
     filterable: true,
-    groupable: 'rollup',
+    groupable: true,
     attribute: 'mcp_gateway.call.type',
   },
   {
@@ -118,7 +113,7 @@ export const CALL_LOG_SCHEMA = [
     field: 'toolName',
     maxChars: 500,
     returned: true,
-    groupable: 'rollup',
+    groupable: true,
     attribute: 'gen_ai.tool.name',
   },
   {
@@ -129,7 +124,7 @@ export const CALL_LOG_SCHEMA = [
     field: 'status',
     required: true,
     returned: true,
-    groupable: 'rollup',
+    groupable: true,
     attribute: 'mcp_gateway.call.status',
   },
   {
@@ -162,7 +157,7 @@ export const CALL_LOG_SCHEMA = [
     field: 'gatewayConnectionGuid',
     returned: true,
     filterable: true,
-    groupable: 'raw',
+    groupable: true,
     attribute: 'mcp_gateway.gateway_connection.guid',
   },
   {
@@ -173,7 +168,7 @@ export const CALL_LOG_SCHEMA = [
     field: 'userGuid',
     returned: true,
     filterable: true,
-    groupable: 'raw',
+    groupable: true,
     attribute: 'mcp_gateway.user.guid',
   },
   {
@@ -184,7 +179,7 @@ export const CALL_LOG_SCHEMA = [
     field: 'outboundGatewayGuid',
     returned: true,
     filterable: true,
-    groupable: 'rollup',
+    groupable: true,
     attribute: 'mcp_gateway.outbound_gateway.guid',
   },
   {
@@ -195,7 +190,7 @@ export const CALL_LOG_SCHEMA = [
     field: 'inboundServerGuid',
     returned: true,
     filterable: true,
-    groupable: 'rollup',
+    groupable: true,
     attribute: 'mcp_gateway.inbound_server.guid',
   },
   {
@@ -206,7 +201,7 @@ export const CALL_LOG_SCHEMA = [
     field: 'hostGuid',
     returned: true,
     filterable: true,
-    groupable: 'raw',
+    groupable: true,
     attribute: 'mcp_gateway.host.guid',
   },
   {
@@ -227,7 +222,7 @@ export const CALL_LOG_SCHEMA = [
     field: 'teamGuid',
     returned: true,
     filterable: true,
-    groupable: 'raw',
+    groupable: true,
     attribute: 'mcp_gateway.team.guid',
   },
   // Trace and span ids go out as the records' trace context, not as attributes.
@@ -283,9 +278,7 @@ export const RETURNED_COLUMNS = namesOf<NamesOf<{ returned: true }>>((c) => c.re
 /** query_logs' equality filters. */
 export const FILTER_COLUMNS = namesOf<NamesOf<{ filterable: true }>>((c) => c.filterable === true);
 /** get_usage_report's groupBy keys (contract 8.3). */
-export const GROUP_COLUMNS = namesOf<NamesOf<{ groupable: 'rollup' | 'raw' }>>((c) => c.groupable !== undefined);
-/** The group keys the hourly rollup keeps (clickhouse/0005). */
-export const ROLLUP_COLUMNS = namesOf<NamesOf<{ groupable: 'rollup' }>>((c) => c.groupable === 'rollup');
+export const GROUP_COLUMNS = namesOf<NamesOf<{ groupable: true }>>((c) => c.groupable === true);
 /** The columns the forwarder exports, with their attribute names, in table order. */
 export const EXPORTED_COLUMNS: readonly (ColumnSpec & { attribute: string })[] = columns((c) => c.attribute !== undefined) as never;
 

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { ClickhouseStore } from '../../stores/clickhouse.js';
-import { COLUMN, FILTER_COLUMNS, GROUP_COLUMNS, isLowercaseId, ROLLUP_COLUMNS } from './call-log-schema.js';
+import { ROLLUP_STATE_NAMES, USAGE_QUANTILES, usageStatesOfRows, usageStatesOfStates, type UsageStateNames } from '../../stores/usage-rollup-sql.js';
+import { COLUMN, FILTER_COLUMNS, GROUP_COLUMNS, isLowercaseId } from './call-log-schema.js';
+import { cutWindow, GRAIN_MS, servingRollups } from './usage-rollups.js';
 import { queryScoped, type QuerySettings } from './clickhouse-query.js';
 
 /** The keys a usage report groups by (contract 8.3): the groupable columns of call-log-schema.ts. */
@@ -47,8 +49,6 @@ export interface UsageReport {
   nextSkip: number | null;
 }
 
-const INTERVAL_MS: Record<UsageInterval, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
-
 /** A report's result rows, on top of the bounds of every read (clickhouse-query.ts). */
 const REPORT_SETTINGS: QuerySettings = { max_result_rows: 2_000_000 };
 /** What a report over its bounds tells the caller to narrow (a 400). */
@@ -60,63 +60,20 @@ const NARROW_REPORT = {
 /** The expression a key is read from; status is an Enum8 and is reported as its name. */
 const keyExpr = (key: UsageFilterKey): string => (COLUMN[key].kind === 'status' ? `toString(${key})` : key);
 
-/**
- * A duration as the reports' percentiles see it: exact below 32 ms, above that the
- * middle of its bucket, the value's float32 with 4 bits of mantissa kept (16 buckets
- * per doubling), so within 1/32 (3.125 %) of the value. Interpolating between two
- * such values errs by at most 3.125 % of the exact percentile (0.005 ms more for the
- * rounding of the answer), inside the contract's 5 % or 1 ms (8.3) for any rows,
- * however few. It bounds a state's distinct values (about 200 up to a minute), so the
- * rollup's states stay small and merge fast, and costs a few bit operations a row
- * (a log/pow bucket of ratio 1.04 took twice as long on raw rows). clickhouse/0005
- * spells the same expression (its materialized view and backfill);
- * test/logs-ddl.test.ts holds them equal.
- */
-export const DURATION_BUCKET_SQL =
-  'if(duration_ms < 32, duration_ms, toUInt32(least(reinterpretAsFloat32(bitOr(bitAnd(reinterpretAsUInt32(toFloat32(duration_ms)), 4294443008), 262144)), 4294967295)))';
-
-/**
- * The measures of a group, from raw rows (`call_logs`) or from the hourly rollup's
- * states (`call_log_usage_hourly`): the same names either way, so one query merges
- * both. Durations are a map of bucketed value to count
- * (`quantilesExactWeightedInterpolated`: linear interpolation between closest ranks,
- * numpy's default, on DURATION_BUCKET_SQL); counts and bytes are exact sums.
- */
-const QUANTILES = 'quantilesExactWeightedInterpolated(0.5, 0.95, 0.99)';
-interface StateNames {
-  calls: string;
-  errors: string;
-  durations: string;
-  requestBytes: string;
-  responseBytes: string;
-}
-/** The rollup's columns; the raw rows' states of the partial hours take the same names, so they union. */
-const ROW_NAMES: StateNames = {
-  calls: 'calls',
-  errors: 'errors',
-  durations: 'durations',
-  requestBytes: 'request_bytes_sum',
-  responseBytes: 'response_bytes_sum',
-};
 /** A group's measures (Measures' names), its durations still a state (d), which the totals merge. */
-const GROUP_NAMES: StateNames = {
+const GROUP_NAMES: UsageStateNames = {
   calls: 'calls_total',
   errors: 'errors_total',
   durations: 'd',
   requestBytes: 'request_bytes_total',
   responseBytes: 'response_bytes_total',
 };
-const rawStates = (n: StateNames) =>
-  `count() AS ${n.calls}, countIf(status = 'error') AS ${n.errors}, ${QUANTILES.replace('(', 'State(')}(${DURATION_BUCKET_SQL}, toUInt8(1)) AS ${n.durations},
-  sum(toUInt64(request_bytes)) AS ${n.requestBytes}, sum(toUInt64(response_bytes)) AS ${n.responseBytes}`;
-const mergedStates = (to: StateNames) =>
-  `sum(calls) AS ${to.calls}, sum(errors) AS ${to.errors}, ${QUANTILES.replace('(', 'MergeState(')}(durations) AS ${to.durations},
-  sum(request_bytes_sum) AS ${to.requestBytes}, sum(response_bytes_sum) AS ${to.responseBytes}`;
-const RAW_STATES = rawStates(ROW_NAMES);
-const ROLLUP_STATES = mergedStates(ROW_NAMES);
-const GROUP_STATES = mergedStates(GROUP_NAMES);
+/** A part's states: raw rows' and rollups' take the rollup's names, so they union. */
+const RAW_STATES = usageStatesOfRows(ROLLUP_STATE_NAMES);
+const ROLLUP_STATES = usageStatesOfStates(ROLLUP_STATE_NAMES);
+const GROUP_STATES = usageStatesOfStates(GROUP_NAMES);
 /** A group's states straight from raw rows, when the whole window is read raw: one grouping fewer. */
-const RAW_GROUP_STATES = rawStates(GROUP_NAMES);
+const RAW_GROUP_STATES = usageStatesOfRows(GROUP_NAMES);
 /**
  * A page's measures, and the totals over every group as window functions over the
  * groups (computed before ORDER BY and LIMIT): one query instead of a second one
@@ -124,31 +81,17 @@ const RAW_GROUP_STATES = rawStates(GROUP_NAMES);
  * used to double a report's time.
  */
 const PAGE_MEASURES = `calls_total, errors_total, finalizeAggregation(d) AS q, request_bytes_total, response_bytes_total,
-  sum(calls_total) OVER () AS all_calls, sum(errors_total) OVER () AS all_errors, ${QUANTILES.replace('(', 'Merge(')}(d) OVER () AS all_q,
+  sum(calls_total) OVER () AS all_calls, sum(errors_total) OVER () AS all_errors, ${USAGE_QUANTILES.replace('(', 'Merge(')}(d) OVER () AS all_q,
   sum(request_bytes_total) OVER () AS all_request_bytes, sum(response_bytes_total) OVER () AS all_response_bytes`;
-const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS errors_total, ${QUANTILES.replace('(', 'Merge(')}(d) AS q,
+const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS errors_total, ${USAGE_QUANTILES.replace('(', 'Merge(')}(d) AS q,
   sum(request_bytes_total) AS request_bytes_total, sum(response_bytes_total) AS response_bytes_total`;
-
-/** The keys the hourly rollup keeps: it can group and filter by these only. */
-const ROLLUP_KEYS: ReadonlySet<string> = new Set(ROLLUP_COLUMNS);
-
-/**
- * Whether the hourly rollup can serve this report's middle: every group key and
- * filter is one it keeps, and no bucket is finer than an hour. The rows of the
- * window's partial hours at either end are then read raw and merged in the same query.
- */
-function usesRollup(q: UsageQuery): boolean {
-  if (q.interval === 'minute') return false;
-  return [...Object.keys(q.filters), ...q.groupBy].every((k) => ROLLUP_KEYS.has(k));
-}
-
-const HOUR = 3_600_000;
 
 /**
  * Builds the groups of a report: one row per bucket and keys, with GROUP_STATES.
- * From the raw rows alone when no rollup can serve it, else from two or three
- * SELECTs (the raw rows of the partial hours at either end, and the rollup for the
- * whole hours), each yielding mergeable states.
+ * The window is cut into parts (usage-rollups.ts): whole days, hours or minutes from
+ * the coarsest rollup that keeps the report's keys and filters, the rest raw; each
+ * part's SELECT yields mergeable states, and one query merges them. A window read
+ * raw alone is grouped once.
  */
 function plan(q: UsageQuery): { groups: string; params: Record<string, unknown> } {
   const keys = q.groupBy.map((k, i) => `${keyExpr(k)} AS g${i}`);
@@ -162,32 +105,24 @@ function plan(q: UsageQuery): { groups: string; params: Record<string, unknown> 
     // Ids are stored lowercase; tool names, types and statuses are compared as given.
     params[`f_${key}`] = isLowercaseId(key) ? value.toLowerCase() : value;
   }
-  const bucketOf = (column: string) => (q.interval ? [`${bucketExpr(q.interval, column)} AS b`] : []);
   const groupCols = groupColumns(q);
   const groupBy = groupCols.length ? `GROUP BY ${groupCols.join(', ')}` : '';
-  const select = (states: string, column: string) => [...bucketOf(column), ...keys, states].join(', ');
-  const rawSelect = (bounds: { fromMs: number; toMs: number }, name: string, states: string) => {
-    params[`${name}From`] = bounds.fromMs;
-    params[`${name}To`] = bounds.toMs;
-    const time = `created_at >= fromUnixTimestamp64Milli({${name}From:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({${name}To:Int64}, 'UTC')`;
-    return `SELECT ${select(states, 'created_at')} FROM call_logs WHERE ${['organization_guid = {org:String}', time, ...where].join(' AND ')} ${groupBy}`;
-  };
-  // The rollup covers whole hours [firstHour, endHour); the rest of the window is read raw.
-  const firstHour = Math.ceil(q.fromMs / HOUR) * HOUR;
-  const endHour = Math.floor((q.toMs + 1) / HOUR) * HOUR;
-  if (!usesRollup(q) || endHour - firstHour < HOUR) return { groups: rawSelect(q, 'w', RAW_GROUP_STATES), params };
-  const parts: string[] = [];
-  if (q.fromMs < firstHour) parts.push(rawSelect({ fromMs: q.fromMs, toMs: firstHour - 1 }, 'head', RAW_STATES));
-  if (endHour <= q.toMs) parts.push(rawSelect({ fromMs: endHour, toMs: q.toMs }, 'tail', RAW_STATES));
-  params.hourFrom = firstHour / 1000;
-  params.hourTo = endHour / 1000;
-  parts.push(
-    `SELECT ${select(ROLLUP_STATES, 'hour')} FROM call_log_usage_hourly
-     WHERE organization_guid = {org:String} AND hour >= toDateTime({hourFrom:UInt32}, 'UTC') AND hour < toDateTime({hourTo:UInt32}, 'UTC')
-     ${where.length ? `AND ${where.join(' AND ')}` : ''} ${groupBy}`,
-  );
-  const states = parts.length > 1 ? `(${parts.join(' UNION ALL ')})` : `(${parts[0]})`;
-  return { groups: `SELECT ${[...groupCols, GROUP_STATES].join(', ')} FROM ${states} ${groupBy}`, params };
+  const parts = cutWindow(q.fromMs, q.toMs, servingRollups([...Object.keys(q.filters), ...q.groupBy], q.interval));
+  const selects = parts.map((part, i) => {
+    params[`p${i}From`] = part.fromMs;
+    params[`p${i}To`] = part.toMs;
+    const column = part.from === 'raw' ? 'created_at' : part.from.timeColumn;
+    const bucket = q.interval ? [`${bucketExpr(q.interval, column)} AS b`] : [];
+    const states = part.from === 'raw' ? (parts.length === 1 ? RAW_GROUP_STATES : RAW_STATES) : ROLLUP_STATES;
+    const time =
+      part.from === 'raw'
+        ? `created_at >= fromUnixTimestamp64Milli({p${i}From:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({p${i}To:Int64}, 'UTC')`
+        : `${column} >= toDateTime(intDiv({p${i}From:Int64}, 1000), 'UTC') AND ${column} <= toDateTime(intDiv({p${i}To:Int64}, 1000), 'UTC')`;
+    const table = part.from === 'raw' ? 'call_logs' : part.from.table;
+    return `SELECT ${[...bucket, ...keys, states].join(', ')} FROM ${table} WHERE ${['organization_guid = {org:String}', time, ...where].join(' AND ')} ${groupBy}`;
+  });
+  if (selects.length === 1 && parts[0]!.from === 'raw') return { groups: selects[0]!, params };
+  return { groups: `SELECT ${[...groupCols, GROUP_STATES].join(', ')} FROM (${selects.join(' UNION ALL ')}) ${groupBy}`, params };
 }
 
 /** The bucket (b) and the keys (g0, g1, ...) a report groups by. */
@@ -289,5 +224,5 @@ export async function usageReport(
 /** The default window: the last 24 hours, ending at toMs when only toMs is given. */
 export function usageWindow(fromMs: number | undefined, toMs: number | undefined, now = Date.now()): { fromMs: number; toMs: number } {
   const end = toMs ?? (fromMs !== undefined ? Math.max(now, fromMs) : now);
-  return { fromMs: fromMs ?? Math.max(0, end - INTERVAL_MS.day), toMs: end };
+  return { fromMs: fromMs ?? Math.max(0, end - GRAIN_MS.day), toMs: end };
 }

@@ -1,0 +1,134 @@
+/**
+ * bench:scale — issue 16 at scale: seeds `--rows` call-log rows (default 100M, plus a
+ * tenth as many in three other workspaces) through the ingest path on the embedded
+ * store, then times through REST the six get_usage_report shapes and the seven
+ * query_logs shapes of bench:usage and bench:logs (bench/report-shapes.ts), p50/p99 of
+ * `--runs` each; then the same again while `--ingest-rows` more rows are ingested into
+ * another workspace, with the ratio of each shape's p99 under ingest to its quiet p99.
+ * Prints ingest rows/s, bytes per row on disk (call_logs and each rollup), and the
+ * largest resident memory of the process seen (chDB runs in it). Figures, never
+ * assertions. No Postgres here: bench:usage and bench:logs compare with it.
+ *
+ *   npm run bench:scale -- [--rows 100000000] [--runs 20] [--ingest-rows 5000000] [--days 30] [--users 300]
+ */
+import fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import { seedCallLogs } from '../src/core/logs/seed.js';
+import { createWorkspace } from '../src/core/workspaces.js';
+import { buildApp } from '../src/http/app.js';
+import { openRuntime } from '../src/runtime/open.js';
+import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
+import { logShapes, movingWindows, postAdmin, probeLogs, usageBody, usageShapes } from './report-shapes.js';
+import { seedBenchWorkspaces } from './seeded-workspaces.js';
+import { timeRuns } from './stats.js';
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '100000000' },
+    runs: { type: 'string', default: '20' },
+    'ingest-rows': { type: 'string', default: '5000000' },
+    days: { type: 'string', default: '30' },
+    users: { type: 'string', default: '300' },
+  },
+});
+const ROWS = Number(values.rows);
+const RUNS = Number(values.runs);
+const out = (line: string) => process.stdout.write(line + '\n');
+const MiB = 1024 * 1024;
+
+let maxRss = 0;
+const sampler = setInterval(() => (maxRss = Math.max(maxRss, process.memoryUsage.rss())), 250);
+
+const { config, dataDir } = benchConfig('scale', { ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
+const runtime = await openRuntime(config, { logger: silentLogger });
+const { services } = runtime;
+const app = await buildApp({ services, logger: false as never });
+await app.ready();
+
+// 1. Ingest through the one writer.
+const seeded = await seedBenchWorkspaces(services, {
+  rows: ROWS,
+  days: Number(values.days),
+  users: Number(values.users),
+  onProgress: (d) => d % 10_000_000 === 0 && out(`  ingested ${d} (${loadAverage()}, max rss ${(maxRss / MiB).toFixed(0)} MiB)`),
+});
+const org = seeded.organizationGuid;
+out(
+  `ingest: ${ROWS} rows in ${seeded.ingestSeconds.toFixed(0)} s = ${Math.round(ROWS / seeded.ingestSeconds)} rows/s, ${seeded.cpuMicrosPerRow.toFixed(1)} µs of CPU a row ` +
+    `(generation included; ${loadAverage()}); plus ${seeded.noiseRows} rows in three other workspaces; max rss so far ${(maxRss / MiB).toFixed(0)} MiB`,
+);
+
+// 2. Storage as the parts stand (merges keep running in the background, as in service).
+const ch = services.clickhouse.client;
+const read = async <T>(query: string, params: Record<string, unknown> = {}) =>
+  (await ch.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>();
+const parts = await read<{ table: string; rows: string; bytes: string; parts: string }>(
+  `SELECT table, sum(rows) AS rows, sum(bytes_on_disk) AS bytes, count() AS parts FROM system.parts WHERE active AND database = currentDatabase() AND table LIKE 'call_log%' GROUP BY table ORDER BY table`,
+);
+const rawRows = Number(parts.find((p) => p.table === 'call_logs')?.rows ?? 0);
+for (const p of parts)
+  out(
+    `  ${p.table.padEnd(28)} ${p.rows.padStart(11)} rows ${p.parts.padStart(4)} parts ${(Number(p.bytes) / rawRows).toFixed(2).padStart(7)} bytes per call_logs row`,
+  );
+const projection = await read<{ bytes: string }>(
+  `SELECT sum(bytes_on_disk) AS bytes FROM system.projection_parts WHERE active AND database = currentDatabase() AND table = 'call_logs'`,
+);
+out(`  of call_logs: the forwarder_order projection ${(Number(projection[0]?.bytes ?? 0) / rawRows).toFixed(2)} bytes per row`);
+
+// 3. The shapes, quiet, then during ingest.
+const busiestGateway = (
+  await read<{ g: string }>(
+    `SELECT outbound_gateway_guid AS g FROM call_log_usage_daily WHERE organization_guid = {org:String} GROUP BY g ORDER BY sum(calls) DESC LIMIT 1`,
+    { org },
+  )
+)[0]!.g;
+const reports = usageShapes(busiestGateway);
+const logs = logShapes(await probeLogs(services.clickhouse, org, ROWS, 6 * (RUNS + 3)));
+type Figures = Record<string, { p50: number; p99: number }>;
+
+async function measureAll(): Promise<Figures> {
+  const figures: Figures = {};
+  const windows = movingWindows();
+  for (const [name, shape] of Object.entries(reports)) {
+    windows.reset();
+    figures[`report ${name}`] = await timeRuns(
+      () => postAdmin(app, seeded.token, '/api/v1/svc-admin/reports/usage', usageBody(shape, windows.of(shape))),
+      RUNS,
+    );
+  }
+  for (const [name, shape] of Object.entries(logs))
+    figures[`logs ${name}`] = await timeRuns(
+      () => postAdmin(app, seeded.token, '/api/v1/svc-admin/logs/query', typeof shape === 'function' ? shape() : shape),
+      RUNS,
+    );
+  return figures;
+}
+
+out(`measuring, quiet (${loadAverage()})`);
+const quiet = await measureAll();
+out(`measuring during ingest of ${values['ingest-rows']} rows into another workspace (${loadAverage()})`);
+const other = await createWorkspace(services.db, { name: 'ingesting', adminEmail: 'ingest@example.test' });
+const ingestRows = Number(values['ingest-rows']);
+const ingestStarted = performance.now();
+let ingestDone = 0;
+const ingest = seedCallLogs(services, { organizationGuid: other.organizationGuid, rows: ingestRows, days: 1, onProgress: (d) => (ingestDone = d) });
+const busy = await measureAll();
+const rowsDuring = ingestDone;
+const secondsDuring = (performance.now() - ingestStarted) / 1000;
+await ingest;
+out(
+  `ingest during the measurements: ${rowsDuring} rows in ${secondsDuring.toFixed(0)} s = ${Math.round(rowsDuring / secondsDuring)} rows/s (${loadAverage()})`,
+);
+
+out('');
+out(`at ${ROWS} rows (+${seeded.noiseRows} noise), ${RUNS} runs each, through REST, p50 / p99 ms; quiet, then during ingest; p99 ratio = during / quiet.`);
+out(`${'shape'.padEnd(26)} ${'quiet'.padStart(15)} | ${'during ingest'.padStart(15)} | p99 ratio`);
+const pair = (r: { p50: number; p99: number }) => `${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}`;
+for (const name of Object.keys(quiet))
+  out(`${name.padEnd(26)} ${pair(quiet[name]!)} | ${pair(busy[name]!)} | ${(busy[name]!.p99 / quiet[name]!.p99).toFixed(2)}`);
+out(`largest resident memory of the process: ${(maxRss / MiB).toFixed(0)} MiB`);
+clearInterval(sampler);
+await app.close();
+await runtime.close();
+fs.rmSync(dataDir, { recursive: true, force: true });
+process.exit(0);

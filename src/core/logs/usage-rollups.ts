@@ -1,0 +1,66 @@
+import type { CallLogColumnName } from './call-log-schema.js';
+
+export type UsageGrain = 'minute' | 'hour' | 'day';
+export const GRAIN_MS: Readonly<Record<UsageGrain, number>> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+
+/** A usage rollup table (clickhouse/0005, 0008): its grain, its time column and the group keys it keeps. */
+export interface UsageRollup {
+  table: string;
+  grain: UsageGrain;
+  timeColumn: string;
+  keys: readonly CallLogColumnName[];
+}
+
+const TRAFFIC_KEYS = ['outbound_gateway_guid', 'inbound_server_guid', 'tool_name', 'type', 'status'] as const;
+
+/**
+ * Every usage rollup, coarsest grain first; of two of the same grain, the smaller
+ * first. A report reads each part of its window from the coarsest rollup that keeps
+ * its keys and filters and is no coarser than its buckets (usage-report.ts).
+ */
+export const USAGE_ROLLUPS: readonly UsageRollup[] = [
+  { table: 'call_log_usage_daily', grain: 'day', timeColumn: 'day', keys: TRAFFIC_KEYS },
+  { table: 'call_log_usage_daily_people', grain: 'day', timeColumn: 'day', keys: ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid'] },
+  { table: 'call_log_usage_hourly', grain: 'hour', timeColumn: 'hour', keys: TRAFFIC_KEYS },
+  { table: 'call_log_usage_minute', grain: 'minute', timeColumn: 'minute', keys: ['outbound_gateway_guid'] },
+];
+
+/** A stretch of a report's window and where it is read from: a rollup (whole units of its grain) or the raw rows. */
+export interface WindowPart {
+  from: UsageRollup | 'raw';
+  fromMs: number;
+  /** Inclusive, as the window's toMs. */
+  toMs: number;
+}
+
+/**
+ * Cuts the window [fromMs, toMs] into parts: the whole units of the coarsest rollup
+ * in the middle, the rest at either end cut the same way by the next finer rollup,
+ * and what no rollup covers read raw. `rollups` are the ones that may serve the
+ * report, coarsest first, at most one per grain.
+ */
+export function cutWindow(fromMs: number, toMs: number, rollups: readonly UsageRollup[]): WindowPart[] {
+  const [rollup, ...finer] = rollups;
+  if (!rollup) return [{ from: 'raw', fromMs, toMs }];
+  const size = GRAIN_MS[rollup.grain];
+  const first = Math.ceil(fromMs / size) * size;
+  const end = Math.floor((toMs + 1) / size) * size;
+  if (end - first < size) return cutWindow(fromMs, toMs, finer);
+  return [
+    ...(fromMs < first ? cutWindow(fromMs, first - 1, finer) : []),
+    { from: rollup, fromMs: first, toMs: end - 1 },
+    ...(end <= toMs ? cutWindow(end, toMs, finer) : []),
+  ];
+}
+
+/** The rollups that may serve a report: they keep every key it groups or filters by, and are no coarser than its buckets; one per grain. */
+export function servingRollups(keys: readonly string[], interval: UsageGrain | undefined): UsageRollup[] {
+  const serving: UsageRollup[] = [];
+  for (const rollup of USAGE_ROLLUPS) {
+    if (interval && GRAIN_MS[rollup.grain] > GRAIN_MS[interval]) continue;
+    if (!keys.every((k) => (rollup.keys as readonly string[]).includes(k))) continue;
+    if (serving.some((r) => r.grain === rollup.grain)) continue;
+    serving.push(rollup);
+  }
+  return serving;
+}
