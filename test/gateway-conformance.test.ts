@@ -26,18 +26,10 @@ type Comparison = { revision: string; upstream: string; direct: Results; gateway
  */
 const KNOWN_DIFFERENCES: Record<string, Record<string, string>> = {
   'fixture 2025-11-25': {
-    'resources-subscribe':
-      'gap: a 2025 host subscribes, the gateway forwards resources/subscribe to the 2026-07-28 upstream, where the method does not exist (-32601)',
-    'resources-unsubscribe': 'gap: as resources-subscribe',
-    'tools-call-with-logging':
-      'gap: the envelope the gateway sends a 2026-07-28 upstream carries no log level, so the upstream logs nothing (a 2025 session hears every level until logging/setLevel)',
     'server-sse-multiple-streams': 'the gateway answers tools/list with JSON where the fixture streams it (INFO instead of SUCCESS; streaming is optional)',
     'server-sse-polling': 'the gateway resumes the upstream stream itself and answers the host with JSON: there is no cut stream for the host to resume',
   },
-  'fixture 2026-07-28': {
-    'http-custom-header-server-validation':
-      'gap (unscored, SEP-2243): the gateway sends the upstream no Mcp-Param-* headers and does not check the host’s, so the upstream refuses the call (-32020)',
-  },
+  'fixture 2026-07-28': {},
   'server-everything 2025-11-25': {
     'dns-rebinding-protection': 'the gateway refuses a foreign Origin (403); server-everything does not',
     'server-session-lifecycle': 'the gateway answers 404 for a session ended with DELETE; server-everything does not',

@@ -18,6 +18,9 @@ export const LIST_KEY: Record<ListMethod, 'tools' | 'prompts' | 'resources' | 'r
   'resources/templates/list': 'resourceTemplates',
 };
 
+/** A list is read from each upstream in at most this many pages. */
+export const MAX_LIST_PAGES = 20;
+
 /** Which upstream capability a list needs; an upstream without it is not asked. */
 export const LIST_CAPABILITY: Record<ListMethod, string> = {
   'tools/list': 'tools',

@@ -7,7 +7,9 @@ import type { RequestStateBinding, RequestStateContent, RequestStates } from './
 import type { CallRecord } from './call-record.js';
 import type { Catalog } from './catalog.js';
 import type { HostIdentity } from './modern-upstream.js';
-import { ERRORS, type GatewayProxy, type HostContext } from './proxy.js';
+import { ERRORS, errorResponse, type HostContext } from './call-model.js';
+import { settle } from './call-outcome.js';
+import type { GatewayProxy } from './proxy.js';
 import { isAnswerTo } from './relay.js';
 import type { TraceContext } from './trace-context.js';
 
@@ -44,7 +46,8 @@ export interface ModernLeg {
 
 /** A 2025 upstream's call kept open while the host answers the upstream's request. */
 interface HeldCall {
-  id: string;
+  /** Named when first held (most calls never are: their answer comes straight back). */
+  id: string | null;
   /** The id of the call's message to the upstream, which its answer carries. */
   proxiedId: number;
   ctx: HostContext;
@@ -127,7 +130,7 @@ export class HeldCalls {
     if (reply.kind === 'json') return this.resultOf(reply.message, binding);
     if (reply.kind !== 'stream') throw new ProtocolError(ERRORS.internal, 'The gateway got no answer for this request.');
     const call: HeldCall = {
-      id: randomBytes(12).toString('base64url'),
+      id: null,
       proxiedId,
       ctx,
       abort,
@@ -178,11 +181,8 @@ export class HeldCalls {
         const step = await call.messages.next();
         if (step.done) throw new ProtocolError(ERRORS.internal, 'The gateway got no answer for this request.');
         const message = step.value as { id?: RequestId; method?: string; params?: Record<string, unknown> };
-        if (isAnswerTo(call.proxiedId, step.value)) {
-          // The rest of the upstream's stream is read in the background (the proxy frees its connection at the end).
-          void drain(call.messages);
-          return this.resultOf(step.value, call.binding);
-        }
+        // The answer ends the call's stream (its row is written, the rest of the upstream's stream is read by call-outcome.ts).
+        if (isAnswerTo(call.proxiedId, step.value)) return this.resultOf(step.value, call.binding);
         if (message.method !== undefined && message.id !== undefined) {
           const asked = await this.upstreamRequest(call, message as { id: RequestId; method: string; params?: Record<string, unknown> });
           if (asked) return asked;
@@ -230,6 +230,7 @@ export class HeldCalls {
     call.round += 1;
     const key = `input-${call.round}`;
     call.pending = { key, id: request.id };
+    call.id ??= randomBytes(12).toString('base64url');
     this.held.set(call.id, call);
     const reason = `the host did not send the input the server asked for within ${this.holdMs} ms`;
     call.timer = setTimeout(() => this.abandon(call, reason), Math.max(0, call.deadline - Date.now()));
@@ -239,14 +240,14 @@ export class HeldCalls {
   }
 
   private release(call: HeldCall): void {
-    this.held.delete(call.id);
+    if (call.id) this.held.delete(call.id);
     clearTimeout(call.timer);
   }
 
   /** Ends a held call the host did not come back for: its row says why, its upstream exchange is cut. */
   private abandon(call: HeldCall, reason: string): void {
     this.release(call);
-    call.ctx.record.finish(null, 0, reason);
+    settle(call.ctx.record, { kind: 'ended', failure: reason });
     call.abort.abort(new Error(reason));
     void drain(call.messages);
   }
@@ -272,7 +273,7 @@ export class HeldCalls {
     const message = { jsonrpc: '2.0', id, method: leg.method, params: leg.params } as JSONRPCMessage;
     const record = leg.record(message);
     record.toolName = binding.target.slice(0, 500);
-    record.finish({ jsonrpc: '2.0', id, error: { code, message: text, ...(data ? { data } : {}) } } as JSONRPCMessage, 0);
+    settle(record, { kind: 'answer', message: errorResponse(id, code, text, data) });
     return new ProtocolError(code, text, data);
   }
 }

@@ -3,10 +3,11 @@ import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { Catalog, Catalogs } from './catalog.js';
 import { withoutEchoedSecrets } from './echoed-secrets.js';
+import type { HostSubscriptions } from './host-subscriptions.js';
+import { followingRequest, followSubscribedResources } from './listen-upstreams.js';
 import { fromUpstream } from './relay.js';
 import type { GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
-import { traceContextFrom, upstreamTraceparent } from './trace-context.js';
 import type { UpstreamFetch } from './upstream-client.js';
 import { openUpstreamStream } from './upstream-http.js';
 
@@ -16,7 +17,8 @@ const LIST_CHANGED = ['notifications/tools/list_changed', 'notifications/prompts
 /**
  * The host's standalone event stream (GET): the upstreams' own streams merged into
  * one (their server requests relayed with ids that name them), plus list_changed
- * notifications when the workspace's configuration changes in this process.
+ * notifications when the workspace's configuration changes in this process, plus
+ * the updates of the resources the session subscribed to on 2026-07-28 upstreams.
  * Resolves when the host goes away.
  */
 export async function openHostEventStream(opts: {
@@ -25,6 +27,8 @@ export async function openHostEventStream(opts: {
   caller: GatewayCaller;
   catalog: Catalog;
   session: GatewaySession;
+  /** The session's resource subscriptions to 2026-07-28 upstreams, kept by this process. */
+  subscriptions: HostSubscriptions;
   out: ServerResponse;
   fetch: UpstreamFetch;
 }): Promise<void> {
@@ -46,14 +50,9 @@ export async function openHostEventStream(opts: {
       try {
         const credential = await opts.catalogs.credential(route);
         const messages = await openUpstreamStream({
-          url: route.url,
-          credentialHeaders: credential.headers,
+          ...followingRequest(opts.fetch, route, credential, abort.signal),
           sessionId: upstream.sessionId,
           protocolVersion: upstream.protocolVersion,
-          traceparent: upstreamTraceparent(traceContextFrom(undefined, undefined)),
-          signal: abort.signal,
-          maxResponseBytes: Number.MAX_SAFE_INTEGER,
-          fetch: opts.fetch,
         });
         if (!messages) return;
         for await (const message of messages) write(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(message, credential.secrets)));
@@ -66,8 +65,17 @@ export async function openHostEventStream(opts: {
       }
     })();
   }
+  // A 2026-07-28 upstream has no stream of a session: the resources the session subscribed to are followed through its listen.
+  const stopFollowing = followSubscribedResources(
+    { catalogs: opts.catalogs, fetch: opts.fetch, logger: opts.services.logger },
+    session,
+    opts.catalog,
+    opts.subscriptions,
+    write,
+  );
   await closed;
   clearInterval(keepalive);
   unsubscribe();
+  stopFollowing();
   abort.abort();
 }

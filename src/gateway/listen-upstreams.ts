@@ -1,9 +1,11 @@
 import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { ServerEvent } from '@modelcontextprotocol/server';
+import type { ServerEvent, SubscriptionFilter } from '@modelcontextprotocol/server';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
-import type { Catalog, Catalogs, Route } from './catalog.js';
-import { MODERN_REVISION, toModernUpstream } from './modern-upstream.js';
+import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';
+import type { HostSubscriptions } from './host-subscriptions.js';
+import { MODERN_REVISION, toModernUpstream, type HostIdentity } from './modern-upstream.js';
+import type { GatewaySession } from './session-id.js';
 import { traceContextFrom, upstreamTraceparent } from './trace-context.js';
 import type { UpstreamFetch } from './upstream-client.js';
 import { deleteUpstreamSession, initializeUpstream, openUpstreamStream, postToUpstream, type UpstreamRequest } from './upstream-http.js';
@@ -56,6 +58,33 @@ export function followUpstreamLists(deps: UpstreamListsDeps, caller: GatewayCall
   return () => abort.abort();
 }
 
+/** An exchange that opens a stream the gateway follows for as long as its host listens (no trace of the host's, no timeout). */
+export function followingRequest(fetch: UpstreamFetch, route: Route, credential: RouteCredential, signal: AbortSignal): UpstreamRequest {
+  return {
+    url: route.url,
+    credentialHeaders: credential.headers,
+    traceparent: upstreamTraceparent(traceContextFrom(undefined, undefined)),
+    signal,
+    // The stream lasts as long as the host listens; only the exchanges that open it are timed.
+    maxResponseBytes: Number.MAX_SAFE_INTEGER,
+    fetch,
+  };
+}
+
+/**
+ * Opens a 2026-07-28 upstream's `subscriptions/listen` with `filter`, as `host`: its
+ * messages (the acknowledgement first), until the upstream ends the stream or
+ * `req.signal` aborts. The stream is not timed: it lasts as long as it is followed.
+ */
+async function listenUpstream(req: UpstreamRequest, host: HostIdentity, filter: SubscriptionFilter): Promise<AsyncIterable<JSONRPCMessage>> {
+  const listen = toModernUpstream(
+    { jsonrpc: '2.0', id: 'gateway-listen', method: 'subscriptions/listen', params: { notifications: filter } } as JSONRPCMessage,
+    host,
+  );
+  const reply = await postToUpstream({ ...req, protocolVersion: MODERN_REVISION, routingHeaders: listen.headers }, listen.message);
+  return reply.messages;
+}
+
 async function followOne(
   deps: UpstreamListsDeps,
   caller: GatewayCaller,
@@ -65,23 +94,8 @@ async function followOne(
 ): Promise<void> {
   const credential = await deps.catalogs.credential(route);
   const clientInfo = { name: caller.gatewayName, version: '1.0.0' };
-  const req: UpstreamRequest = {
-    url: route.url,
-    credentialHeaders: credential.headers,
-    traceparent: upstreamTraceparent(traceContextFrom(undefined, undefined)),
-    signal,
-    // The stream lasts as long as the host listens; only the exchanges that open it are timed.
-    maxResponseBytes: Number.MAX_SAFE_INTEGER,
-    fetch: deps.fetch,
-  };
-  if (route.features?.protocolVersion === MODERN_REVISION) {
-    const listen = toModernUpstream(
-      { jsonrpc: '2.0', id: 'gateway-listen', method: 'subscriptions/listen', params: { notifications: ALL_LISTS } } as JSONRPCMessage,
-      { clientInfo, clientCapabilities: {} },
-    );
-    const reply = await postToUpstream({ ...req, protocolVersion: MODERN_REVISION, routingHeaders: listen.headers }, listen.message);
-    return relay(reply.messages);
-  }
+  const req = followingRequest(deps.fetch, route, credential, signal);
+  if (route.features?.protocolVersion === MODERN_REVISION) return relay(await listenUpstream(req, { clientInfo, clientCapabilities: {} }, ALL_LISTS));
   const opened = await initializeUpstream(
     { ...req, timeoutMs: deps.services.config.gateway.upstreamTimeoutMs },
     { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo },
@@ -95,4 +109,101 @@ async function followOne(
   } finally {
     void deleteUpstreamSession({ ...inSession, signal: AbortSignal.timeout(5_000), timeoutMs: 5_000 });
   }
+}
+
+/** One upstream listen a 2025 host's event stream holds for its subscriptions, and the URIs it carries. */
+interface ResourceListen {
+  uris: string;
+  abort: AbortController;
+}
+
+/**
+ * For a 2025 host's event stream (GET): follows the resources its session subscribed
+ * to on 2026-07-28 upstreams (host-subscriptions.ts), one `subscriptions/listen` per
+ * such upstream carrying the session's URIs for it, as the session's host and with the
+ * caller's credential. A change of the subscriptions opens the upstream's listen again
+ * with the new URIs and closes the old one once the new one is acknowledged (so no
+ * update is lost meanwhile; one may come twice), or keeps the old one when the new one
+ * fails; the last URI gone closes it. Only `notifications/resources/updated` of a URI
+ * the session subscribes to now passes, as `{ uri }`: a URI the host itself chose, so
+ * nothing else an upstream writes reaches the host this way, and an unsubscribed URI
+ * is silent from its unsubscribe on. A listen that ends is opened again at the
+ * session's next subscription change. Returns the function that stops following.
+ */
+export function followSubscribedResources(
+  deps: Pick<UpstreamListsDeps, 'catalogs' | 'fetch'> & { logger: Services['logger'] },
+  session: GatewaySession,
+  catalog: Catalog,
+  subscriptions: HostSubscriptions,
+  deliver: (message: JSONRPCMessage) => void,
+): () => void {
+  const host: HostIdentity = { clientInfo: session.clientInfo, clientCapabilities: session.clientCapabilities };
+  const listens = new Map<string, ResourceListen>();
+  let stopped = false;
+  const subscribedOn = (assignmentGuid: string, uri: unknown): uri is string =>
+    typeof uri === 'string' && subscriptions.of(session).get(uri) === assignmentGuid;
+
+  /** Follows one listen; `opened` is told once: true at the upstream's acknowledgement, false when it failed or ended before. */
+  const follow = async (route: Route, uris: string[], listen: ResourceListen, opened: (acknowledged: boolean) => void): Promise<void> => {
+    try {
+      const credential = await deps.catalogs.credential(route);
+      const messages = await listenUpstream(followingRequest(deps.fetch, route, credential, listen.abort.signal), host, { resourceSubscriptions: uris });
+      for await (const message of messages) {
+        const m = message as { method?: string; params?: { uri?: unknown } };
+        if (m.method === 'notifications/subscriptions/acknowledged') opened(true);
+        const uri = m.params?.uri;
+        if (m.method === 'notifications/resources/updated' && !listen.abort.signal.aborted && subscribedOn(route.assignmentGuid, uri))
+          deliver({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } } as JSONRPCMessage);
+      }
+    } catch (err) {
+      if (!listen.abort.signal.aborted)
+        deps.logger.debug(
+          { inboundServerGuid: route.serverGuid, err: err instanceof Error ? err.message : String(err) },
+          'an upstream resource subscription stream ended',
+        );
+    } finally {
+      opened(false);
+      if (listens.get(route.assignmentGuid) === listen) listens.delete(route.assignmentGuid);
+    }
+  };
+
+  const sync = async (): Promise<void> => {
+    if (stopped) return;
+    const wanted = new Map<string, string[]>();
+    for (const [uri, assignmentGuid] of subscriptions.of(session)) wanted.set(assignmentGuid, [...(wanted.get(assignmentGuid) ?? []), uri]);
+    const opening: Promise<void>[] = [];
+    for (const assignmentGuid of new Set([...listens.keys(), ...wanted.keys()])) {
+      const uris = (wanted.get(assignmentGuid) ?? []).sort();
+      const old = listens.get(assignmentGuid);
+      if (old?.uris === JSON.stringify(uris)) continue;
+      const route = catalog.byAssignment.get(assignmentGuid);
+      if (uris.length === 0 || !route || route.features?.protocolVersion !== MODERN_REVISION) {
+        old?.abort.abort();
+        listens.delete(assignmentGuid);
+        continue;
+      }
+      const listen: ResourceListen = { uris: JSON.stringify(uris), abort: new AbortController() };
+      listens.set(assignmentGuid, listen);
+      const acknowledged = new Promise<boolean>((resolve) => void follow(route, uris, listen, resolve));
+      opening.push(
+        acknowledged.then((ok) => {
+          if (!old || old.abort.signal.aborted) return;
+          if (ok || stopped) return old.abort.abort();
+          // The new URIs could not be followed: the old ones still are (the next change tries again).
+          if (!listens.has(assignmentGuid)) listens.set(assignmentGuid, old);
+          else old.abort.abort();
+        }),
+      );
+    }
+    await Promise.all(opening);
+  };
+
+  void sync();
+  const unwatch = subscriptions.watch(session, sync);
+  return () => {
+    stopped = true;
+    unwatch();
+    for (const listen of listens.values()) listen.abort.abort();
+    listens.clear();
+  };
 }

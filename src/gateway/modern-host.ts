@@ -2,6 +2,7 @@ import {
   CLIENT_CAPABILITIES_META_KEY,
   CLIENT_INFO_META_KEY,
   createMcpHandler,
+  LOG_LEVEL_META_KEY,
   PROTOCOL_VERSION_META_KEY,
   Server,
   type McpHttpHandler,
@@ -56,12 +57,21 @@ export function isModernMessage(body: unknown, protocolHeader: string | string[]
   return (typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META_KEY in meta) || protocolHeader === '2026-07-28';
 }
 
-/** Who the host says it is in the request's envelope (the SDK has checked its shape). */
+/**
+ * Who the host says it is in the request's envelope (the SDK has checked its shape),
+ * and the log level it asks for: the SDK lifts the envelope out of `params._meta`, so
+ * it reaches upstreams only from here.
+ */
 function identityOf(ctx: ServerContext, gatewayName: string): HostIdentity {
   const envelope = (ctx.mcpReq.envelope ?? {}) as Record<string, unknown>;
   const clientInfo = envelope[CLIENT_INFO_META_KEY] as HostIdentity['clientInfo'] | undefined;
   const clientCapabilities = envelope[CLIENT_CAPABILITIES_META_KEY] as Record<string, unknown> | undefined;
-  return { clientInfo: clientInfo ?? { name: gatewayName, version: GATEWAY_VERSION }, clientCapabilities: clientCapabilities ?? {} };
+  const logLevel = envelope[LOG_LEVEL_META_KEY] as HostIdentity['logLevel'];
+  return {
+    clientInfo: clientInfo ?? { name: gatewayName, version: GATEWAY_VERSION },
+    clientCapabilities: clientCapabilities ?? {},
+    ...(logLevel !== undefined ? { logLevel } : {}),
+  };
 }
 
 /**
@@ -104,10 +114,15 @@ export function createModernHostHandler(proxy: GatewayProxy, deps: { services: S
   );
   return {
     ...handler,
-    // A listen stream belongs to the caller whose request opened it.
+    // A listen stream belongs to the caller whose request opened it. Only a listen request runs in its caller's async
+    // context: entering one costs every other request for nothing.
     fetch: (request, options) => {
       const host = options?.authInfo?.extra?.modernHost as ModernHostRequest | undefined;
-      return host ? listen.bus.as({ caller: host.caller, catalog: host.catalog }, () => handler.fetch(request, options)) : handler.fetch(request, options);
+      const method = (options?.parsedBody as { method?: unknown } | undefined)?.method;
+      const mayListen = typeof method !== 'string' || method === 'subscriptions/listen';
+      return host && mayListen
+        ? listen.bus.as({ caller: host.caller, catalog: host.catalog }, () => handler.fetch(request, options))
+        : handler.fetch(request, options);
     },
     close: async () => {
       calls.close();

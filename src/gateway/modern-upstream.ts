@@ -1,4 +1,6 @@
+import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { paramHeaders, type ParamHeaderDeclaration } from './mcp-param-headers.js';
 
 /** The revision an upstream learned at validation speaks without sessions or initialize. */
 export const MODERN_REVISION = '2026-07-28';
@@ -6,6 +8,7 @@ export const MODERN_REVISION = '2026-07-28';
 const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
 const CLIENT_INFO_KEY = 'io.modelcontextprotocol/clientInfo';
 const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
+const LOG_LEVEL_KEY = 'io.modelcontextprotocol/logLevel';
 
 /** Where Mcp-Name comes from for the methods that name something. */
 const NAMED_BY: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
@@ -13,15 +16,28 @@ const NAMED_BY: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompt
 export interface HostIdentity {
   clientInfo: { name: string; version: string };
   clientCapabilities: Record<string, unknown>;
+  /**
+   * The least severe log message the host wants: a 2026-07-28 host's envelope says it
+   * per request, a 2025 host's logging/setLevel once (host-log-levels.ts). Absent, a
+   * 2026-07-28 upstream sends no log messages for the request.
+   */
+  logLevel?: LoggingLevel;
 }
 
 /**
  * A message as a 2026-07-28 upstream takes it (the upstream side of the revision):
- * the per-request envelope in `params._meta` (the revision, the host's info and
- * capabilities; any other `_meta` of the host's kept), and the routing headers that
- * must match the body.
+ * the per-request envelope in `params._meta` (the revision, the host's info,
+ * capabilities and log level; any other `_meta` of the host's kept), and the headers
+ * that must match the body: routing (`Mcp-Method`, `Mcp-Name`) and, for a tools/call,
+ * the `Mcp-Param-*` mirror of the arguments the upstream's tool marks with
+ * `x-mcp-header` (`paramDeclarations`: the tool's, by its upstream name; see
+ * ParamHeaderSchemas).
  */
-export function toModernUpstream(message: JSONRPCMessage, host: HostIdentity): { message: JSONRPCMessage; headers: Record<string, string> } {
+export function toModernUpstream(
+  message: JSONRPCMessage,
+  host: HostIdentity,
+  paramDeclarations: readonly ParamHeaderDeclaration[] = [],
+): { message: JSONRPCMessage; headers: Record<string, string> } {
   const m = message as { method?: string; params?: Record<string, unknown> };
   if (m.method === undefined) return { message, headers: { 'mcp-protocol-version': MODERN_REVISION } };
   const params = m.params ?? {};
@@ -30,13 +46,20 @@ export function toModernUpstream(message: JSONRPCMessage, host: HostIdentity): {
     ...message,
     params: {
       ...params,
-      _meta: { ...meta, [PROTOCOL_VERSION_KEY]: MODERN_REVISION, [CLIENT_INFO_KEY]: host.clientInfo, [CLIENT_CAPABILITIES_KEY]: host.clientCapabilities },
+      _meta: {
+        ...meta,
+        [PROTOCOL_VERSION_KEY]: MODERN_REVISION,
+        [CLIENT_INFO_KEY]: host.clientInfo,
+        [CLIENT_CAPABILITIES_KEY]: host.clientCapabilities,
+        ...(host.logLevel !== undefined ? { [LOG_LEVEL_KEY]: host.logLevel } : {}),
+      },
     },
   } as JSONRPCMessage;
   const headers: Record<string, string> = { 'mcp-method': m.method };
   const namedBy = NAMED_BY[m.method];
   const name = namedBy ? params[namedBy] : undefined;
   if (typeof name === 'string') headers['mcp-name'] = name;
+  if (m.method === 'tools/call' && paramDeclarations.length > 0) Object.assign(headers, paramHeaders(paramDeclarations, params.arguments));
   return { message: enveloped, headers };
 }
 

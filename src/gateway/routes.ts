@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { bearerToken } from '../core/auth/tokens.js';
 import { AppError, STORE_RETRY_AFTER_SECONDS } from '../core/errors.js';
 import type { Services } from '../core/services.js';
@@ -7,6 +7,7 @@ import { GatewayAccess, GatewayAccessError, type GatewayCaller } from './access.
 import { CallRecord } from './call-record.js';
 import { Catalogs } from './catalog.js';
 import { ERRORS, GatewayProxy, type HostReply } from './proxy.js';
+import { settle } from './call-outcome.js';
 import { isAnswerTo } from './relay.js';
 import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits } from './rate-limits.js';
 import { SessionIds, type GatewaySession } from './session-id.js';
@@ -20,6 +21,7 @@ import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 import { createModernHostHandler, isModernMessage, type ModernHostRequest } from './modern-host.js';
 import { MODERN_REVISION } from './modern-upstream.js';
+import { paramHeaderRefusal } from './mcp-param-headers.js';
 import { sendWebResponse, toWebRequest } from '../http/web-request.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
 import { isStoreUnreachable } from '../stores/store-errors.js';
@@ -192,8 +194,18 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       const record = modernHost.record(request.body as JSONRPCMessage);
       const name = (request.body as { params?: { name?: unknown } }).params?.name;
       if (typeof name === 'string') record.toolName = name.slice(0, 500);
-      record.finish(malformed as JSONRPCMessage, 0);
+      settle(record, { kind: 'answer', message: malformed as JSONRPCMessage });
       return sendJson(reply, 200, null, malformed);
+    }
+    // The host's Mcp-Param-* headers, checked as a server of the revision checks them, before the SDK's handler (whose errors go out as HTTP 200).
+    const call = request.body as { id: RequestId; method?: string; params: { name?: unknown; arguments?: unknown } };
+    const problem = call.method === 'tools/call' ? proxy.paramSchemas.hostMismatch(catalog, call.params, paramHeadersOf(request)) : null;
+    if (problem) {
+      const refusal = paramHeaderRefusal(call.id, problem);
+      const record = modernHost.record(request.body as JSONRPCMessage);
+      if (typeof call.params.name === 'string') record.toolName = call.params.name.slice(0, 500);
+      settle(record, { kind: 'answer', message: refusal });
+      return sendJson(reply, 400, null, refusal);
     }
     const response = await modern.fetch(toWebRequest(request), {
       parsedBody: request.body,
@@ -225,6 +237,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       caller: found.caller,
       catalog: found.catalog,
       session: found.session,
+      subscriptions: proxy.subscriptions,
       out: reply.raw,
       fetch: upstreams.fetch,
     });
@@ -235,6 +248,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     if (!found) return reply;
     // Ended for every replica before anything else: from here on the id is a 404 wherever it is presented.
     await endedSessions.end(found.session);
+    proxy.forgetSession(found.session);
     const { catalog } = found;
     const trace = traceContextFrom(header(request, 'traceparent'), undefined);
     await Promise.all(
@@ -275,9 +289,8 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     let next = await messages.next();
     // An upstream stream whose first message is already the answer (the common tool call)
     // goes to the host as plain JSON, which the transport allows for any request and a
-    // host parses for less than an event stream. The stream is still read to its end
-    // afterwards: resuming it logs the call (in this turn of the event loop, before the
-    // host can have read the answer) and frees the upstream connection.
+    // host parses for less than an event stream. (Its row is written already, and the
+    // stream ends with its answer: call-outcome.ts.)
     if (jsonAccepted && !next.done && isAnswerTo(requestId, next.value)) {
       sendJson(reply, 200, sessionId, next.value);
       while (!(await messages.next()).done);
@@ -318,6 +331,13 @@ function unreadableBody(err: unknown): { status: number; reason: string } | null
       reason: 'body: cannot be read as JSON',
     };
   return null;
+}
+
+/** A request's Mcp-Param-* headers, the only ones a tool's marks are checked against. */
+function paramHeadersOf(request: FastifyRequest): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) if (name.startsWith('mcp-param-') && typeof value === 'string') headers.set(name, value);
+  return headers;
 }
 
 /** Whether the host takes a JSON answer (the transport asks hosts to accept both JSON and an event stream). */

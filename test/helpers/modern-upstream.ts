@@ -12,10 +12,11 @@ import type { Upstream } from './upstreams.js';
  * resource. Listens on 127.0.0.1. `publicCache` marks every cacheable result of it
  * `cacheScope: public` (what a gateway must not pass on); `notify` publishes change
  * events to its own `subscriptions/listen` streams. `asksForInput` adds tools that
- * need the host's input (input_required results; see registerInputTools).
+ * need the host's input (input_required results; see registerInputTools). `port`:
+ * where to listen (another server's port, to replace it), any free one by default.
  */
 export async function startModernUpstream(
-  opts: { publicCache?: boolean; asksForInput?: boolean } = {},
+  opts: { publicCache?: boolean; asksForInput?: boolean; port?: number } = {},
 ): Promise<Upstream & { requests: { method: string; protocol: string | undefined; params?: Record<string, unknown> }[]; notify: McpHttpHandler['notify'] }> {
   const requests: { method: string; protocol: string | undefined; params?: Record<string, unknown> }[] = [];
   const handler = createMcpHandler(
@@ -65,7 +66,7 @@ export async function startModernUpstream(
       res.destroy();
     }
   });
-  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => httpServer.listen(opts.port ?? 0, '127.0.0.1', resolve));
   const port = (httpServer.address() as net.AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}/mcp`,

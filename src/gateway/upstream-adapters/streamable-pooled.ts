@@ -1,0 +1,65 @@
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { HostContext } from '../call-model.js';
+import type { Route, RouteCredential } from '../catalog.js';
+import { setUpstreamLogLevel } from '../host-log-levels.js';
+import { deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamReply } from '../upstream-http.js';
+import { UpstreamSessionPool } from '../upstream-session-pool.js';
+import { whenRead, type UpstreamAdapter, type UpstreamExchange, type UpstreamKit } from './adapter.js';
+import { openStreamable } from './streamable-session.js';
+
+/**
+ * A 2026-07-28 host's exchange with a 2025 Streamable HTTP upstream, on the session
+ * its connection shares with its other requests of the same host identity
+ * (upstream-session-pool.ts): one exchange per call instead of four. The session
+ * stays the request's while the request lasts (a bridged input round answers on it);
+ * a session the upstream forgot (404) is opened again, once.
+ */
+export class StreamablePooledAdapter implements UpstreamAdapter {
+  private readonly sessions = new UpstreamSessionPool();
+
+  constructor(private readonly kit: UpstreamKit) {}
+
+  /** Ends the pooled upstream sessions (the process is closing). */
+  close(): void {
+    this.sessions.close();
+  }
+
+  async exchange(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage, retried = false): Promise<UpstreamExchange> {
+    const modern = ctx.modern!;
+    const host = this.kit.hostOf(ctx);
+    const key = UpstreamSessionPool.keyOf(ctx.caller.connectionGuid, route.assignmentGuid, host);
+    const lease = this.sessions.acquire(
+      key,
+      async () => {
+        const { instructions: _, ...opened } = await openStreamable(this.kit, ctx, route, credential, host);
+        // The host's level is part of the pool key (its identity), so a session is told one level, once, before any call.
+        const level = modern.identity.logLevel;
+        if (level !== undefined && route.features?.capabilities.logging !== undefined)
+          await setUpstreamLogLevel(this.kit.request(ctx, route, credential, opened.sessionId, opened.protocolVersion), level);
+        return opened;
+      },
+      (session) =>
+        void deleteUpstreamSession({
+          ...this.kit.request(ctx, route, credential, session.sessionId, session.protocolVersion),
+          signal: AbortSignal.timeout(5_000),
+        }),
+    );
+    let reply: UpstreamReply;
+    let protocolVersion: string | null = null;
+    try {
+      const upstream = await lease.session;
+      modern.upstreams.set(route.assignmentGuid, upstream);
+      protocolVersion = upstream.protocolVersion ?? null;
+      reply = await postToUpstream(this.kit.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion), message);
+    } catch (err) {
+      lease.release();
+      modern.upstreams.delete(route.assignmentGuid);
+      if (err instanceof UpstreamHttpError && err.status === 404 && !retried) {
+        this.sessions.drop(key);
+        return this.exchange(ctx, route, credential, message, true);
+      }
+      throw err;
+    }
+    return whenRead({ ...reply, protocolVersion }, lease.release);
+  }
+}
