@@ -9,17 +9,19 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import * as z from 'zod';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { Catalog, Catalogs } from './catalog.js';
 import type { CallRecord } from './call-record.js';
 import { ListenChanges } from './listen-changes.js';
 import type { UpstreamFetch } from './upstream-client.js';
-import { GATEWAY_CAPABILITIES, GATEWAY_VERSION, type GatewayProxy } from './proxy.js';
+import { GATEWAY_VERSION, type GatewayProxy } from './proxy.js';
 import type { TraceContext } from './trace-context.js';
 import { HeldCalls } from './bridge-held-calls.js';
 import { RequestStates } from './bridge-request-state.js';
 import type { HostIdentity } from './modern-upstream.js';
+import { modernCapabilities, TASK_METHODS } from './host-tasks.js';
 
 /** The methods a 2026-07-28 host may send through a gateway, each served by the same proxy as a 2025 host's. */
 const RELAYED_METHODS = [
@@ -32,6 +34,12 @@ const RELAYED_METHODS = [
   'resources/read',
   'completion/complete',
 ] as const;
+
+/**
+ * The tasks extension's requests (host-tasks.ts), relayed the same way: not core methods of the revision, so the SDK
+ * takes them with schemas of their own, which leave the params to the proxy to judge (it names what is wrong, in words).
+ */
+const TASK_REQUEST_SCHEMAS = { params: z.looseObject({}), result: z.looseObject({}) };
 
 /**
  * The results revision 2026-07-28 lets hosts cache (`ttlMs`, `cacheScope`). A
@@ -89,25 +97,26 @@ export function createModernHostHandler(proxy: GatewayProxy, deps: { services: S
   const handler = createMcpHandler(
     (request) => {
       const host = request.authInfo?.extra?.modernHost as ModernHostRequest;
-      const server = new Server({ name: host.caller.gatewayName, version: GATEWAY_VERSION }, { capabilities: GATEWAY_CAPABILITIES });
-      for (const method of RELAYED_METHODS) {
-        server.setRequestHandler(method, async (incoming: { params?: Record<string, unknown> }, ctx: ServerContext) => {
-          const result = await calls.serve({
-            caller: host.caller,
-            catalog: host.catalog,
-            trace: host.trace,
-            signal: host.signal,
-            record: host.record,
-            identity: identityOf(ctx, host.caller.gatewayName),
-            method,
-            params: incoming.params ?? {},
-            requestState: ctx.mcpReq.requestState<string>(),
-            inputResponses: ctx.mcpReq.inputResponses,
-            notify: (notification) => ctx.mcpReq.notify(notification as never),
-          });
-          return (CACHEABLE_METHODS.has(method) ? { ...result, cacheScope: 'private' } : result) as never;
+      const server = new Server({ name: host.caller.gatewayName, version: GATEWAY_VERSION }, { capabilities: modernCapabilities(host.catalog) });
+      const serve = async (method: string, params: Record<string, unknown>, ctx: ServerContext) => {
+        const result = await calls.serve({
+          caller: host.caller,
+          catalog: host.catalog,
+          trace: host.trace,
+          signal: host.signal,
+          record: host.record,
+          identity: identityOf(ctx, host.caller.gatewayName),
+          method,
+          params,
+          requestState: ctx.mcpReq.requestState<string>(),
+          inputResponses: ctx.mcpReq.inputResponses,
+          notify: (notification) => ctx.mcpReq.notify(notification as never),
         });
-      }
+        return (CACHEABLE_METHODS.has(method) ? { ...result, cacheScope: 'private' } : result) as never;
+      };
+      for (const method of RELAYED_METHODS)
+        server.setRequestHandler(method, (incoming: { params?: Record<string, unknown> }, ctx: ServerContext) => serve(method, incoming.params ?? {}, ctx));
+      for (const method of TASK_METHODS) server.setRequestHandler(method, TASK_REQUEST_SCHEMAS, (params, ctx) => serve(method, params, ctx));
       return server;
     },
     { legacy: 'reject', bus: listen.bus },

@@ -10,8 +10,15 @@ const CLIENT_INFO_KEY = 'io.modelcontextprotocol/clientInfo';
 const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
 const LOG_LEVEL_KEY = 'io.modelcontextprotocol/logLevel';
 
-/** Where Mcp-Name comes from for the methods that name something. */
-const NAMED_BY: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+/** Where Mcp-Name comes from for the methods that name something (the tasks extension's name their task). */
+const NAMED_BY: Record<string, 'name' | 'uri' | 'taskId'> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
 
 export interface HostIdentity {
   clientInfo: { name: string; version: string };

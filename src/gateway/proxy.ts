@@ -29,6 +29,7 @@ import { settle } from './call-outcome.js';
 import type { Catalogs, Route } from './catalog.js';
 import { HostRelay } from './host-relay.js';
 import { HostSubscriptions } from './host-subscriptions.js';
+import { HostTasks } from './host-tasks.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
 import type { ParamHeaderSchemas } from './mcp-param-headers.js';
 import { MODERN_REVISION } from './modern-upstream.js';
@@ -63,17 +64,20 @@ export class GatewayProxy {
   private readonly inputWaiters = new InputWaiters();
   private readonly upstreams: Upstreams;
   private readonly relays: HostRelay;
+  /** The tasks extension, relayed for 2026-07-28 hosts (host-tasks.ts). */
+  private readonly tasks: HostTasks;
   /** 2025 hosts' subscriptions to resources of 2026-07-28 upstreams, which their event streams follow. */
   readonly subscriptions: HostSubscriptions;
 
   constructor(
-    private readonly services: Pick<Services, 'config' | 'logger' | 'db' | 'configChanges'>,
+    private readonly services: Pick<Services, 'config' | 'logger' | 'db' | 'configChanges' | 'gatewaySessionKey'>,
     catalogs: Catalogs,
     health: UpstreamHealth,
     fetch: UpstreamFetch,
   ) {
     this.upstreams = new Upstreams(services, catalogs, health, fetch);
     this.relays = new HostRelay(this.upstreams, this.inputWaiters, services.config.gateway.upstreamTimeoutMs);
+    this.tasks = new HostTasks(services.gatewaySessionKey, this.relays);
     this.subscriptions = new HostSubscriptions(services.config.gateway.upstreamTimeoutMs);
   }
 
@@ -131,6 +135,10 @@ export class GatewayProxy {
           return (await this.subscriptions.answer(ctx, id, m.method, String(m.params!.uri))) ?? (await this.callByUri(ctx, message, String(m.params!.uri)));
         case 'completion/complete':
           return await this.complete(ctx, message, m.params ?? {});
+        case 'tasks/get':
+        case 'tasks/update':
+        case 'tasks/cancel':
+          return await this.tasks.serve(ctx, message, m.method, m.params ?? {});
         case 'logging/setLevel':
           // A 2026-07-28 upstream keeps no session: the level goes with each later request of the session instead.
           if (ctx.session) this.upstreams.kit.logLevels.set(ctx.session, m.params!.level as LoggingLevel);
@@ -259,7 +267,12 @@ export class GatewayProxy {
       );
     }
     ctx.record.toolName = resolved.name;
-    return this.relays.relay(ctx, resolved.route, { ...message, params: { ...params, name: resolved.name } } as JSONRPCMessage);
+    if (method === 'prompts/get') return this.relays.relay(ctx, resolved.route, { ...message, params: { ...params, name: resolved.name } } as JSONRPCMessage);
+    // A 2025 task augmentation is dropped: the gateway declares no `tasks` capability, so the call runs as a plain one
+    // (as the 2025-11-25 revision says of a receiver without it). Tasks of revision 2026-07-28 are the upstream's to create.
+    const { task: _augmentation, ...plain } = params;
+    const outcome = await this.relays.relay(ctx, resolved.route, { ...message, params: { ...plain, name: resolved.name } } as JSONRPCMessage);
+    return ctx.modern ? this.tasks.issued(ctx, resolved.route, resolved.name, (message as { id: RequestId }).id, outcome) : outcome;
   }
 
   private async callByUri(ctx: HostContext, message: JSONRPCMessage, uri: string): Promise<Outcome> {
