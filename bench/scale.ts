@@ -36,8 +36,15 @@ const RUNS = Number(values.runs);
 const out = (line: string) => process.stdout.write(line + '\n');
 const MiB = 1024 * 1024;
 
+/** The largest resident memory seen, and how it was made up then (V8's heap, buffers, the rest: chDB's native memory). */
 let maxRss = 0;
-const sampler = setInterval(() => (maxRss = Math.max(maxRss, process.memoryUsage.rss())), 250);
+let atMax = '';
+const sampler = setInterval(() => {
+  const m = process.memoryUsage();
+  if (m.rss <= maxRss) return;
+  maxRss = m.rss;
+  atMax = `V8 heap ${(m.heapTotal / MiB).toFixed(0)} MiB, buffers ${(m.external / MiB).toFixed(0)} MiB, native ${((m.rss - m.heapTotal - m.external) / MiB).toFixed(0)} MiB`;
+}, 250);
 
 const { config, dataDir } = benchConfig('scale', { ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
 const runtime = await openRuntime(config, { logger: silentLogger });
@@ -126,7 +133,7 @@ out(`${'shape'.padEnd(26)} ${'quiet'.padStart(15)} | ${'during ingest'.padStart(
 const pair = (r: { p50: number; p99: number }) => `${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}`;
 for (const name of Object.keys(quiet))
   out(`${name.padEnd(26)} ${pair(quiet[name]!)} | ${pair(busy[name]!)} | ${(busy[name]!.p99 / quiet[name]!.p99).toFixed(2)}`);
-out(`largest resident memory of the process: ${(maxRss / MiB).toFixed(0)} MiB`);
+out(`largest resident memory of the process: ${(maxRss / MiB).toFixed(0)} MiB (${atMax})`);
 clearInterval(sampler);
 await app.close();
 await runtime.close();
