@@ -1,10 +1,5 @@
-import http from 'node:http';
-import type net from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { ConfigChanges } from '../src/core/config-changes.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
@@ -12,6 +7,7 @@ import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from '
 import { listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
 import { startToolServer, type Upstream } from './helpers/upstreams.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
+import { startSessionServer } from './helpers/watched-upstream.js';
 
 /**
  * `subscriptions/listen` of revision 2026-07-28 at a gateway (contract 8.1): a host's
@@ -226,62 +222,4 @@ async function post2026(url: string, token: string | null, method: string, param
   const json = text.startsWith('{') ? JSON.parse(text) : JSON.parse(/^data: (.*)$/m.exec(text)![1]!);
   if (!json.result) throw new Error(`${method}: ${text}`);
   return json.result as { cacheScope?: string; ttlMs?: number; contents?: unknown[] };
-}
-
-/**
- * A 2025 upstream with sessions (1.x SDK, Streamable HTTP): `changeTools` sends
- * tools/list_changed on every open session's event stream; `seen` counts the GET
- * streams and DELETEs it was sent. An unknown method without a session (the v2
- * client's server/discover probe) is a JSON-RPC -32601 in a 200.
- */
-async function startSessionServer() {
-  const sessions = new Map<string, McpServer>();
-  const seen = { gets: 0, deletes: 0 };
-  const httpServer = http.createServer(async (req, res) => {
-    try {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
-      if (req.method === 'GET') seen.gets++;
-      if (req.method === 'DELETE') seen.deletes++;
-      const id = req.headers['mcp-session-id'];
-      const known = typeof id === 'string' ? transports.get(id) : undefined;
-      if (known) return await known.handleRequest(req, res, body);
-      if (req.method !== 'POST' || body?.method !== 'initialize') {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        return res.end(JSON.stringify({ jsonrpc: '2.0', id: body?.id ?? null, error: { code: -32601, message: 'Method not found' } }));
-      }
-      const server = new McpServer({ name: 'sessions', version: '1.0.0' });
-      server.registerTool('ping_me', { description: 'Answers pong' }, async () => ({ content: [{ type: 'text', text: 'pong' }] }));
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (sid) => {
-          sessions.set(sid, server);
-          transports.set(sid, transport);
-        },
-        onsessionclosed: (sid) => {
-          sessions.delete(sid);
-          transports.delete(sid);
-        },
-      });
-      await server.connect(transport);
-      await transport.handleRequest(req, res, body);
-    } catch {
-      res.destroy();
-    }
-  });
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(httpServer.address() as net.AddressInfo).port}/mcp`,
-    seen,
-    changeTools: () => {
-      for (const server of sessions.values()) server.sendToolListChanged();
-    },
-    close: async () => {
-      for (const server of sessions.values()) await server.close().catch(() => undefined);
-      httpServer.closeAllConnections();
-      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
-    },
-  };
 }

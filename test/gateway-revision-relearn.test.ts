@@ -131,7 +131,7 @@ describe('an upstream that changed its revision since validation', () => {
     const answer = await host.callTool({ name: 'up__shout', arguments: { text: 'hi' } });
     expect(text(answer)).toBe('HI');
     expect(await storedRevision(upGuid)).toBe('2026-07-28');
-    const methods = modernUp.requests.map((r) => r.method);
+    const methods = modernUp.requests.map((r) => r.method).filter((m) => m !== 'subscriptions/listen');
     expect(methods).toContain('initialize');
     expect(methods).toContain('server/discover');
     expect(methods.at(-1)).toBe('tools/call');
@@ -143,7 +143,8 @@ describe('an upstream that changed its revision since validation', () => {
     expect(text(await host2025.callTool({ name: 'up__shout', arguments: { text: 'again' } }))).toBe('AGAIN');
     const host2026 = await modernHost();
     expect(text(await host2026.callTool({ name: 'up__shout', arguments: { text: 'modern' } }))).toBe('MODERN');
-    const later = modernUp.requests.slice(before);
+    // The 2025 host's event stream follows the upstream's list changes through its listen, when it gets to it.
+    const later = modernUp.requests.slice(before).filter((r) => r.method !== 'subscriptions/listen');
     expect(later.map((r) => r.method)).toEqual(['tools/call', 'tools/call']);
     expect(later.every((r) => r.protocol === '2026-07-28')).toBe(true);
   });
@@ -157,7 +158,8 @@ describe('an upstream that changed its revision since validation', () => {
     const host2025 = await legacyHost();
     expect(text(await host2025.callTool({ name: 'down__shout', arguments: { text: 'again' } }))).toBe('AGAIN (2025)');
     // The 2025 host's session opened the upstream at its initialize, in 2025: the call went in that session.
-    expect(oldDown.methods.slice(before)).toEqual(['initialize', 'notifications/initialized', 'tools/call']);
+    // (An event stream of a 2025 host that still knew it as 2026-07-28 may have sent it a listen, which it refused.)
+    expect(oldDown.methods.slice(before).filter((m) => m !== 'subscriptions/listen')).toEqual(['initialize', 'notifications/initialized', 'tools/call']);
   });
 
   it('logs the relearned calls as answered', async () => {

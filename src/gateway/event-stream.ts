@@ -4,7 +4,7 @@ import type { GatewayCaller } from './access.js';
 import type { Catalog, Catalogs } from './catalog.js';
 import { withoutEchoedSecrets } from './echoed-secrets.js';
 import type { HostSubscriptions } from './host-subscriptions.js';
-import { followingRequest, followSubscribedResources } from './listen-upstreams.js';
+import { followingRequest, followModernUpstreams } from './listen-upstreams.js';
 import { fromUpstream } from './relay.js';
 import type { GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
@@ -18,7 +18,8 @@ const LIST_CHANGED = ['notifications/tools/list_changed', 'notifications/prompts
  * The host's standalone event stream (GET): the upstreams' own streams merged into
  * one (their server requests relayed with ids that name them), plus list_changed
  * notifications when the workspace's configuration changes in this process, plus
- * the updates of the resources the session subscribed to on 2026-07-28 upstreams.
+ * what 2026-07-28 upstreams announce through their listens: their own list changes
+ * and the updates of the resources the session subscribed to on them.
  * Resolves when the host goes away.
  */
 export async function openHostEventStream(opts: {
@@ -65,8 +66,8 @@ export async function openHostEventStream(opts: {
       }
     })();
   }
-  // A 2026-07-28 upstream has no stream of a session: the resources the session subscribed to are followed through its listen.
-  const stopFollowing = followSubscribedResources(
+  // A 2026-07-28 upstream has no stream of a session: its list changes and the session's resources on it come through its listen.
+  const stopFollowing = followModernUpstreams(
     { catalogs: opts.catalogs, fetch: opts.fetch, logger: opts.services.logger },
     session,
     opts.catalog,

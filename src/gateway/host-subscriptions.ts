@@ -13,8 +13,8 @@ export const MAX_SUBSCRIBED_URI_CHARS = 2_048;
 
 /** The resources a session subscribed to, each with the assignment that serves it. */
 export type Subscribed = ReadonlyMap<string, string>;
-/** What a session's event stream does when its subscriptions change; resolves when the change has taken effect upstream. */
-type Watcher = () => Promise<void>;
+/** What a session's event stream does when its subscriptions change (`ended`: the session ended); resolves when the change has taken effect upstream. */
+type Watcher = (ended: boolean) => Promise<void>;
 
 /**
  * `resources/subscribe` of a 2025 host to a resource of a 2026-07-28 upstream, which
@@ -22,7 +22,7 @@ type Watcher = () => Promise<void>;
  * gateway answers the host itself and keeps the session's subscriptions here; the
  * session's event stream (GET, event-stream.ts) follows each such upstream with a
  * listen carrying the subscribed URIs (listen-upstreams.ts) and is told of every
- * change, so a subscription made while the stream is open takes effect before its
+ * change and of the session's end, so a subscription made while the stream is open takes effect before its
  * answer, and an unsubscribe stops the updates at once. Resource URIs reach hosts as
  * the upstreams gave them (aggregate.ts), so the updates need no rewriting. Kept per
  * process (PerSessionStore): a subscribe that reaches another replica than the one
@@ -89,10 +89,10 @@ export class HostSubscriptions {
     };
   }
 
-  /** Forgets an ended session's subscriptions; its event streams stop following them. */
+  /** Forgets an ended session's subscriptions; its event streams stop following its upstreams. */
   forget(session: SessionKey): void {
     this.subscribed.forget(session);
-    void this.notify(session);
+    void this.notify(session, true);
   }
 
   private async change(session: GatewaySession, edit: (uris: Map<string, string>) => void): Promise<void> {
@@ -104,12 +104,12 @@ export class HostSubscriptions {
   }
 
   /** Tells the session's event streams; waits (bounded) until their upstreams acknowledged the change. */
-  private async notify(session: SessionKey): Promise<void> {
+  private async notify(session: SessionKey, ended = false): Promise<void> {
     const watchers = [...(this.watchers.get(sessionKeyOf(session)) ?? [])];
     if (watchers.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.settleMs)));
-    await Promise.race([Promise.allSettled(watchers.map((watcher) => watcher())), bound]);
+    await Promise.race([Promise.allSettled(watchers.map((watcher) => watcher(ended))), bound]);
     clearTimeout(timer);
   }
 }

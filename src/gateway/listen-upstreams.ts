@@ -111,26 +111,50 @@ async function followOne(
   }
 }
 
-/** One upstream listen a 2025 host's event stream holds for its subscriptions, and the URIs it carries. */
-interface ResourceListen {
+/** The filter flag that asks a 2026-07-28 upstream's listen for each list change. */
+const FLAG_OF: Record<string, 'toolsListChanged' | 'promptsListChanged' | 'resourcesListChanged'> = {
+  'notifications/tools/list_changed': 'toolsListChanged',
+  'notifications/prompts/list_changed': 'promptsListChanged',
+  'notifications/resources/list_changed': 'resourcesListChanged',
+};
+
+/** The list changes an upstream says it announces (`listChanged` in the capabilities learned at validation), as a listen filter asks for them. */
+export function offeredListChanges(route: Route): SubscriptionFilter {
+  const capabilities = route.features?.capabilities ?? {};
+  const offers = (key: string) => (capabilities[key] as { listChanged?: unknown } | undefined)?.listChanged === true;
+  return {
+    ...(offers('tools') && { toolsListChanged: true }),
+    ...(offers('prompts') && { promptsListChanged: true }),
+    ...(offers('resources') && { resourcesListChanged: true }),
+  };
+}
+
+/** One upstream listen a 2025 host's event stream holds: its filter and the resource URIs in it (as JSON, to compare). */
+interface UpstreamListen {
+  filter: string;
   uris: string;
   abort: AbortController;
 }
 
 /**
- * For a 2025 host's event stream (GET): follows the resources its session subscribed
- * to on 2026-07-28 upstreams (host-subscriptions.ts), one `subscriptions/listen` per
- * such upstream carrying the session's URIs for it, as the session's host and with the
- * caller's credential. A change of the subscriptions opens the upstream's listen again
- * with the new URIs and closes the old one once the new one is acknowledged (so no
- * update is lost meanwhile; one may come twice), or keeps the old one when the new one
- * fails; the last URI gone closes it. Only `notifications/resources/updated` of a URI
- * the session subscribes to now passes, as `{ uri }`: a URI the host itself chose, so
- * nothing else an upstream writes reaches the host this way, and an unsubscribed URI
- * is silent from its unsubscribe on. A listen that ends is opened again at the
- * session's next subscription change. Returns the function that stops following.
+ * For a 2025 host's event stream (GET): follows each 2026-07-28 upstream of the
+ * catalog, which has no stream of a session, with one `subscriptions/listen` (as the
+ * session's host, with the caller's credential) asking for what the host would hear
+ * on a 2025 upstream's own stream: the list changes the upstream's capabilities offer
+ * (`listChanged`) and the resources the session subscribed to on it
+ * (host-subscriptions.ts). An upstream that offers neither is not asked. A change of
+ * the subscriptions opens the upstream's listen again with the new filter and closes
+ * the old one once the new one is acknowledged (so nothing is lost meanwhile; a
+ * notification may come twice), or keeps the old one when the new one fails; the last
+ * URI gone, the listen carries the list changes only (or is closed). Passed to the
+ * host: the list_changed notifications asked for, without params, and
+ * `notifications/resources/updated` of a URI the session subscribes to now, as
+ * `{ uri }` (a URI the host itself chose), so nothing else an upstream writes reaches
+ * the host this way, and an unsubscribed URI is silent from its unsubscribe on. A
+ * listen that ends is opened again at the session's next subscription change, not
+ * before. All end with the session (DELETE). Returns the function that stops following.
  */
-export function followSubscribedResources(
+export function followModernUpstreams(
   deps: Pick<UpstreamListsDeps, 'catalogs' | 'fetch'> & { logger: Services['logger'] },
   session: GatewaySession,
   catalog: Catalog,
@@ -138,28 +162,32 @@ export function followSubscribedResources(
   deliver: (message: JSONRPCMessage) => void,
 ): () => void {
   const host: HostIdentity = { clientInfo: session.clientInfo, clientCapabilities: session.clientCapabilities };
-  const listens = new Map<string, ResourceListen>();
+  const modern = catalog.routes.filter((route) => route.features?.protocolVersion === MODERN_REVISION);
+  const listens = new Map<string, UpstreamListen>();
   let stopped = false;
   const subscribedOn = (assignmentGuid: string, uri: unknown): uri is string =>
     typeof uri === 'string' && subscriptions.of(session).get(uri) === assignmentGuid;
 
   /** Follows one listen; `opened` is told once: true at the upstream's acknowledgement, false when it failed or ended before. */
-  const follow = async (route: Route, uris: string[], listen: ResourceListen, opened: (acknowledged: boolean) => void): Promise<void> => {
+  const follow = async (route: Route, filter: SubscriptionFilter, listen: UpstreamListen, opened: (acknowledged: boolean) => void): Promise<void> => {
     try {
       const credential = await deps.catalogs.credential(route);
-      const messages = await listenUpstream(followingRequest(deps.fetch, route, credential, listen.abort.signal), host, { resourceSubscriptions: uris });
+      const messages = await listenUpstream(followingRequest(deps.fetch, route, credential, listen.abort.signal), host, filter);
       for await (const message of messages) {
         const m = message as { method?: string; params?: { uri?: unknown } };
         if (m.method === 'notifications/subscriptions/acknowledged') opened(true);
+        if (listen.abort.signal.aborted || !m.method) continue;
+        const flag = FLAG_OF[m.method];
+        if (flag && filter[flag]) deliver({ jsonrpc: '2.0', method: m.method } as JSONRPCMessage);
         const uri = m.params?.uri;
-        if (m.method === 'notifications/resources/updated' && !listen.abort.signal.aborted && subscribedOn(route.assignmentGuid, uri))
+        if (m.method === 'notifications/resources/updated' && subscribedOn(route.assignmentGuid, uri))
           deliver({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } } as JSONRPCMessage);
       }
     } catch (err) {
       if (!listen.abort.signal.aborted)
         deps.logger.debug(
           { inboundServerGuid: route.serverGuid, err: err instanceof Error ? err.message : String(err) },
-          'an upstream resource subscription stream ended',
+          "an upstream listen of a host's event stream ended",
         );
     } finally {
       opened(false);
@@ -172,38 +200,41 @@ export function followSubscribedResources(
     const wanted = new Map<string, string[]>();
     for (const [uri, assignmentGuid] of subscriptions.of(session)) wanted.set(assignmentGuid, [...(wanted.get(assignmentGuid) ?? []), uri]);
     const opening: Promise<void>[] = [];
-    for (const assignmentGuid of new Set([...listens.keys(), ...wanted.keys()])) {
-      const uris = (wanted.get(assignmentGuid) ?? []).sort();
-      const old = listens.get(assignmentGuid);
-      if (old?.uris === JSON.stringify(uris)) continue;
+    for (const assignmentGuid of new Set([...listens.keys(), ...wanted.keys(), ...modern.map((route) => route.assignmentGuid)])) {
       const route = catalog.byAssignment.get(assignmentGuid);
-      if (uris.length === 0 || !route || route.features?.protocolVersion !== MODERN_REVISION) {
+      const uris = (wanted.get(assignmentGuid) ?? []).sort();
+      const filter: SubscriptionFilter = { ...(route && offeredListChanges(route)), ...(uris.length > 0 && { resourceSubscriptions: uris }) };
+      const old = listens.get(assignmentGuid);
+      if (old?.filter === JSON.stringify(filter)) continue;
+      if (Object.keys(filter).length === 0 || !route || route.features?.protocolVersion !== MODERN_REVISION) {
         old?.abort.abort();
         listens.delete(assignmentGuid);
         continue;
       }
-      const listen: ResourceListen = { uris: JSON.stringify(uris), abort: new AbortController() };
+      const listen: UpstreamListen = { filter: JSON.stringify(filter), uris: JSON.stringify(uris), abort: new AbortController() };
       listens.set(assignmentGuid, listen);
-      const acknowledged = new Promise<boolean>((resolve) => void follow(route, uris, listen, resolve));
-      opening.push(
-        acknowledged.then((ok) => {
-          if (!old || old.abort.signal.aborted) return;
-          if (ok || stopped) return old.abort.abort();
-          // The new URIs could not be followed: the old ones still are (the next change tries again).
-          if (!listens.has(assignmentGuid)) listens.set(assignmentGuid, old);
-          else old.abort.abort();
-        }),
-      );
+      const acknowledged = new Promise<boolean>((resolve) => void follow(route, filter, listen, resolve));
+      const settled = acknowledged.then((ok) => {
+        if (!old || old.abort.signal.aborted) return;
+        if (ok || stopped) return old.abort.abort();
+        // The new filter could not be followed: the old one still is (the next change tries again).
+        if (!listens.has(assignmentGuid)) listens.set(assignmentGuid, old);
+        else old.abort.abort();
+      });
+      // A subscription change waits for the listens whose URIs it changed, not for another upstream's list changes.
+      if ((old?.uris ?? '[]') !== listen.uris) opening.push(settled);
     }
     await Promise.all(opening);
   };
 
-  void sync();
-  const unwatch = subscriptions.watch(session, sync);
-  return () => {
+  const stop = () => {
     stopped = true;
     unwatch();
     for (const listen of listens.values()) listen.abort.abort();
     listens.clear();
   };
+  void sync();
+  // An ended session (DELETE) has nothing more to hear, though its host may keep the connection open.
+  const unwatch = subscriptions.watch(session, async (ended) => (ended ? stop() : sync()));
+  return stop;
 }

@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { CreatedWorkspace } from '../src/core/workspaces.js';
+import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
+import { startSessionServer, startWatchedUpstream, type WatchedUpstream } from './helpers/watched-upstream.js';
+
+/**
+ * A 2026-07-28 upstream's own list changes reach a 2025 host's event stream (issue 12,
+ * bridging): a 2026-07-28 upstream has no stream of a session, so the host's GET stream
+ * follows it with one `subscriptions/listen` asking for the list changes its
+ * capabilities offer, joined by the session's resource subscriptions on it. Real peers
+ * on 127.0.0.1: the 1.x SDK client as the host (it opens its GET stream after
+ * initialize), v2-SDK 2026-07-28-only upstreams (one whose tool list grows on a tool
+ * call, one that declares no list changes), and a 1.x SDK 2025 upstream with sessions.
+ */
+let t: TestApp;
+let ws: CreatedWorkspace;
+let watched: WatchedUpstream;
+let quiet: WatchedUpstream;
+let sessions: Awaited<ReturnType<typeof startSessionServer>>;
+/** The gateway of Watched and Sessions, and the gateway of Quiet (no list changes offered). */
+const at = { lively: { url: '', token: '' }, quiet: { url: '', token: '' } };
+const hosts: Client[] = [];
+
+const until = (check: () => void) => vi.waitFor(check, { timeout: 15_000, interval: 25 });
+const LISTS_OF_WATCHED = { toolsListChanged: true, resourcesListChanged: true };
+
+beforeAll(async () => {
+  [t, watched, quiet, sessions] = await Promise.all([
+    startTestApp(),
+    startWatchedUpstream(),
+    startWatchedUpstream({ listChanged: false }),
+    startSessionServer(),
+  ]);
+  const base = await listenLoopback(t);
+  ws = await newWorkspace(t);
+  for (const [key, servers] of [
+    ['lively', { Watched: watched.url, Sessions: sessions.url }],
+    ['quiet', { Quiet: quiet.url }],
+  ] as const) {
+    const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: `Lists ${key}` });
+    for (const [name, url] of Object.entries(servers)) {
+      const { serverGuid } = await registerServer(t, ws, { name, url, authType: 'none' });
+      await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: serverGuid });
+    }
+    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+    at[key] = { token: issued.body.token, url: issued.body.url.replace(t.config.publicBaseUrl, base) };
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(hosts.map((h) => h.close().catch(() => undefined)));
+  await closeClients();
+  await t?.close();
+  await Promise.all([watched?.close(), quiet?.close(), sessions?.close()]);
+});
+
+/** A 1.x SDK host on a gateway: the list changes it hears ('tools', 'prompts', 'resources') and the resource updates, in order. */
+async function host(gateway: { url: string; token: string }): Promise<{ client: Client; heard: string[]; updates: string[] }> {
+  const client = await gatewayClient(gateway.url, gateway.token);
+  hosts.push(client);
+  const heard: string[] = [];
+  const updates: string[] = [];
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => void heard.push('tools'));
+  client.setNotificationHandler(PromptListChangedNotificationSchema, () => void heard.push('prompts'));
+  client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void heard.push('resources'));
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+  return { client, heard, updates };
+}
+
+async function call(client: Client, suffix: string, args: Record<string, unknown>): Promise<void> {
+  const tool = (await client.listTools()).tools.find((x) => x.name.endsWith(suffix))!;
+  await client.callTool({ name: tool.name, arguments: args });
+}
+
+describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream", () => {
+  it('reach the host: its tools/list_changed after the upstream grew a tool, through a listen asking for the lists it offers', async () => {
+    const { client, heard } = await host(at.lively);
+    await until(() => expect(watched.openListens()).toBe(1));
+    // Tools and resources, which it declares listChanged for; not prompts (it offers none); no resources subscribed.
+    expect(watched.filters).toEqual([LISTS_OF_WATCHED]);
+    expect(heard).toEqual([]);
+
+    await call(client, 'grow', { name: 'sprout' });
+    await until(() => expect(heard).toEqual(['tools']));
+    expect((await client.listTools()).tools.map((x) => x.name)).toContainEqual(expect.stringMatching(/sprout$/));
+
+    await client.close();
+    await until(() => expect(watched.openListens()).toBe(0));
+  });
+
+  it("share one listen per upstream with the session's resource subscriptions, which follows both", async () => {
+    const { client, heard, updates } = await host(at.lively);
+    await until(() => expect(watched.openListens()).toBe(1));
+    await client.subscribeResource({ uri: 'watch://alpha' });
+    expect(watched.filters.at(-1)).toEqual({ ...LISTS_OF_WATCHED, resourceSubscriptions: ['watch://alpha'] });
+    // The list-only listen is closed once the joined one is acknowledged: still one listen.
+    await until(() => expect(watched.openListens()).toBe(1));
+
+    await call(client, 'grow', { name: 'bud' });
+    await until(() => expect(heard).toEqual(['tools']));
+    await call(client, 'touch', { uri: 'watch://alpha' });
+    await until(() => expect(updates).toEqual(['watch://alpha']));
+
+    // Unsubscribed, the listen goes on for the list changes.
+    await client.unsubscribeResource({ uri: 'watch://alpha' });
+    expect(watched.filters.at(-1)).toEqual(LISTS_OF_WATCHED);
+    await until(() => expect(watched.openListens()).toBe(1));
+    await call(client, 'grow', { name: 'leaf' });
+    await until(() => expect(heard).toEqual(['tools', 'tools']));
+
+    await client.close();
+    await until(() => expect(watched.openListens()).toBe(0));
+  });
+
+  it('ask an upstream that offers no list changes for none: it is followed only for the resources subscribed on it', async () => {
+    const { client } = await host(at.quiet);
+    await client.subscribeResource({ uri: 'watch://beta' });
+    await until(() => expect(quiet.openListens()).toBe(1));
+    expect(quiet.filters).toEqual([{ resourceSubscriptions: ['watch://beta'] }]);
+    await client.unsubscribeResource({ uri: 'watch://beta' });
+    await until(() => expect(quiet.openListens()).toBe(0));
+    expect(quiet.filters).toHaveLength(1);
+    await client.close();
+  });
+
+  it("leave a 2025 upstream's list changes to its own session stream, as before", async () => {
+    const { client, heard } = await host(at.lively);
+    const gets = sessions.seen.gets;
+    // The host's stream opens the upstream session's stream in the background: tell the sessions until the notice arrives.
+    await until(() => {
+      sessions.changeTools();
+      expect(heard).toContain('tools');
+    });
+    expect(new Set(heard)).toEqual(new Set(['tools']));
+    expect(sessions.seen.gets).toBeGreaterThan(gets);
+    await client.close();
+  });
+});
