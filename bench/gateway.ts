@@ -6,7 +6,8 @@
  * ratios. A bare node:http pass-through proxy in its own process (bench/pass-through-proxy.ts)
  * is measured in the same rounds: the floor any proxy hop has on this machine. So are a
  * host pinned to revision 2026-07-28 (no session) and the legacy SSE endpoint beside
- * mcp-hub's (the aggregator a user could pick instead), on the same upstream.
+ * mcp-hub's (the aggregator a user could pick instead), on the same upstream, their host
+ * asking for the revision mcp-hub speaks (SSE_HOST_REVISION).
  * Figures only, never assertions.
  *
  *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR]
@@ -197,7 +198,8 @@ async function main(): Promise<void> {
       return { ...figures, gatewayCpuUs: null, loopCpuUs: null };
     }
     if (target === 'pass-through proxy') return { ...(await load(proxy.url, {}, 'echo', c)), gatewayCpuUs: null, loopCpuUs: null };
-    if (target === 'mcp-hub (SSE endpoint)') return { ...(await load(hub.url, {}, 'everything__echo', c, 'sse')), gatewayCpuUs: null, loopCpuUs: null };
+    if (target === 'mcp-hub (SSE endpoint)')
+      return { ...(await load(hub.url, {}, 'everything__echo', c, 'sse', SSE_HOST_REVISION)), gatewayCpuUs: null, loopCpuUs: null };
     const base = target === 'gateway (logging off)' ? ready.withoutLogs : ready.withLogs;
     const [gatewayPath, headers] =
       target === 'gateway (curated)'
@@ -207,7 +209,7 @@ async function main(): Promise<void> {
           : [ready.path, gatewayHeaders];
     const host = target === 'gateway (2026-07-28 host)' ? '2026-07-28' : target === 'gateway (SSE endpoint)' ? 'sse' : 'streamable-http';
     const before = await service.cpuUs();
-    const figures = await load(base + gatewayPath, headers, 'everything__echo', c, host);
+    const figures = await load(base + gatewayPath, headers, 'everything__echo', c, host, host === 'sse' ? SSE_HOST_REVISION : undefined);
     const after = await service.cpuUs();
     const calls = figures.rps * seconds;
     return { ...figures, gatewayCpuUs: (after.cpu - before.cpu) / calls, loopCpuUs: (after.loop - before.loop) / calls };
@@ -301,9 +303,24 @@ async function main(): Promise<void> {
   if (rounds > 1) console.log('\n(ratios: median of the ratios within each round)');
 }
 
+/**
+ * The revision the legacy-SSE host asks both aggregators for: the one mcp-hub speaks (to its hosts and to the
+ * upstream, whatever a host asks), so both carry the call in the same revision end to end. The gateway passes a
+ * host's revision on, and from 2025-11-25 on server-everything opens each answer's stream with a priming event,
+ * after which its HTTP layer (@hono/node-server) waits a timer tick (about 1 ms) for the next chunk before
+ * writing anything: a 2025-11-25 host would measure that wait, not the aggregator (docs/gateway.md, "Measuring").
+ */
+const SSE_HOST_REVISION = '2025-06-18';
+
 /** tools/call echo against `url` from `concurrency` clients of `host` kind, after a warm-up of 20 calls each. */
-const load = (url: string, headers: Record<string, string>, tool: string, concurrency: number, host: HostKind = 'streamable-http'): Promise<LoadFigures> =>
-  mcpToolLoad({ url, headers, tool, args: { message: 'hello' }, concurrency, seconds, warmupCalls: 20, host });
+const load = (
+  url: string,
+  headers: Record<string, string>,
+  tool: string,
+  concurrency: number,
+  host: HostKind = 'streamable-http',
+  revision?: string,
+): Promise<LoadFigures> => mcpToolLoad({ url, headers, tool, args: { message: 'hello' }, concurrency, seconds, warmupCalls: 20, host, revision });
 const loadBefore = os.loadavg();
 
 await main();

@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { percentile } from './stats.js';
 
@@ -22,7 +23,7 @@ interface ToolCaller {
   close(): Promise<void>;
 }
 
-async function connect(kind: HostKind, url: string, headers: Record<string, string>): Promise<ToolCaller> {
+async function connect(kind: HostKind, url: string, headers: Record<string, string>, revision?: string): Promise<ToolCaller> {
   const requestInit = { headers };
   if (kind === '2026-07-28') {
     const c = new ModernClient({ name: 'bench', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
@@ -30,13 +31,22 @@ async function connect(kind: HostKind, url: string, headers: Record<string, stri
     return c as unknown as ToolCaller;
   }
   const c = new Client({ name: 'bench', version: '1' });
-  const transport =
+  const transport: Transport =
     kind === 'sse'
       ? new SSEClientTransport(new URL(url), {
           requestInit,
           eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
         })
       : new StreamableHTTPClientTransport(new URL(url), { requestInit });
+  if (revision) {
+    // The 1.x client always asks for its latest revision: its initialize is rewritten to ask for `revision` instead.
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) =>
+      send(
+        'method' in message && message.method === 'initialize' ? { ...message, params: { ...message.params, protocolVersion: revision } } : message,
+        options,
+      );
+  }
   await c.connect(transport);
   return c as unknown as ToolCaller;
 }
@@ -55,8 +65,12 @@ export async function mcpToolLoad(opts: {
   seconds: number;
   warmupCalls?: number;
   host?: HostKind;
+  /** The revision a 2025 host asks for in its initialize (default: the 1.x SDK's latest). */
+  revision?: string;
 }): Promise<LoadFigures> {
-  const clients = await Promise.all(Array.from({ length: opts.concurrency }, () => connect(opts.host ?? 'streamable-http', opts.url, opts.headers)));
+  const clients = await Promise.all(
+    Array.from({ length: opts.concurrency }, () => connect(opts.host ?? 'streamable-http', opts.url, opts.headers, opts.revision)),
+  );
   for (const c of clients) for (let i = 0; i < (opts.warmupCalls ?? 0); i++) await c.callTool({ name: opts.tool, arguments: opts.args });
   const latencies: number[] = [];
   const end = Date.now() + opts.seconds * 1000;

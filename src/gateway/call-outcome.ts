@@ -8,8 +8,9 @@ const EXPIRED = 'the upstream session expired; the host must initialize again';
 /**
  * The one place a host request's call-log row is written: every outcome of the
  * dispatcher passes here on its way to the host (and a held call that ends without
- * one, bridge-held-calls.ts). A streamed outcome's row is written as its answer is
- * handed on, so it exists once the host has the answer; the stream ends there and
+ * one, bridge-held-calls.ts). A streamed outcome's row is written right after its
+ * answer is handed on (the host's write goes first), before the process reads any
+ * more I/O, so it exists once the host has the answer; the stream ends there and
  * the rest of the upstream's stream is read in the background (nobody has to drain
  * it for the row to be written). CallRecord writes at most one row per request.
  */
@@ -43,9 +44,18 @@ async function* loggedStream(record: CallRecord, requestId: RequestId, messages:
       if (step.done) break;
       if (isAnswerTo(requestId, step.value)) {
         answered = true;
-        record.finish(step.value, relayed);
         void drain(it);
-        yield step.value;
+        // The answer is handed on before its row is built and spooled, which is then off the host's wait: the
+        // consumer sends it and comes back for the stream's end in the same run of microtasks (or, if it does not
+        // come back, the tick fallback), so the row is written before this process reads anything more (another
+        // request, a flush) and exists for anyone who could have seen the answer.
+        const finish = () => record.finish(step.value, relayed);
+        process.nextTick(finish);
+        try {
+          yield step.value;
+        } finally {
+          finish();
+        }
         return;
       }
       relayed += JSON.stringify(step.value).length;

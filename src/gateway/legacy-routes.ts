@@ -114,7 +114,11 @@ export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Pick
 }
 
 function write(stream: LegacyStream, message: JSONRPCMessage): void {
-  if (!stream.out.destroyed && !stream.out.writableEnded) stream.out.write(sseMessage(message));
+  if (stream.out.destroyed || stream.out.writableEnded) return;
+  stream.out.write(sseMessage(message));
+  // A response corks its socket until the next tick: uncorked here, the event leaves now, ahead of the call-log
+  // row (written right after it is handed on, call-outcome.ts) rather than behind it. One event is one write either way.
+  stream.out.socket?.uncork();
 }
 
 /** One request header's value (the first, when repeated). */
