@@ -2,8 +2,8 @@
 -- window and the raw call_logs rows only for the partial hours at its ends, for
 -- minute buckets and for the keys it does not keep. One row per workspace, hour,
 -- gateway, server, tool, type and status; counts and bytes are exact sums, durations
--- a map of bucketed value to count (exact below 32 ms, else within 3.125 %); the
--- measure columns and states are filled in from src/stores/usage-rollup-sql.ts. Users,
+-- a map of bucketed value to count (exact below 32 ms, else within 3.125 %:
+-- DURATION_BUCKET_SQL in src/stores/usage-rollup-sql.ts, the same expression). Users,
 -- teams, hosts and connections are left out on purpose: with them the rollup held
 -- half as many rows as call_logs and merged slower than the raw rows read; without
 -- them it holds about a tenth (docs/call-logs.md, "Usage reports").
@@ -16,7 +16,11 @@ CREATE TABLE IF NOT EXISTS ${TABLE:call_log_usage_hourly} ${ON_CLUSTER}
     tool_name               LowCardinality(String),
     type                    LowCardinality(String),
     status                  Enum8('ok' = 1, 'error' = 2),
-    ${USAGE_MEASURE_COLUMNS}
+    calls                   SimpleAggregateFunction(sum, UInt64),
+    errors                  SimpleAggregateFunction(sum, UInt64),
+    durations               AggregateFunction(quantilesExactWeightedInterpolated(0.5, 0.95, 0.99), UInt32, UInt8),
+    request_bytes_sum       SimpleAggregateFunction(sum, UInt64),
+    response_bytes_sum      SimpleAggregateFunction(sum, UInt64)
 )
 ENGINE = ${ENGINE:AggregatingMergeTree}
 PARTITION BY toMonday(hour)
@@ -35,7 +39,11 @@ SELECT
     tool_name,
     type,
     status,
-    ${USAGE_MEASURES_OF_ROWS}
+    count() AS calls,
+    countIf(status = 'error') AS errors,
+    quantilesExactWeightedInterpolatedState(0.5, 0.95, 0.99)(if(duration_ms < 32, duration_ms, toUInt32(least(reinterpretAsFloat32(bitOr(bitAnd(reinterpretAsUInt32(toFloat32(duration_ms)), 4294443008), 262144)), 4294967295))), toUInt8(1)) AS durations,
+    sum(toUInt64(request_bytes)) AS request_bytes_sum,
+    sum(toUInt64(response_bytes)) AS response_bytes_sum
 FROM ${TABLE:call_logs}
 GROUP BY organization_guid, hour, outbound_gateway_guid, inbound_server_guid, tool_name, type, status;
 
@@ -49,7 +57,11 @@ SELECT
     tool_name,
     type,
     status,
-    ${USAGE_MEASURES_OF_ROWS}
+    count() AS calls,
+    countIf(status = 'error') AS errors,
+    quantilesExactWeightedInterpolatedState(0.5, 0.95, 0.99)(if(duration_ms < 32, duration_ms, toUInt32(least(reinterpretAsFloat32(bitOr(bitAnd(reinterpretAsUInt32(toFloat32(duration_ms)), 4294443008), 262144)), 4294967295))), toUInt8(1)) AS durations,
+    sum(toUInt64(request_bytes)) AS request_bytes_sum,
+    sum(toUInt64(response_bytes)) AS response_bytes_sum
 FROM ${TABLE:call_logs}
 GROUP BY organization_guid, hour, outbound_gateway_guid, inbound_server_guid, tool_name, type, status;
 

@@ -264,6 +264,24 @@ describe('through a gateway', () => {
     expect(seen.indexOf(call)).toBeGreaterThan(seen.findIndex((r) => r.method === 'logging/setLevel'));
   });
 
+  it('answers a 2026-07-28 tools/call sent without an id or without params in words, never a 500', async () => {
+    const headers = {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN_REVISION,
+      'mcp-method': 'tools/call',
+      'mcp-param-region': 'us-east',
+    };
+    for (const body of [
+      { jsonrpc: '2.0', method: 'tools/call' },
+      { jsonrpc: '2.0', method: 'tools/call', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN_REVISION } } },
+    ]) {
+      const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
+      expect(res.status, JSON.stringify(body)).toBeLessThan(500);
+    }
+  });
+
   it("refuses a 2026-07-28 host's Mcp-Param-* header that contradicts its arguments (HeaderMismatch)", async () => {
     // A host writes its headers from the gateway's tools/list (the upstream's schemas, names prefixed).
     const client = await modernClient(url, { authorization: `Bearer ${token}` });

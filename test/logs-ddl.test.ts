@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CALL_LOG_SCHEMA, DETAIL_COLUMNS, GROUP_COLUMNS, THIN_COLUMNS, type ColumnSpec } from '../src/core/logs/call-log-schema.js';
 import { USAGE_ROLLUPS } from '../src/core/logs/usage-rollups.js';
-import { DURATION_BUCKET_SQL } from '../src/stores/usage-rollup-sql.js';
+import { DURATION_BUCKET_SQL, USAGE_QUANTILES } from '../src/stores/usage-rollup-sql.js';
 import { listDdlFiles, renderDdlFile } from '../src/stores/clickhouse.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 
@@ -34,7 +34,9 @@ describe('ClickHouse DDL', () => {
       '0005_call_log_usage_hourly.sql',
       '0006_audit_log.sql',
       '0007_call_log_protocol_version.sql',
-      '0008_call_log_usage_tiers.sql',
+      '0008_call_log_usage_daily.sql',
+      '0009_call_log_usage_minute.sql',
+      '0010_call_log_usage_daily_people.sql',
     ]);
   });
 
@@ -203,6 +205,8 @@ describe('the call-log column declaration', () => {
       expect(keys).toEqual(declared(rollup.keys));
       for (const key of rollup.keys) expect(GROUP_COLUMNS).toContain(key);
       expect(columns.find((c) => c.name === rollup.timeColumn)?.type).toBe("DateTime('UTC')");
+      // The states the reports merge (usage-rollup-sql.ts) are the ones the table holds.
+      expect(columns.find((c) => c.name === 'durations')?.type).toBe(`AggregateFunction(${USAGE_QUANTILES}, UInt32, UInt8)`);
     },
   );
 });

@@ -236,8 +236,11 @@ function asHeaderText(value: unknown): string | undefined {
   return undefined;
 }
 
-/** Plain visible ASCII (and tab) passes as it is; anything else, surrounding whitespace, or what looks like the sentinel is Base64 in the sentinel. */
-function encodeValue(value: string): string {
+/**
+ * A header value as revision 2026-07-28 carries one (Mcp-Param-*, Mcp-Name): plain visible ASCII (and tab) passes as it is;
+ * anything else, surrounding whitespace, or what looks like the sentinel is Base64 in the sentinel.
+ */
+export function encodeValue(value: string): string {
   const plain =
     value.length > 0 &&
     value === value.trim() &&

@@ -1,6 +1,6 @@
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { paramHeaders, type ParamHeaderDeclaration } from './mcp-param-headers.js';
+import { encodeValue, paramHeaders, type ParamHeaderDeclaration } from './mcp-param-headers.js';
 
 /** The revision an upstream learned at validation speaks without sessions or initialize. */
 export const MODERN_REVISION = '2026-07-28';
@@ -65,7 +65,8 @@ export function toModernUpstream(
   const headers: Record<string, string> = { 'mcp-method': m.method };
   const namedBy = NAMED_BY[m.method];
   const name = namedBy ? params[namedBy] : undefined;
-  if (typeof name === 'string') headers['mcp-name'] = name;
+  // Encoded as the SDK's client encodes it: a raw URI or task id of any character would be refused by node:http (and by the upstream).
+  if (typeof name === 'string') headers['mcp-name'] = encodeValue(name);
   if (m.method === 'tools/call' && paramDeclarations.length > 0) Object.assign(headers, paramHeaders(paramDeclarations, params.arguments));
   return { message: enveloped, headers };
 }

@@ -198,12 +198,15 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       return sendJson(reply, 200, null, malformed);
     }
     // The host's Mcp-Param-* headers, checked as a server of the revision checks them, before the SDK's handler (whose errors go out as HTTP 200).
-    const call = request.body as { id: RequestId; method?: string; params: { name?: unknown; arguments?: unknown } };
-    const problem = call.method === 'tools/call' ? proxy.paramSchemas.hostMismatch(catalog, call.params, paramHeadersOf(request)) : null;
+    const call = request.body as { id?: RequestId; method?: string; params?: { name?: unknown; arguments?: unknown } };
+    const problem =
+      call.method === 'tools/call' && call.id !== undefined && typeof call.params === 'object' && call.params !== null
+        ? proxy.paramSchemas.hostMismatch(catalog, call.params, paramHeadersOf(request))
+        : null;
     if (problem) {
-      const refusal = paramHeaderRefusal(call.id, problem);
+      const refusal = paramHeaderRefusal(call.id!, problem);
       const record = modernHost.record(request.body as JSONRPCMessage);
-      if (typeof call.params.name === 'string') record.toolName = call.params.name.slice(0, 500);
+      if (typeof call.params?.name === 'string') record.toolName = call.params.name.slice(0, 500);
       settle(record, { kind: 'answer', message: refusal });
       return sendJson(reply, 400, null, refusal);
     }

@@ -1,4 +1,4 @@
-import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../core/errors.js';
 import { redactSecretValues } from '../core/redaction.js';
 import { rememberProtocolVersion } from '../core/servers/learned-revision.js';
@@ -127,7 +127,9 @@ export class Upstreams {
   ): Promise<UpstreamExchange | null> {
     if (refused === MODERN_REVISION) {
       const reply = await this.adapterFor(ctx, route, LATEST_PROTOCOL_VERSION).exchange(ctx, route, credential, message);
-      await this.remember(ctx, route, reply.protocolVersion ?? LATEST_PROTOCOL_VERSION);
+      // What the upstream negotiated is kept only if it names a revision the gateway speaks.
+      const negotiated = reply.protocolVersion;
+      await this.remember(ctx, route, negotiated && SUPPORTED_PROTOCOL_VERSIONS.includes(negotiated) ? negotiated : LATEST_PROTOCOL_VERSION);
       return reply;
     }
     // Learned as feature-learning learns it: server/discover first.

@@ -3,7 +3,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Readable } from 'node:stream';
 import { createClient, parseError, type ClickHouseClient } from '@clickhouse/client';
-import { USAGE_DDL_FRAGMENTS } from './usage-rollup-sql.js';
 
 /** An INSERT whose rows are already encoded as JSONCompactEachRow lines (one per row, '\n'-terminated). */
 export interface EncodedInsert {
@@ -163,7 +162,6 @@ export interface DdlContext {
 export function renderDdl(statement: string, ctx: DdlContext): string {
   const cluster = ctx.cluster;
   return statement
-    .replace(/\$\{(USAGE_\w+)\}/g, (m, name: string) => USAGE_DDL_FRAGMENTS[name] ?? m)
     .replaceAll('${RETENTION_DAYS}', String(ctx.retentionDays))
     .replaceAll('${ON_CLUSTER}', cluster ? `ON CLUSTER ${cluster}` : '')
     .replace(/\$\{TABLE:(\w+)\}/g, (_m, table: string) => (cluster ? `${table}_local` : table))

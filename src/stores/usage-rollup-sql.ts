@@ -1,8 +1,9 @@
 /**
- * The measures every usage rollup table keeps (clickhouse/0005, 0008), as DDL
- * fragments renderDdl fills in (`${USAGE_MEASURE_COLUMNS}`, `${USAGE_MEASURES_OF_ROWS}`,
- * `${USAGE_MEASURES_OF_STATES}`), and the duration bucketing the reports' raw reads
- * share with them: one spelling, so a rollup's states and a raw read's always merge.
+ * The measures every usage rollup keeps, as the reports read and merge them, and the
+ * duration bucketing their raw reads share with the rollups' views. The DDL files
+ * (clickhouse/0005, 0008-0010) spell the same text literally, as applied migrations
+ * must stay; test/logs-ddl.test.ts holds them equal, so a rollup's states and a raw
+ * read's always merge.
  */
 
 /**
@@ -41,13 +42,6 @@ export const ROLLUP_STATE_NAMES: UsageStateNames = {
 };
 const n = ROLLUP_STATE_NAMES;
 
-/** A rollup table's measure columns. */
-export const USAGE_MEASURE_COLUMNS = `${n.calls} SimpleAggregateFunction(sum, UInt64),
-    ${n.errors} SimpleAggregateFunction(sum, UInt64),
-    ${n.durations} AggregateFunction(${USAGE_QUANTILES}, UInt32, UInt8),
-    ${n.requestBytes} SimpleAggregateFunction(sum, UInt64),
-    ${n.responseBytes} SimpleAggregateFunction(sum, UInt64)`;
-
 /** The states of call_logs rows, under `to`'s names (a rollup's view and backfill, a report's raw reads). */
 export const usageStatesOfRows = (to: UsageStateNames): string =>
   `count() AS ${to.calls}, countIf(status = 'error') AS ${to.errors}, ${USAGE_QUANTILES.replace('(', 'State(')}(${DURATION_BUCKET_SQL}, toUInt8(1)) AS ${to.durations},
@@ -57,10 +51,3 @@ export const usageStatesOfRows = (to: UsageStateNames): string =>
 export const usageStatesOfStates = (to: UsageStateNames): string =>
   `sum(${n.calls}) AS ${to.calls}, sum(${n.errors}) AS ${to.errors}, ${USAGE_QUANTILES.replace('(', 'MergeState(')}(${n.durations}) AS ${to.durations},
     sum(${n.requestBytes}) AS ${to.requestBytes}, sum(${n.responseBytes}) AS ${to.responseBytes}`;
-
-/** The placeholders renderDdl fills with these fragments. */
-export const USAGE_DDL_FRAGMENTS: Readonly<Record<string, string>> = {
-  USAGE_MEASURE_COLUMNS,
-  USAGE_MEASURES_OF_ROWS: usageStatesOfRows(ROLLUP_STATE_NAMES),
-  USAGE_MEASURES_OF_STATES: usageStatesOfStates(ROLLUP_STATE_NAMES),
-};
