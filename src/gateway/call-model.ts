@@ -23,6 +23,12 @@ export const ERRORS = {
   upstream: -32000,
   rateLimited: -32029,
   sessionNotFound: -32001,
+  /** Revision 2026-07-28: the Mcp-* headers and the body disagree. */
+  headerMismatch: -32020,
+  /** Revision 2026-07-28: the request needs a client capability the host did not declare. */
+  missingClientCapability: -32021,
+  /** Revision 2026-07-28: the server does not speak the request's revision. */
+  unsupportedProtocolVersion: -32022,
 } as const;
 
 export const GATEWAY_VERSION = '1.0.0';

@@ -14,9 +14,6 @@ export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 export const TASK_METHODS = ['tasks/get', 'tasks/update', 'tasks/cancel'] as const;
 export type TaskMethod = (typeof TASK_METHODS)[number];
 
-/** Missing Required Client Capability (revision 2026-07-28). */
-const MISSING_CLIENT_CAPABILITY = -32021;
-
 /** What a host's task id holds: the caller it was issued to, the upstream it lives on, the upstream's own id, the tool. */
 interface SealedTask {
   c: string;
@@ -81,7 +78,7 @@ export class HostTasks {
     const extensions = ctx.modern.identity.clientCapabilities.extensions as Record<string, unknown> | undefined;
     if (typeof extensions?.[TASKS_EXTENSION] !== 'object')
       throw new GatewayCallError(
-        MISSING_CLIENT_CAPABILITY,
+        ERRORS.missingClientCapability,
         `${method} needs the ${TASKS_EXTENSION} extension: declare it in the request's client capabilities.`,
         { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
       );

@@ -1,3 +1,4 @@
+import { ERRORS } from './call-model.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { resolveExposedName } from './aggregate.js';
 import type { Catalog } from './catalog.js';
@@ -21,8 +22,6 @@ export interface ParamHeaderDeclaration {
 }
 
 const PREFIX = 'Mcp-Param-';
-/** The revision's HeaderMismatch error code. */
-const HEADER_MISMATCH = -32020;
 const MARK = 'x-mcp-header';
 /** RFC 9110 token. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -206,7 +205,7 @@ const keyOf = (route: SchemaRoute): string => `${route.serverGuid}|${route.ident
 /** A host's request refused for its `Mcp-Param-*` headers, as a server of the revision refuses it (sent with HTTP 400). */
 export function paramHeaderRefusal(id: RequestId, problem: ParamHeaderProblem): JSONRPCMessage {
   const message = `Bad Request: the request headers and body disagree: ${problem.reason}`;
-  return { jsonrpc: '2.0', id, error: { code: HEADER_MISMATCH, message, data: { mismatch: { header: problem.header, body: problem.reason } } } };
+  return { jsonrpc: '2.0', id, error: { code: ERRORS.headerMismatch, message, data: { mismatch: { header: problem.header, body: problem.reason } } } };
 }
 
 /**
@@ -217,7 +216,7 @@ export function paramHeaderRefusal(id: RequestId, problem: ParamHeaderProblem): 
 export function isParamHeaderMismatch(answer: unknown): boolean {
   const error = (answer as { error?: { code?: unknown; data?: { mismatch?: { header?: unknown } } } } | null)?.error;
   const header = error?.data?.mismatch?.header;
-  return error?.code === HEADER_MISMATCH && typeof header === 'string' && header.toLowerCase().startsWith(PREFIX.toLowerCase());
+  return error?.code === ERRORS.headerMismatch && typeof header === 'string' && header.toLowerCase().startsWith(PREFIX.toLowerCase());
 }
 
 function valueAt(root: unknown, path: readonly string[]): unknown {

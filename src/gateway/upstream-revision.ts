@@ -1,8 +1,7 @@
+import { ERRORS } from './call-model.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { UpstreamHttpError } from './upstream-http.js';
 
-/** The revision's UnsupportedProtocolVersion error (as the SDKs' version negotiation reads it). */
-const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 /** What a 2025 SDK transport answers (-32000, HTTP 400) to a revision it does not know. */
 const UNSUPPORTED_TEXT = /unsupported protocol version/i;
 /** What a sessionful 2025 upstream answers a request without a session: it is no 2026-07-28 upstream. */
@@ -22,7 +21,7 @@ export function refusesRevision(err: unknown, spoken: string): boolean {
     if (err.status !== 400) return false;
     const error = errorIn(err.body);
     if (!error) return false;
-    if (error.code === UNSUPPORTED_PROTOCOL_VERSION || UNSUPPORTED_TEXT.test(error.message)) return true;
+    if (error.code === ERRORS.unsupportedProtocolVersion || UNSUPPORTED_TEXT.test(error.message)) return true;
     return spoken === MODERN_REVISION && error.code === SESSION_TRANSPORT_ERROR && SESSION_TEXT.test(error.message);
   }
   // An initialize answered in JSON-RPC (HTTP 200) with the refusal: upstream-http.ts throws its message.
