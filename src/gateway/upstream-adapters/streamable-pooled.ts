@@ -7,6 +7,9 @@ import { UpstreamSessionPool } from '../upstream-session-pool.js';
 import { whenRead, type UpstreamAdapter, type UpstreamExchange, type UpstreamKit } from './adapter.js';
 import { openStreamable } from './streamable-session.js';
 
+/** A signal nothing aborts. */
+const NOT_CANCELLED = new AbortController().signal;
+
 /**
  * A 2026-07-28 host's exchange with a 2025 Streamable HTTP upstream, on the session
  * its connection shares with its other requests of the same host identity
@@ -28,19 +31,22 @@ export class StreamablePooledAdapter implements UpstreamAdapter {
     const modern = ctx.modern!;
     const host = this.kit.hostOf(ctx);
     const key = UpstreamSessionPool.keyOf(ctx.caller.connectionGuid, route.assignmentGuid, host);
+    // The session is shared by the callers waiting on it: one host going away must not abort its opening for the others
+    // (the exchange's own timeout still bounds it).
+    const shared: HostContext = { ...ctx, signal: NOT_CANCELLED };
     const lease = this.sessions.acquire(
       key,
       async () => {
-        const { instructions: _, ...opened } = await openStreamable(this.kit, ctx, route, credential, host);
+        const { instructions: _, ...opened } = await openStreamable(this.kit, shared, route, credential, host);
         // The host's level is part of the pool key (its identity), so a session is told one level, once, before any call.
         const level = modern.identity.logLevel;
         if (level !== undefined && route.features?.capabilities.logging !== undefined)
-          await setUpstreamLogLevel(this.kit.request(ctx, route, credential, opened.sessionId, opened.protocolVersion), level);
+          await setUpstreamLogLevel(this.kit.request(shared, route, credential, opened.sessionId, opened.protocolVersion), level);
         return opened;
       },
       (session) =>
         void deleteUpstreamSession({
-          ...this.kit.request(ctx, route, credential, session.sessionId, session.protocolVersion),
+          ...this.kit.request(shared, route, credential, session.sessionId, session.protocolVersion),
           signal: AbortSignal.timeout(5_000),
         }),
     );
