@@ -5,7 +5,7 @@ import { MODERN_REVISION } from './modern-upstream.js';
 import type { GatewaySession } from './session-id.js';
 import { PerSessionStore, sessionKeyOf, type SessionKey } from './session-store.js';
 
-/** Sessions whose subscriptions a process remembers (the one subscribed longest ago is forgotten first). */
+/** Sessions whose subscriptions a process remembers (the one subscribed longest ago without an open event stream is forgotten first). */
 const REMEMBERED_SESSIONS = 2_000;
 /** What one session may subscribe to: a host watching more resources than this is refused, in words. */
 export const MAX_SUBSCRIPTIONS_PER_SESSION = 100;
@@ -30,8 +30,9 @@ type Watcher = (ended: boolean) => Promise<void>;
  * Gateway). A 2025 upstream's own subscriptions are not kept here: its session has them.
  */
 export class HostSubscriptions {
-  private readonly subscribed = new PerSessionStore<Subscribed>(REMEMBERED_SESSIONS);
   private readonly watchers = new Map<string, Set<Watcher>>();
+  /** A session whose event stream is open is never forgotten to make room for another's. */
+  private readonly subscribed = new PerSessionStore<Subscribed>(REMEMBERED_SESSIONS, (key) => this.watchers.has(key));
 
   /** `settleMs`: the longest a subscribe waits for an open event stream's upstream to acknowledge it. */
   constructor(private readonly settleMs: number) {}
@@ -99,7 +100,11 @@ export class HostSubscriptions {
     const uris = new Map(this.of(session));
     edit(uris);
     // A new map each time: an event stream that read the old one keeps a consistent view.
-    this.subscribed.set(session, uris);
+    if (!this.subscribed.set(session, uris))
+      throw new GatewayCallError(
+        ERRORS.invalidRequest,
+        `This gateway process follows the subscriptions of ${REMEMBERED_SESSIONS} sessions with open event streams already: try again once one ends.`,
+      );
     await this.notify(session);
   }
 
