@@ -1,8 +1,6 @@
-import http from 'node:http';
-import type net from 'node:net';
-import { Readable } from 'node:stream';
 import { acceptedContent, createMcpHandler, inputRequired, inputResponse, McpServer, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { jsonOf, serveWebHandler } from './serve-web-handler.js';
 import type { Upstream } from './upstreams.js';
 
 /**
@@ -43,39 +41,20 @@ export async function startModernUpstream(
     },
     { legacy: 'reject' },
   );
-  const httpServer = http.createServer(async (req, res) => {
-    try {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const body = Buffer.concat(chunks);
-      try {
-        const parsed = JSON.parse(body.toString()) as { method?: unknown; params?: Record<string, unknown> };
-        requests.push({ method: String(parsed.method), protocol: req.headers['mcp-protocol-version'] as string | undefined, params: parsed.params });
-      } catch {
-        /* not JSON: the handler answers it */
-      }
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
-      const response = await handler.fetch(
-        new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers, ...(req.method === 'POST' ? { body } : {}) }),
-      );
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      if (response.body) Readable.fromWeb(response.body as import('node:stream/web').ReadableStream).pipe(res);
-      else res.end();
-    } catch {
-      res.destroy();
-    }
+  const served = await serveWebHandler(handler, {
+    port: opts.port,
+    seen: (body, req) => {
+      const parsed = jsonOf<{ method?: unknown; params?: Record<string, unknown> }>(body);
+      if (parsed) requests.push({ method: String(parsed.method), protocol: req.headers['mcp-protocol-version'] as string | undefined, params: parsed.params });
+    },
   });
-  await new Promise<void>((resolve) => httpServer.listen(opts.port ?? 0, '127.0.0.1', resolve));
-  const port = (httpServer.address() as net.AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: served.url,
     requests,
     notify: handler.notify,
     close: async () => {
       await handler.close();
-      httpServer.closeAllConnections();
-      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      await served.close();
     },
   };
 }

@@ -1,11 +1,11 @@
 import http from 'node:http';
 import type net from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { createMcpHandler, LOG_LEVEL_META_KEY, McpServer } from '@modelcontextprotocol/server';
 import { McpServer as McpServer2025 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
+import { jsonOf, serveWebHandler } from './serve-web-handler.js';
 import type { Upstream } from './upstreams.js';
 
 /** One POST an upstream received: its method, params, session and the headers of interest. */
@@ -60,30 +60,14 @@ export async function startHeaderCheckingUpstream(): Promise<HeaderCheckingUpstr
     },
     { legacy: 'reject' },
   );
-  const httpServer = http.createServer(async (req, res) => {
-    try {
-      const body = await readBody(req);
-      record(requests, req, body);
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
-      const response = await handler.fetch(
-        new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers, ...(req.method === 'POST' ? { body } : {}) }),
-      );
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      if (response.body) Readable.fromWeb(response.body as import('node:stream/web').ReadableStream).pipe(res);
-      else res.end();
-    } catch {
-      res.destroy();
-    }
-  });
-  const port = await listen(httpServer);
+  const served = await serveWebHandler(handler, { seen: (body, req) => record(requests, req, body) });
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: served.url,
     requests,
     regionHeader,
     close: async () => {
       await handler.close();
-      await close(httpServer);
+      await served.close();
     },
   };
 }
@@ -144,21 +128,17 @@ async function readBody(req: http.IncomingMessage): Promise<Buffer> {
 
 function record(requests: SeenRequest[], req: http.IncomingMessage, body: Buffer): void {
   if (req.method !== 'POST') return;
-  try {
-    const parsed = JSON.parse(body.toString()) as { method?: unknown; params?: Record<string, unknown> };
-    if (typeof parsed.method !== 'string') return;
-    const paramHeaders: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (k.startsWith('mcp-param-') && typeof v === 'string') paramHeaders[k] = v;
-    const sessionId = req.headers['mcp-session-id'];
-    requests.push({
-      method: parsed.method,
-      ...(parsed.params ? { params: parsed.params } : {}),
-      ...(typeof sessionId === 'string' ? { sessionId } : {}),
-      paramHeaders,
-    });
-  } catch {
-    /* not JSON: the server answers it */
-  }
+  const parsed = jsonOf<{ method?: unknown; params?: Record<string, unknown> }>(body);
+  if (typeof parsed?.method !== 'string') return;
+  const paramHeaders: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (k.startsWith('mcp-param-') && typeof v === 'string') paramHeaders[k] = v;
+  const sessionId = req.headers['mcp-session-id'];
+  requests.push({
+    method: parsed.method,
+    ...(parsed.params ? { params: parsed.params } : {}),
+    ...(typeof sessionId === 'string' ? { sessionId } : {}),
+    paramHeaders,
+  });
 }
 
 async function listen(server: http.Server): Promise<number> {

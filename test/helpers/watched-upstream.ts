@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type net from 'node:net';
-import { pipeline, Readable } from 'node:stream';
 import { createMcpHandler, InMemoryServerEventBus, McpServer, ResourceTemplate, type SubscriptionFilter } from '@modelcontextprotocol/server';
 import { McpServer as McpServer2025 } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { jsonOf, serveWebHandler } from './serve-web-handler.js';
 import type { Upstream } from './upstreams.js';
 
 export const WATCHED_URIS = ['watch://alpha', 'watch://beta'] as const;
@@ -66,44 +66,22 @@ export async function startWatchedUpstream(opts: { listChanged?: boolean } = {})
     },
     { legacy: 'reject', bus },
   );
-  const httpServer = http.createServer(async (req, res) => {
-    try {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const body = Buffer.concat(chunks);
-      try {
-        const parsed = JSON.parse(body.toString()) as { method?: unknown; params?: { notifications?: SubscriptionFilter } };
-        if (parsed.method === 'subscriptions/listen') {
-          listens.push(parsed.params?.notifications?.resourceSubscriptions ?? []);
-          filters.push(parsed.params?.notifications ?? {});
-        }
-      } catch {
-        /* not JSON: the handler answers it */
-      }
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
-      const response = await handler.fetch(
-        new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers, ...(req.method === 'POST' ? { body } : {}) }),
-      );
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      // pipeline: a client that goes away cancels the stream (and the SDK ends its listen).
-      if (response.body) pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), res, () => undefined);
-      else res.end();
-    } catch {
-      res.destroy();
-    }
+  const served = await serveWebHandler(handler, {
+    seen: (body) => {
+      const parsed = jsonOf<{ method?: unknown; params?: { notifications?: SubscriptionFilter } }>(body);
+      if (parsed?.method !== 'subscriptions/listen') return;
+      listens.push(parsed.params?.notifications?.resourceSubscriptions ?? []);
+      filters.push(parsed.params?.notifications ?? {});
+    },
   });
-  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
-  const port = (httpServer.address() as net.AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: served.url,
     listens,
     filters,
     openListens: () => bus.listenerCount,
     close: async () => {
       await handler.close();
-      httpServer.closeAllConnections();
-      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      await served.close();
     },
   };
 }
