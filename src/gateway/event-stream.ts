@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { Catalog, Catalogs } from './catalog.js';
+import { LIST_CHANGES } from './list-changes.js';
 import { withoutEchoedSecrets } from './echoed-secrets.js';
 import type { HostSubscriptions } from './host-subscriptions.js';
 import { followingRequest, followModernUpstreams } from './listen-upstreams.js';
@@ -12,7 +13,6 @@ import type { UpstreamFetch } from './upstream-client.js';
 import { openUpstreamStream } from './upstream-http.js';
 
 const KEEPALIVE_MS = 25_000;
-const LIST_CHANGED = ['notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed'];
 
 /**
  * The host's standalone event stream (GET): the upstreams' own streams merged into
@@ -42,7 +42,7 @@ export async function openHostEventStream(opts: {
   const keepalive = setInterval(() => !out.destroyed && out.write(': keepalive\n\n'), KEEPALIVE_MS);
   const unsubscribe = opts.services.configChanges.subscribe((org) => {
     if (org !== caller.organizationGuid) return;
-    for (const method of LIST_CHANGED) write({ jsonrpc: '2.0', method });
+    for (const { method } of LIST_CHANGES) write({ jsonrpc: '2.0', method });
   });
   for (const route of opts.catalog.routes) {
     const upstream = session.upstreams[route.assignmentGuid];

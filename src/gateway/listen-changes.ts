@@ -1,18 +1,10 @@
 import { createHash } from 'node:crypto';
-import type { ServerEvent } from '@modelcontextprotocol/server';
 import type { GatewayCaller } from './access.js';
 import type { ServerFeatures } from '../core/servers/probe.js';
 import type { Catalog, Route } from './catalog.js';
+import { LIST_CHANGES, type ListKind } from './list-changes.js';
 import { GatewayListenBus, type ListenStream } from './listen-bus.js';
 import { followUpstreamLists, type UpstreamListsDeps } from './listen-upstreams.js';
-
-const LIST_KINDS = ['tools', 'prompts', 'resources'] as const;
-type ListKind = (typeof LIST_KINDS)[number];
-const EVENT_OF: Record<ListKind, ServerEvent> = {
-  tools: { kind: 'tools_list_changed' },
-  prompts: { kind: 'prompts_list_changed' },
-  resources: { kind: 'resources_list_changed' },
-};
 
 const digest = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('base64url');
 
@@ -127,7 +119,7 @@ export class ListenChanges {
       if (stream.caller.connectionGuid !== caller.connectionGuid) continue;
       const state = this.states.get(stream);
       if (!state) continue;
-      for (const kind of LIST_KINDS) if (state.digests[kind] !== digests[kind]) stream.deliver(EVENT_OF[kind]);
+      for (const { list, event } of LIST_CHANGES) if (state.digests[list] !== digests[list]) stream.deliver(event);
       state.digests = digests;
       if (state.followed !== followed) {
         state.stopFollowing();

@@ -4,21 +4,15 @@ import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';
 import type { HostSubscriptions } from './host-subscriptions.js';
+import { LIST_CHANGES, listChangeOf } from './list-changes.js';
 import { MODERN_REVISION, toModernUpstream, type HostIdentity } from './modern-upstream.js';
 import type { GatewaySession } from './session-id.js';
 import { traceContextFrom, upstreamTraceparent } from './trace-context.js';
 import type { UpstreamFetch } from './upstream-client.js';
 import { deleteUpstreamSession, initializeUpstream, openUpstreamStream, postToUpstream, type UpstreamRequest } from './upstream-http.js';
 
-/** The upstream notifications a host's listen stream hears, as the SDK's change events. Nothing else of an upstream's stream is relayed. */
-const EVENT_OF: Record<string, ServerEvent> = {
-  'notifications/tools/list_changed': { kind: 'tools_list_changed' },
-  'notifications/prompts/list_changed': { kind: 'prompts_list_changed' },
-  'notifications/resources/list_changed': { kind: 'resources_list_changed' },
-};
-
-/** What the gateway asks of a 2026-07-28 upstream's `subscriptions/listen`. */
-const ALL_LISTS = { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true };
+/** What the gateway asks of a 2026-07-28 upstream's `subscriptions/listen` for a 2026-07-28 host: every list change. */
+const ALL_LISTS: SubscriptionFilter = Object.fromEntries(LIST_CHANGES.map((c) => [c.flag, true]));
 
 export interface UpstreamListsDeps {
   services: Services;
@@ -41,7 +35,7 @@ export function followUpstreamLists(deps: UpstreamListsDeps, caller: GatewayCall
   const abort = new AbortController();
   const relay = async (messages: AsyncIterable<JSONRPCMessage>) => {
     for await (const message of messages) {
-      const event = EVENT_OF[(message as { method?: string }).method ?? ''];
+      const event = listChangeOf((message as { method?: string }).method)?.event;
       if (event && !abort.signal.aborted) deliver(event);
     }
   };
@@ -111,22 +105,11 @@ async function followOne(
   }
 }
 
-/** The filter flag that asks a 2026-07-28 upstream's listen for each list change. */
-const FLAG_OF: Record<string, 'toolsListChanged' | 'promptsListChanged' | 'resourcesListChanged'> = {
-  'notifications/tools/list_changed': 'toolsListChanged',
-  'notifications/prompts/list_changed': 'promptsListChanged',
-  'notifications/resources/list_changed': 'resourcesListChanged',
-};
-
 /** The list changes an upstream says it announces (`listChanged` in the capabilities learned at validation), as a listen filter asks for them. */
 export function offeredListChanges(route: Route): SubscriptionFilter {
   const capabilities = route.features?.capabilities ?? {};
   const offers = (key: string) => (capabilities[key] as { listChanged?: unknown } | undefined)?.listChanged === true;
-  return {
-    ...(offers('tools') && { toolsListChanged: true }),
-    ...(offers('prompts') && { promptsListChanged: true }),
-    ...(offers('resources') && { resourcesListChanged: true }),
-  };
+  return Object.fromEntries(LIST_CHANGES.filter((c) => offers(c.list)).map((c) => [c.flag, true]));
 }
 
 /** One upstream listen a 2025 host's event stream holds: its filter and the resource URIs in it (as JSON, to compare). */
@@ -177,7 +160,7 @@ export function followModernUpstreams(
         const m = message as { method?: string; params?: { uri?: unknown } };
         if (m.method === 'notifications/subscriptions/acknowledged') opened(true);
         if (listen.abort.signal.aborted || !m.method) continue;
-        const flag = FLAG_OF[m.method];
+        const flag = listChangeOf(m.method)?.flag;
         if (flag && filter[flag]) deliver({ jsonrpc: '2.0', method: m.method } as JSONRPCMessage);
         const uri = m.params?.uri;
         if (m.method === 'notifications/resources/updated' && subscribedOn(route.assignmentGuid, uri))
