@@ -5,12 +5,13 @@
  * serialisation) and the same reports as SQL on Postgres holding the same rows with
  * the indexes a deployment would create (bench/postgres-comparison.ts), p50/p99 of
  * `--runs` runs each, in the same run. Prints the ratio Postgres / ClickHouse per shape
- * and the bytes per row on disk of both. Figures, never assertions.
+ * and the bytes per row on disk of both, and, at the store level in the same run, each shape read through the
+ * hourly rollup alone against every rollup (`--no-postgres` stops there). Figures, never assertions.
  *
  * Postgres is the server at DATABASE_URL when it is set (a database bench_usage is
  * created there and dropped at the end), otherwise PGlite in this process.
  *
- *   npm run bench:usage -- [--rows 10000000] [--runs 20] [--days 30] [--users 300]
+ *   npm run bench:usage -- [--rows 10000000] [--runs 20] [--days 30] [--users 300] [--no-postgres]
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -19,7 +20,9 @@ import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
 import { seedBenchWorkspaces } from './seeded-workspaces.js';
-import { timeRuns } from './stats.js';
+import { median, timeRuns } from './stats.js';
+import { usageReport, type UsageGroupKey } from '../src/core/logs/usage-report.js';
+import { USAGE_ROLLUPS } from '../src/core/logs/usage-rollups.js';
 import { movingWindows, postAdmin, usageBody, usageShapes, type UsageShape } from './report-shapes.js';
 
 const { values } = parseArgs({
@@ -28,6 +31,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '20' },
     days: { type: 'string', default: '30' },
     users: { type: 'string', default: '300' },
+    'no-postgres': { type: 'boolean', default: false },
   },
 });
 const ROWS = Number(values.rows);
@@ -103,6 +107,35 @@ for (const [name, shape] of Object.entries(shapes)) {
   chResults[name] = { ...r, items: body.items.length, calls: body.totals.calls, p50Ms: body.totals.p50Ms };
 }
 out(`measured (${loadAverage()})`);
+
+// 3b. What the daily, people and minute rollups (clickhouse/0008-0010) bring, in this run: each shape at the store
+// level (usageReport), reading the hourly rollup alone (what reports read before them) and every rollup, alternating.
+const HOURLY_ONLY = USAGE_ROLLUPS.filter((r) => r.table === 'call_log_usage_hourly');
+out(`store level, hourly rollup alone vs every rollup, runs alternating (${loadAverage()}); p50 ms`);
+for (const [name, shape] of Object.entries(shapes)) {
+  const times: Record<'hourly' | 'all', number[]> = { hourly: [], all: [] };
+  windows.reset();
+  for (let i = 0; i < RUNS + 3; i++) {
+    const window = windows.of(shape);
+    const query = { ...window, filters: shape.filters ?? {}, groupBy: shape.groupBy as UsageGroupKey[], interval: shape.interval, skip: 0, take: shape.take };
+    for (const [variant, rollups] of [
+      ['hourly', HOURLY_ONLY],
+      ['all', USAGE_ROLLUPS],
+    ] as const) {
+      const started = performance.now();
+      await usageReport(services.clickhouse, org, query, {}, rollups);
+      if (i >= 3) times[variant].push(performance.now() - started);
+    }
+  }
+  const [hourly, all] = [median(times.hourly), median(times.all)];
+  out(`  ${name.padEnd(20)} hourly alone ${hourly.toFixed(1).padStart(7)}   every rollup ${all.toFixed(1).padStart(7)}   ${(hourly / all).toFixed(1)}x`);
+}
+if (values['no-postgres']) {
+  await app.close();
+  await runtime.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  process.exit(0);
+}
 
 // 4. The same reports as SQL on Postgres: items and totals, side by side as the service runs them.
 const db = await openComparisonPostgres({ url: process.env.DATABASE_URL, database: 'bench_usage', dataDir, connections: 2 });

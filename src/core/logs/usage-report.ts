@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ClickhouseStore } from '../../stores/clickhouse.js';
 import { ROLLUP_STATE_NAMES, USAGE_QUANTILES, usageStatesOfRows, usageStatesOfStates, type UsageStateNames } from '../../stores/usage-rollup-sql.js';
 import { COLUMN, FILTER_COLUMNS, GROUP_COLUMNS, isLowercaseId } from './call-log-schema.js';
-import { cutWindow, GRAIN_MS, servingRollups } from './usage-rollups.js';
+import { cutWindow, GRAIN_MS, servingRollups, USAGE_ROLLUPS, type UsageRollup } from './usage-rollups.js';
 import { queryScoped, type QuerySettings } from './clickhouse-query.js';
 
 /** The keys a usage report groups by (contract 8.3): the groupable columns of call-log-schema.ts. */
@@ -93,7 +93,7 @@ const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS er
  * part's SELECT yields mergeable states, and one query merges them. A window read
  * raw alone is grouped once.
  */
-function plan(q: UsageQuery): { groups: string; params: Record<string, unknown> } {
+function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string; params: Record<string, unknown> } {
   const keys = q.groupBy.map((k, i) => `${keyExpr(k)} AS g${i}`);
   const where: string[] = [];
   const params: Record<string, unknown> = {};
@@ -107,7 +107,7 @@ function plan(q: UsageQuery): { groups: string; params: Record<string, unknown> 
   }
   const groupCols = groupColumns(q);
   const groupBy = groupCols.length ? `GROUP BY ${groupCols.join(', ')}` : '';
-  const parts = cutWindow(q.fromMs, q.toMs, servingRollups([...Object.keys(q.filters), ...q.groupBy], q.interval));
+  const parts = cutWindow(q.fromMs, q.toMs, servingRollups([...Object.keys(q.filters), ...q.groupBy], q.interval, rollups));
   const selects = parts.map((part, i) => {
     params[`p${i}From`] = part.fromMs;
     params[`p${i}To`] = part.toMs;
@@ -163,8 +163,10 @@ export async function usageReport(
   q: UsageQuery,
   /** Tighter bounds than the defaults (tests). */
   bounds: QuerySettings = {},
+  /** The rollups it may read (bench:usage compares sets in one run). */
+  rollups: readonly UsageRollup[] = USAGE_ROLLUPS,
 ): Promise<UsageReport> {
-  const { groups, params } = plan(q);
+  const { groups, params } = plan(q, rollups);
   const groupCols = groupColumns(q);
   const order = [...(q.interval ? ['b ASC'] : []), 'calls_total DESC', ...q.groupBy.map((_, i) => `g${i} ASC`)];
   const Row = Measures.extend({

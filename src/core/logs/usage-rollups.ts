@@ -54,9 +54,9 @@ export function cutWindow(fromMs: number, toMs: number, rollups: readonly UsageR
 }
 
 /** The rollups that may serve a report: they keep every key it groups or filters by, and are no coarser than its buckets; one per grain. */
-export function servingRollups(keys: readonly string[], interval: UsageGrain | undefined): UsageRollup[] {
+export function servingRollups(keys: readonly string[], interval: UsageGrain | undefined, among: readonly UsageRollup[] = USAGE_ROLLUPS): UsageRollup[] {
   const serving: UsageRollup[] = [];
-  for (const rollup of USAGE_ROLLUPS) {
+  for (const rollup of among) {
     if (interval && GRAIN_MS[rollup.grain] > GRAIN_MS[interval]) continue;
     if (!keys.every((k) => (rollup.keys as readonly string[]).includes(k))) continue;
     if (serving.some((r) => r.grain === rollup.grain)) continue;
