@@ -9,10 +9,11 @@
  * largest resident memory of the process seen (chDB runs in it). Figures, never
  * assertions. No Postgres here: bench:usage and bench:logs compare with it.
  *
- * `--data-dir` measures again the rows a run left in its data directory (a run that
- * stopped before it removed it), without seeding.
+ * `--keep` leaves the data directory in place and prints it; `--data-dir` measures
+ * again the rows such a run (or one that stopped before it removed them) left there,
+ * without seeding.
  *
- *   npm run bench:scale -- [--rows 100000000] [--runs 20] [--ingest-rows 5000000] [--days 30] [--users 300] [--data-dir /tmp/bench-scale-x]
+ *   npm run bench:scale -- [--rows 100000000] [--runs 20] [--ingest-rows 5000000] [--days 30] [--users 300] [--keep] [--data-dir /tmp/bench-scale-x]
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -34,6 +35,7 @@ const { values } = parseArgs({
     days: { type: 'string', default: '30' },
     users: { type: 'string', default: '300' },
     'data-dir': { type: 'string' },
+    keep: { type: 'boolean', default: false },
   },
 });
 const ROWS = Number(values.rows);
@@ -164,5 +166,6 @@ out(`largest resident memory of the process: ${(maxRss / MiB).toFixed(0)} MiB ($
 clearInterval(sampler);
 await app.close();
 await runtime.close();
-if (!reused) fs.rmSync(dataDir, { recursive: true, force: true });
+if (values.keep) out(`data directory kept: --data-dir ${reused ?? dataDir}`);
+else if (!reused) fs.rmSync(dataDir, { recursive: true, force: true });
 process.exit(0);

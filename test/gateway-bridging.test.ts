@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Client as Client2026, StreamableHTTPClientTransport as Transport2026 } from '@modelcontextprotocol/client';
 import { Client as Client2025 } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
+import { gatewayClient, legacySseClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
 import { startAskingUpstream, type AskingUpstream } from './helpers/asking-upstream.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
@@ -79,17 +78,9 @@ async function legacyHost(
   capabilities: Record<string, unknown> = HOST_CAPABILITIES,
   fetchVia?: typeof fetch,
 ): Promise<Client2025> {
-  let client: Client2025;
-  if (url.endsWith('/sse')) {
-    client = new Client2025({ name: 'legacy-sse-host', version: '1.0.0' }, { capabilities });
-    const auth = { authorization: `Bearer ${token}` };
-    await client.connect(
-      new SSEClientTransport(new URL(url), {
-        requestInit: { headers: auth },
-        eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } }) },
-      }),
-    );
-  } else client = await gatewayClient(url, token, { capabilities, ...(fetchVia ? { fetch: fetchVia } : {}) });
+  const client: Client2025 = url.endsWith('/sse')
+    ? await legacySseClient(url, token, capabilities)
+    : await gatewayClient(url, token, { capabilities, ...(fetchVia ? { fetch: fetchVia } : {}) });
   clients.push(client);
   if (!capabilities.elicitation) return client;
   client.setRequestHandler(ElicitRequestSchema, async (request) => {

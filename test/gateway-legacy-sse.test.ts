@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { CreateMessageRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { alternatingFetch, gatewayClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
+import { alternatingFetch, gatewayClient, legacySseClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
 
 /** An upstream that speaks only the legacy HTTP+SSE transport, reached through the gateway. */
@@ -91,14 +90,7 @@ describe('an SSE-only upstream', () => {
 
 /** An older host: the SDK's SSEClientTransport at the gateway's `/sse` endpoint. */
 async function legacyHost(url: string, token: string): Promise<Client> {
-  const client = new Client({ name: 'legacy-host', version: '1.0.0' }, { capabilities: {} });
-  const auth = { authorization: `Bearer ${token}` };
-  await client.connect(
-    new SSEClientTransport(new URL(url), {
-      requestInit: { headers: auth },
-      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } }) },
-    }),
-  );
+  const client = await legacySseClient(url, token);
   clients.push(client);
   return client;
 }

@@ -8,14 +8,15 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
+import { gatewayClient, legacySseClient, listenLoopback, registerServer } from './helpers/gateway.js';
 import { startSessionServer, startWatchedUpstream, type WatchedUpstream } from './helpers/watched-upstream.js';
 
 /**
  * A 2026-07-28 upstream's own list changes reach a 2025 host's event stream (issue 12,
  * bridging): a 2026-07-28 upstream has no stream of a session, so the host's GET stream
  * follows it with one `subscriptions/listen` asking for the list changes its
- * capabilities offer, joined by the session's resource subscriptions on it. Real peers
+ * capabilities offer, joined by the session's resource subscriptions on it. A host on
+ * the legacy HTTP+SSE transport hears the same on its one stream. Real peers
  * on 127.0.0.1: the 1.x SDK client as the host (it opens its GET stream after
  * initialize), v2-SDK 2026-07-28-only upstreams (one whose tool list grows on a tool
  * call, one that declares no list changes), and a 1.x SDK 2025 upstream with sessions.
@@ -63,8 +64,12 @@ afterAll(async () => {
 });
 
 /** A 1.x SDK host on a gateway: the list changes it hears ('tools', 'prompts', 'resources') and the resource updates, in order. */
-async function host(gateway: { url: string; token: string }): Promise<{ client: Client; heard: string[]; updates: string[] }> {
-  const client = await gatewayClient(gateway.url, gateway.token);
+async function host(
+  gateway: { url: string; token: string },
+  transport: 'streamable' | 'legacy-sse' = 'streamable',
+): Promise<{ client: Client; heard: string[]; updates: string[] }> {
+  const client =
+    transport === 'legacy-sse' ? await legacySseClient(gateway.url.replace(/\/mcp$/, '/sse'), gateway.token) : await gatewayClient(gateway.url, gateway.token);
   hosts.push(client);
   const heard: string[] = [];
   const updates: string[] = [];
@@ -142,5 +147,32 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     expect(new Set(heard)).toEqual(new Set(['tools']));
     expect(sessions.seen.gets).toBeGreaterThan(gets);
     await client.close();
+  });
+});
+
+describe("a legacy HTTP+SSE host's stream", () => {
+  it("carries what the GET stream does: a 2026-07-28 upstream's list changes and subscribed resources, a 2025 upstream's own list changes, the gateway's own", async () => {
+    const { client, heard, updates } = await host(at.lively, 'legacy-sse');
+    await until(() => expect(watched.openListens()).toBe(1));
+    expect(watched.filters.at(-1)).toEqual(LISTS_OF_WATCHED);
+
+    await call(client, 'grow', { name: 'twig' });
+    await until(() => expect(heard).toEqual(['tools']));
+    await client.subscribeResource({ uri: 'watch://gamma' });
+    await call(client, 'touch', { uri: 'watch://gamma' });
+    await until(() => expect(updates).toEqual(['watch://gamma']));
+
+    await until(() => {
+      sessions.changeTools();
+      expect(heard.length).toBeGreaterThan(1);
+    });
+    // Only the workspace's own configuration change speaks of prompts: no upstream here offers any.
+    expect(heard).not.toContain('prompts');
+    await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Another gateway' });
+    await until(() => expect(heard).toContain('prompts'));
+
+    // The stream is the session: closed, its listens and subscriptions end.
+    await client.close();
+    await until(() => expect(watched.openListens()).toBe(0));
   });
 });

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { Catalog, Catalogs } from './catalog.js';
@@ -14,15 +15,8 @@ import { openUpstreamStream } from './upstream-http.js';
 
 const KEEPALIVE_MS = 25_000;
 
-/**
- * The host's standalone event stream (GET): the upstreams' own streams merged into
- * one (their server requests relayed with ids that name them), plus list_changed
- * notifications when the workspace's configuration changes in this process, plus
- * what 2026-07-28 upstreams announce through their listens: their own list changes
- * and the updates of the resources the session subscribed to on them.
- * Resolves when the host goes away.
- */
-export async function openHostEventStream(opts: {
+/** What a 2025 session's event stream needs to follow the workspace and the session's upstreams. */
+export interface HostEventsOptions {
   services: Pick<Services, 'configChanges' | 'logger'>;
   catalogs: Catalogs;
   caller: GatewayCaller;
@@ -30,19 +24,24 @@ export async function openHostEventStream(opts: {
   session: GatewaySession;
   /** The session's resource subscriptions to 2026-07-28 upstreams, kept by this process. */
   subscriptions: HostSubscriptions;
-  out: ServerResponse;
   fetch: UpstreamFetch;
-}): Promise<void> {
-  const { out, caller, session } = opts;
+}
+
+/**
+ * What a 2025 session hears besides its answers, handed to `deliver`: the upstreams'
+ * own streams merged into one (their server requests relayed with ids that name
+ * them), list_changed notifications when the workspace's configuration changes in
+ * this process, and what 2026-07-28 upstreams announce through their listens (their
+ * own list changes, the updates of the resources the session subscribed to on them).
+ * The Streamable HTTP host's GET stream and the legacy transport's stream both carry
+ * it. Returns the function that stops following.
+ */
+export function followHostEvents(opts: HostEventsOptions, deliver: (message: JSONRPCMessage) => void): () => void {
+  const { caller, session } = opts;
   const abort = new AbortController();
-  const closed = new Promise<void>((resolve) => out.on('close', () => resolve()));
-  const write = (message: unknown) => {
-    if (!out.destroyed) out.write(sseMessage(message));
-  };
-  const keepalive = setInterval(() => !out.destroyed && out.write(': keepalive\n\n'), KEEPALIVE_MS);
   const unsubscribe = opts.services.configChanges.subscribe((org) => {
     if (org !== caller.organizationGuid) return;
-    for (const { method } of LIST_CHANGES) write({ jsonrpc: '2.0', method });
+    for (const { method } of LIST_CHANGES) deliver({ jsonrpc: '2.0', method } as JSONRPCMessage);
   });
   for (const route of opts.catalog.routes) {
     const upstream = session.upstreams[route.assignmentGuid];
@@ -56,7 +55,7 @@ export async function openHostEventStream(opts: {
           protocolVersion: upstream.protocolVersion,
         });
         if (!messages) return;
-        for await (const message of messages) write(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(message, credential.secrets)));
+        for await (const message of messages) deliver(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(message, credential.secrets)));
       } catch (err) {
         if (!abort.signal.aborted)
           opts.services.logger.debug(
@@ -72,11 +71,24 @@ export async function openHostEventStream(opts: {
     session,
     opts.catalog,
     opts.subscriptions,
-    write,
+    deliver,
   );
+  return () => {
+    unsubscribe();
+    stopFollowing();
+    abort.abort();
+  };
+}
+
+/** The host's standalone event stream (GET): followHostEvents on `out`, kept alive. Resolves when the host goes away. */
+export async function openHostEventStream(opts: HostEventsOptions & { out: ServerResponse }): Promise<void> {
+  const { out } = opts;
+  const closed = new Promise<void>((resolve) => out.on('close', () => resolve()));
+  const keepalive = setInterval(() => !out.destroyed && out.write(': keepalive\n\n'), KEEPALIVE_MS);
+  const stop = followHostEvents(opts, (message) => {
+    if (!out.destroyed) out.write(sseMessage(message));
+  });
   await closed;
   clearInterval(keepalive);
-  unsubscribe();
-  stopFollowing();
-  abort.abort();
+  stop();
 }

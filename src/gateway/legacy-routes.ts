@@ -9,9 +9,11 @@ import type { Catalogs } from './catalog.js';
 import { ERRORS, type GatewayProxy } from './proxy.js';
 import type { GatewaySession } from './session-id.js';
 import { GATEWAY_ROUTE_OPTIONS } from './rate-limits.js';
+import { followHostEvents } from './event-stream.js';
 import { envelopeProblem } from './message-envelope.js';
 import { sseMessage } from './sse.js';
 import { traceContextFrom } from './trace-context.js';
+import type { UpstreamFetch } from './upstream-client.js';
 
 /** An open legacy stream: where the answers to its POSTed messages go. */
 interface LegacyStream {
@@ -20,6 +22,8 @@ interface LegacyStream {
   /** Set by the host's initialize. */
   session: GatewaySession | null;
   abort: AbortController;
+  /** Stops following the session's upstreams and workspace (followHostEvents), once it has a session. */
+  stopFollowing?: () => void;
 }
 
 export interface LegacyRouteDeps {
@@ -27,6 +31,7 @@ export interface LegacyRouteDeps {
   rpcError(code: number, message: string, data?: Record<string, unknown>): unknown;
   proxy: GatewayProxy;
   catalogs: Catalogs;
+  fetch: UpstreamFetch;
   postOptions: RouteShorthandOptions;
 }
 
@@ -40,8 +45,14 @@ const KEEPALIVE_MS = 15_000;
  * there are accepted (202) and answered on the stream. The protocol ties a session
  * to its open stream, so these sessions live in the process holding the stream:
  * a POST that reaches another replica answers 404 (route `/sse` with sticky sessions).
+ * Once initialized, the stream also carries what a Streamable HTTP host's GET stream
+ * does (followHostEvents): list changes, resource updates, the upstreams' requests.
  */
-export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Pick<Services, 'callLogs' | 'logger'>, deps: LegacyRouteDeps): void {
+export function registerLegacyGatewayRoutes(
+  app: FastifyInstance,
+  services: Pick<Services, 'callLogs' | 'configChanges' | 'logger'>,
+  deps: LegacyRouteDeps,
+): void {
   const streams = new Map<string, LegacyStream>();
   app.addHook('onClose', async () => {
     for (const stream of streams.values()) stream.abort.abort();
@@ -65,6 +76,9 @@ export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Pick
     clearInterval(keepalive);
     streams.delete(id);
     stream.abort.abort();
+    stream.stopFollowing?.();
+    // The transport ties the session to this stream: it ends here.
+    if (stream.session) deps.proxy.forgetSession(stream.session);
     if (!reply.raw.writableEnded) reply.raw.end();
   });
 
@@ -94,8 +108,14 @@ export function registerLegacyGatewayRoutes(app: FastifyInstance, services: Pick
       void (async () => {
         const answer = await deps.proxy.handle({ caller, catalog, session: stream.session, trace, signal: stream.abort.signal, record }, message);
         if (answer.kind === 'json') {
-          if (answer.newSession) stream.session = answer.newSession;
           write(stream, answer.message);
+          if (answer.newSession && !stream.session && !stream.abort.signal.aborted) {
+            const session = (stream.session = answer.newSession);
+            stream.stopFollowing = followHostEvents(
+              { services, catalogs: deps.catalogs, caller, catalog, session, subscriptions: deps.proxy.subscriptions, fetch: deps.fetch },
+              (event) => write(stream, event),
+            );
+          }
         } else if (answer.kind === 'stream') {
           for await (const out of answer.messages) write(stream, out);
         } else if (answer.kind === 'session-expired') {

@@ -217,7 +217,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return sendWebResponse(reply, response);
   };
 
-  registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, postOptions });
+  registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, fetch: upstreams.fetch, postOptions });
 
   app.get<{ Params: { gatewayGuid: string } }>(path, routeOptions, async (request, reply) => {
     const found = await admitSession(request, reply);

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../src/core/services.js';
@@ -40,6 +41,19 @@ export async function gatewayClient(
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
   });
   await client.connect(transport);
+  return client;
+}
+
+/** An older host: a 1.x SDK client on the legacy HTTP+SSE transport at a gateway's `/sse` URL, with a gateway token. */
+export async function legacySseClient(url: string, token: string, capabilities: Record<string, unknown> = {}): Promise<Client> {
+  const client = new Client({ name: 'legacy-sse-host', version: '1.0.0' }, { capabilities });
+  const auth = { authorization: `Bearer ${token}` };
+  await client.connect(
+    new SSEClientTransport(new URL(url), {
+      requestInit: { headers: auth },
+      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } }) },
+    }),
+  );
   return client;
 }
 
