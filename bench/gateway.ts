@@ -10,7 +10,7 @@
  * asking for the revision mcp-hub speaks (SSE_HOST_REVISION).
  * Figures only, never assertions.
  *
- *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR]
+ *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR --only 'direct,gateway (logging on)']
  *
  * Three processes, as in a deployment: this one (the load generator: SDK clients,
  * bench/mcp-load.ts), the gateway service (bench/gateway-service.ts: the runtime and
@@ -26,7 +26,8 @@
  * each round. This machine's figures drift by tens of percent from one minute to
  * the next, so prefer --rounds 3 or more, and the CPU time per call (the gateway
  * process's, and its event loop's alone) over calls/s. --profile DIR writes a V8 CPU profile of the
- * gateway process under load into DIR (start-up and setup left out).
+ * gateway process under load into DIR (start-up and setup left out); --only measures
+ * the rows named (comma-separated), e.g. to profile one of them alone.
  */
 import { fork, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -46,6 +47,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '16' },
     rounds: { type: 'string', default: '1' },
     profile: { type: 'string' },
+    only: { type: 'string' },
   },
 });
 const seconds = Number(values.seconds);
@@ -62,7 +64,7 @@ type Target =
   | 'gateway (2026-07-28 host)'
   | 'gateway (SSE endpoint)'
   | 'mcp-hub (SSE endpoint)';
-const TARGETS: Target[] = [
+const ALL_TARGETS: Target[] = [
   'direct',
   'pass-through proxy',
   'gateway (logging on)',
@@ -72,6 +74,7 @@ const TARGETS: Target[] = [
   'gateway (SSE endpoint)',
   'mcp-hub (SSE endpoint)',
 ];
+const TARGETS = ALL_TARGETS.filter((target) => !values.only || values.only.split(',').includes(target));
 interface Row extends LoadFigures {
   /** CPU time of the gateway process per call, in µs (gateway rows only). */
   gatewayCpuUs: number | null;
@@ -264,6 +267,8 @@ async function main(): Promise<void> {
     }
   }
   console.log(`\ngateway process while idle (during the direct rows): ${(median(idleCpu) * 100).toFixed(1)}% of a core`);
+  // The ratios compare rows with each other: a run of some rows (--only) shows the rows alone.
+  if (TARGETS.length < ALL_TARGETS.length) return;
   for (const c of [1, concurrency]) {
     // Ratios are taken within each round (rows measured minutes apart share no conditions), then the median.
     const perRound = (f: (direct: Row, on: Row, off: Row) => number) =>

@@ -64,19 +64,20 @@ const rowsOf = async <T>(query: string, params: Record<string, unknown> = {}): P
   (await ch.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>();
 const t0 = performance.now();
 await ch.command({ query: 'OPTIMIZE TABLE call_logs FINAL' });
-await ch.command({ query: 'OPTIMIZE TABLE call_log_usage_hourly FINAL' });
-out(`optimize final (call_logs, call_log_usage_hourly): ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+for (const { table } of USAGE_ROLLUPS) await ch.command({ query: `OPTIMIZE TABLE ${table} FINAL` });
+out(`optimize final (call_logs and the usage rollups): ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 const parts = await rowsOf<{ table: string; rows: string; bytes: string }>(
-  `SELECT table, sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts WHERE active AND table IN ('call_logs', 'call_log_usage_hourly') GROUP BY table`,
+  `SELECT table, sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts WHERE active AND table IN {tables:Array(String)} GROUP BY table ORDER BY table`,
+  { tables: ['call_logs', ...USAGE_ROLLUPS.map((r) => r.table)] },
 );
 const part = (table: string) => parts.find((p) => p.table === table) ?? { rows: '0', bytes: '0' };
 const rawRows = Number(part('call_logs').rows);
-const chBytes = Number(part('call_logs').bytes) + Number(part('call_log_usage_hourly').bytes);
-out(
-  `clickhouse disk: call_logs ${part('call_logs').bytes} bytes for ${rawRows} rows (${(Number(part('call_logs').bytes) / rawRows).toFixed(1)} bytes/row); ` +
-    `call_log_usage_hourly ${part('call_log_usage_hourly').bytes} bytes in ${part('call_log_usage_hourly').rows} rollup rows ` +
-    `(${((100 * Number(part('call_log_usage_hourly').rows)) / rawRows).toFixed(1)} % of the raw rows); both: ${(chBytes / rawRows).toFixed(1)} bytes/row`,
-);
+const chBytes = parts.reduce((sum, p) => sum + Number(p.bytes), 0);
+for (const p of parts)
+  out(
+    `clickhouse disk: ${p.table.padEnd(28)} ${String(p.bytes).padStart(11)} bytes in ${String(p.rows).padStart(9)} rows (${(Number(p.bytes) / rawRows).toFixed(2)} bytes per call_logs row)`,
+  );
+out(`clickhouse disk, call_logs and every rollup: ${(chBytes / rawRows).toFixed(1)} bytes per call_logs row`);
 
 // 3. The six shapes, over windows that end at "now" (bench/report-shapes.ts).
 const busiestGateway = (
@@ -108,7 +109,7 @@ for (const [name, shape] of Object.entries(shapes)) {
 }
 out(`measured (${loadAverage()})`);
 
-// 3b. What the daily, people and minute rollups (clickhouse/0008-0010) bring, in this run: each shape at the store
+// 3b. What the daily, people and minute rollups (clickhouse/0011) bring, in this run: each shape at the store
 // level (usageReport), reading the hourly rollup alone (what reports read before them) and every rollup, alternating.
 const HOURLY_ONLY = USAGE_ROLLUPS.filter((r) => r.table === 'call_log_usage_hourly');
 out(`store level, hourly rollup alone vs every rollup, runs alternating (${loadAverage()}); p50 ms`);
@@ -199,7 +200,7 @@ for (const name of Object.keys(shapes)) {
 }
 const pgRows = copy.rows;
 out(
-  `storage per row: ClickHouse ${(chBytes / rawRows).toFixed(1)} bytes (call_logs + call_log_usage_hourly), Postgres ${(pgBytes / pgRows).toFixed(1)} bytes (call_logs with indexes): ` +
+  `storage per row: ClickHouse ${(chBytes / rawRows).toFixed(1)} bytes (call_logs and every rollup), Postgres ${(pgBytes / pgRows).toFixed(1)} bytes (call_logs with indexes): ` +
     `${(pgBytes / pgRows / (chBytes / rawRows)).toFixed(1)}x smaller`,
 );
 await app.close();

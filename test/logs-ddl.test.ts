@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CALL_LOG_SCHEMA, DETAIL_COLUMNS, GROUP_COLUMNS, THIN_COLUMNS, type ColumnSpec } from '../src/core/logs/call-log-schema.js';
 import { USAGE_ROLLUPS } from '../src/core/logs/usage-rollups.js';
-import { DURATION_BUCKET_SQL, USAGE_QUANTILES } from '../src/stores/usage-rollup-sql.js';
+import {
+  BUCKET_COUNTS_OF_ROWS,
+  DURATION_BUCKET_SQL,
+  DURATION_BUCKETS,
+  DURATION_STATE_TYPE,
+  durationOfBucket,
+  ROLLUP_STATE_NAMES,
+  usageMeasuresOfBuckets,
+  usageMeasuresOfStates,
+} from '../src/stores/usage-rollup-sql.js';
 import { listDdlFiles, renderDdlFile } from '../src/stores/clickhouse.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 
@@ -13,13 +22,6 @@ const bare = (s: string) => s.replace(/--.*$/gm, '').replace(/\s+/g, ' ').trim()
 const creates = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('CREATE'));
 /** The CREATEs of the four log tables (and their Distributed tables), without the usage rollups and their views. */
 const logTables = (cluster?: string) => creates(cluster).filter((s) => !s.includes('call_log_usage_'));
-/** The statements that create or fill one rollup table (not the ones that only read it). */
-const rollupStatements = (table: string, cluster?: string) =>
-  render(cluster)
-    .map(bare)
-    .filter((s) =>
-      new RegExp(`^(CREATE TABLE IF NOT EXISTS|CREATE MATERIALIZED VIEW IF NOT EXISTS \\w+|INSERT INTO) ${table}(_local)?\\b|TO ${table}(_local)? AS`).test(s),
-    );
 const alters = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('ALTER'));
 /** The ALTERs of clickhouse/0004 (the forwarder's ingest order). */
 const ingestOrderAlters = (cluster?: string) => alters(cluster).filter((s) => !s.includes('protocol_version'));
@@ -37,6 +39,7 @@ describe('ClickHouse DDL', () => {
       '0008_call_log_usage_daily.sql',
       '0009_call_log_usage_minute.sql',
       '0010_call_log_usage_daily_people.sql',
+      '0011_call_log_usage_duration_buckets.sql',
     ]);
   });
 
@@ -90,56 +93,68 @@ describe('ClickHouse DDL', () => {
     ]);
   });
 
-  it('adds the hourly usage rollup, fed by a materialized view and backfilled, on one node and on every shard', () => {
-    const single = rollupStatements('call_log_usage_hourly');
-    expect(single).toHaveLength(3);
-    expect(single[0]).toMatch(
-      /^CREATE TABLE IF NOT EXISTS call_log_usage_hourly \(.*\) ENGINE = AggregatingMergeTree PARTITION BY .* TTL hour \+ INTERVAL 30 DAY/,
-    );
-    expect(single[1]).toMatch(/^CREATE MATERIALIZED VIEW IF NOT EXISTS call_log_usage_hourly_mv TO call_log_usage_hourly AS SELECT .* FROM call_logs GROUP BY/);
-    expect(single[2]).toMatch(/^INSERT INTO call_log_usage_hourly SELECT .* FROM call_logs GROUP BY/);
-    // The view and the backfill bucket durations as the report's raw reads do.
-    for (const s of single.slice(1)) expect(s).toContain(`quantilesExactWeightedInterpolatedState(0.5, 0.95, 0.99)(${DURATION_BUCKET_SQL}, toUInt8(1))`);
-    const cluster = rollupStatements('call_log_usage_hourly', 'logs_cluster');
-    expect(cluster).toHaveLength(4);
-    expect(cluster[0]).toMatch(
-      /^CREATE TABLE IF NOT EXISTS call_log_usage_hourly_local ON CLUSTER logs_cluster \(.*\) ENGINE = ReplicatedAggregatingMergeTree\(/,
-    );
-    // The view reads each shard's local rows into that shard's local rollup.
-    expect(cluster[1]).toMatch(
-      /^CREATE MATERIALIZED VIEW IF NOT EXISTS call_log_usage_hourly_mv_local ON CLUSTER logs_cluster TO call_log_usage_hourly_local AS SELECT .* FROM call_logs_local GROUP BY/,
-    );
-    expect(cluster[2]).toMatch(/^INSERT INTO call_log_usage_hourly_local SELECT .* FROM call_logs_local/);
-    expect(cluster[3]).toBe(
-      'CREATE TABLE IF NOT EXISTS call_log_usage_hourly ON CLUSTER logs_cluster AS call_log_usage_hourly_local ENGINE = Distributed(logs_cluster, currentDatabase(), call_log_usage_hourly_local, cityHash64(organization_guid))',
-    );
+  /** The rollups 0011 builds: each one's source, its time column and grouping keys. */
+  const ROLLUPS = [
+    { table: 'call_log_usage_hourly', source: 'call_logs' },
+    { table: 'call_log_usage_daily', source: 'call_log_usage_hourly' },
+    { table: 'call_log_usage_minute', source: 'call_logs' },
+    { table: 'call_log_usage_hourly_people', source: 'call_logs' },
+    { table: 'call_log_usage_daily_people', source: 'call_log_usage_hourly_people' },
+  ];
+  const bucketsFile = files.find((f) => f.name === '0011_call_log_usage_duration_buckets.sql')!;
+  const ofBuckets = (cluster?: string) => renderDdlFile(bucketsFile.sql, { retentionDays: 30, cluster }).map(bare);
+
+  it('builds every usage rollup again with bucket counts: its views dropped first, then its tables, each rebuilt, fed and backfilled', () => {
+    const sql = ofBuckets();
+    const firstCreate = sql.findIndex((s) => s.startsWith('CREATE'));
+    // Nothing feeds a table while it is rebuilt, and the file can run again: every drop comes first.
+    expect(sql.slice(0, firstCreate).every((s) => /^DROP (VIEW|TABLE) IF EXISTS call_log_usage_\w+ SYNC$/.test(s.replace(/\s+SYNC/, ' SYNC')))).toBe(true);
+    expect(sql.slice(firstCreate).some((s) => s.startsWith('DROP'))).toBe(false);
+    expect(ROLLUPS.map((r) => r.table).every((t) => sql.includes(`DROP TABLE IF EXISTS ${t} SYNC`))).toBe(true);
+    for (const view of [
+      'call_log_usage_hourly_mv',
+      'call_log_usage_daily_mv',
+      'call_log_usage_minute_mv',
+      'call_log_usage_daily_people_mv',
+      'call_log_usage_hourly_people_mv',
+    ])
+      expect(sql).toContain(`DROP VIEW IF EXISTS ${view} SYNC`);
+    for (const { table, source } of ROLLUPS) {
+      const own = sql.slice(firstCreate).filter((s) => new RegExp(`^(CREATE TABLE IF NOT EXISTS|INSERT INTO) ${table}\\b|TO ${table} AS`).test(s));
+      expect(own).toHaveLength(3);
+      expect(own[0]).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL \\w+ \\+ INTERVAL 30 DAY`));
+      expect(own[0]).toContain(`durations ${DURATION_STATE_TYPE}`);
+      expect(own[1]).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM \\(?.*${source} GROUP BY`));
+      expect(own[2]).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM \\(?.*${source} GROUP BY`));
+      // The view and the backfill make the states as the reports' raw reads and rollup reads do.
+      for (const s of own.slice(1))
+        if (source === 'call_logs') {
+          expect(s).toContain(bare(BUCKET_COUNTS_OF_ROWS));
+          expect(s).toContain(bare(usageMeasuresOfBuckets(ROLLUP_STATE_NAMES, 'states')));
+        } else expect(s).toContain(bare(usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'states')));
+    }
   });
 
-  it.each([
-    ['call_log_usage_daily', 'call_log_usage_hourly', 'MergeState'],
-    ['call_log_usage_minute', 'call_logs', 'State'],
-    ['call_log_usage_daily_people', 'call_logs', 'State'],
-  ])('adds %s, fed from %s by a materialized view and backfilled, on one node and on every shard', (table, source, combinator) => {
-    const states = `quantilesExactWeightedInterpolated${combinator}(0.5, 0.95, 0.99)(`;
-    const single = rollupStatements(table);
-    expect(single).toHaveLength(3);
-    expect(single[0]).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL \\w+ \\+ INTERVAL 30 DAY`));
-    expect(single[1]).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM ${source} GROUP BY`));
-    expect(single[2]).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM ${source} GROUP BY`));
-    for (const s of single.slice(1)) expect(s).toContain(combinator === 'State' ? `${states}${DURATION_BUCKET_SQL}, toUInt8(1))` : `${states}durations)`);
-    const cluster = rollupStatements(table, 'logs_cluster');
-    expect(cluster).toHaveLength(4);
-    expect(cluster[0]).toMatch(
-      new RegExp(`^CREATE TABLE IF NOT EXISTS ${table}_local ON CLUSTER logs_cluster \\(.*\\) ENGINE = ReplicatedAggregatingMergeTree\\(`),
-    );
-    expect(cluster[1]).toMatch(
-      new RegExp(
-        `^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv_local ON CLUSTER logs_cluster TO ${table}_local AS SELECT .* FROM ${source}_local GROUP BY`,
-      ),
-    );
-    expect(cluster[3]).toBe(
-      `CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER logs_cluster AS ${table}_local ENGINE = Distributed(logs_cluster, currentDatabase(), ${table}_local, cityHash64(organization_guid))`,
-    );
+  it('builds the rollups again on every shard: Replicated local tables and views, the Distributed tables dropped and made again', () => {
+    const sql = ofBuckets('logs_cluster');
+    for (const { table, source } of ROLLUPS) {
+      const dropDistributed = sql.indexOf(`DROP TABLE IF EXISTS ${table} ON CLUSTER logs_cluster SYNC`);
+      const dropLocal = sql.indexOf(`DROP TABLE IF EXISTS ${table}_local ON CLUSTER logs_cluster SYNC`);
+      const create = sql.findIndex((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS ${table}_local ON CLUSTER logs_cluster`));
+      const distributed = sql.indexOf(
+        `CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER logs_cluster AS ${table}_local ENGINE = Distributed(logs_cluster, currentDatabase(), ${table}_local, cityHash64(organization_guid))`,
+      );
+      expect([dropDistributed, dropLocal, create, distributed].every((i) => i >= 0)).toBe(true);
+      expect(dropDistributed).toBeLessThan(dropLocal);
+      expect(dropLocal).toBeLessThan(create);
+      expect(create).toBeLessThan(distributed);
+      expect(sql[create]).toMatch(/ENGINE = ReplicatedAggregatingMergeTree\(/);
+      // Each shard's view reads its local rows (or local finer rollup) into its local rollup.
+      expect(sql.find((s) => s.includes(`TO ${table}_local AS`))).toMatch(
+        new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv_local ON CLUSTER logs_cluster TO ${table}_local AS SELECT .*${source}_local GROUP BY`),
+      );
+    }
+    for (const s of sql) expect(s).not.toMatch(/\$\{/);
   });
 
   it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {
@@ -196,6 +211,25 @@ describe('the call-log column declaration', () => {
     expect(await columnsOf('call_log_details')).toEqual(declared(DETAIL_COLUMNS));
   });
 
+  it('buckets a duration as the rollups do: exact below 32 ms, else a bucket whose duration is within 1/32 of it, up to the largest UInt32', async () => {
+    const durations = [0, 1, 31, 32, 33, 47, 63, 64, 65, 100, 999, 1000, 1024, 30_000, 30_049, 600_000, 123_456_789, 4_294_967_295];
+    for (let i = 0; i < 200; i++) durations.push(Math.floor(Math.exp(Math.random() * 22)));
+    const result = await t.runtime.services.clickhouse.client.query({
+      query: `SELECT duration_ms, ${DURATION_BUCKET_SQL} AS bucket FROM (SELECT arrayJoin({d:Array(UInt32)}) AS duration_ms)`,
+      query_params: { d: durations },
+      format: 'JSONEachRow',
+    });
+    const rows = await result.json<{ duration_ms: number; bucket: number }>();
+    expect(rows).toHaveLength(durations.length);
+    for (const { duration_ms: d, bucket } of rows) {
+      expect(bucket).toBeLessThan(DURATION_BUCKETS);
+      if (d < 32) expect(durationOfBucket(bucket)).toBe(d);
+      else expect(Math.abs(durationOfBucket(bucket) - d) / d, `${d} ms in bucket ${bucket}`).toBeLessThanOrEqual(1 / 32);
+    }
+    // The largest bucket is the largest UInt32's.
+    expect(rows.find((r) => r.duration_ms === 4_294_967_295)!.bucket).toBe(DURATION_BUCKETS - 1);
+  });
+
   it.each(USAGE_ROLLUPS.map((r) => [r.table, r] as const))(
     "declares %s's keys: group keys, with call_logs' types, the only key columns it has",
     async (table, rollup) => {
@@ -206,7 +240,7 @@ describe('the call-log column declaration', () => {
       for (const key of rollup.keys) expect(GROUP_COLUMNS).toContain(key);
       expect(columns.find((c) => c.name === rollup.timeColumn)?.type).toBe("DateTime('UTC')");
       // The states the reports merge (usage-rollup-sql.ts) are the ones the table holds.
-      expect(columns.find((c) => c.name === 'durations')?.type).toBe(`AggregateFunction(${USAGE_QUANTILES}, UInt32, UInt8)`);
+      expect(columns.find((c) => c.name === 'durations')?.type).toBe(DURATION_STATE_TYPE);
     },
   );
 });

@@ -18,7 +18,8 @@ describe('which usage rollups serve a report', () => {
   });
 
   it('only rollups that keep every key', () => {
-    expect(servingRollups(['user_guid'], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily_people']);
+    expect(servingRollups(['user_guid'], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily_people', 'call_log_usage_hourly_people']);
+    expect(servingRollups(['user_guid', 'team_guid'], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_people']);
     expect(servingRollups(['tool_name', 'status'], 'day').map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly']);
     expect(servingRollups(['user_guid', 'tool_name'], undefined)).toEqual([]);
     expect(servingRollups(['trace_id'], undefined)).toEqual([]);
@@ -54,8 +55,14 @@ describe('cutting a window into parts', () => {
     expect(cutWindow(D0, D0 + 2 * DAY, every).map(table)).toEqual(['call_log_usage_daily', 'raw']);
   });
 
-  it('with no finer rollup, the partial days are read raw', () => {
+  it('by person: partial days from the hourly people rollup; with no finer rollup, the partial hours are read raw', () => {
     const people = servingRollups(['user_guid'], undefined);
-    expect(cutWindow(D0 + HOUR, D0 + 3 * DAY + HOUR, people).map(table)).toEqual(['raw', 'call_log_usage_daily_people', 'raw']);
+    expect(cutWindow(D0 + HOUR + MIN, D0 + 3 * DAY + HOUR + MIN, people).map(table)).toEqual([
+      'raw',
+      'call_log_usage_hourly_people',
+      'call_log_usage_daily_people',
+      'call_log_usage_hourly_people',
+      'raw',
+    ]);
   });
 });

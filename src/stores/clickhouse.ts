@@ -156,8 +156,9 @@ export interface DdlContext {
  *
  * On a cluster, `${TABLE:name}` becomes `name_local` (the Replicated table on each
  * shard) and `${DISTRIBUTED:name:shardingKey}` becomes the Distributed table `name`
- * over those, so every query and insert keeps addressing `name`. On a single node
- * the table is `name` itself and the DISTRIBUTED statement renders empty (skipped).
+ * over those, so every query and insert keeps addressing `name`; `${DROP_DISTRIBUTED:name}`
+ * drops it (before its local tables are rebuilt). On a single node the table is
+ * `name` itself and both DISTRIBUTED statements render empty (skipped).
  */
 export function renderDdl(statement: string, ctx: DdlContext): string {
   const cluster = ctx.cluster;
@@ -165,6 +166,7 @@ export function renderDdl(statement: string, ctx: DdlContext): string {
     .replaceAll('${RETENTION_DAYS}', String(ctx.retentionDays))
     .replaceAll('${ON_CLUSTER}', cluster ? `ON CLUSTER ${cluster}` : '')
     .replace(/\$\{TABLE:(\w+)\}/g, (_m, table: string) => (cluster ? `${table}_local` : table))
+    .replace(/\$\{DROP_DISTRIBUTED:(\w+)\}/g, (_m, table: string) => (cluster ? `DROP TABLE IF EXISTS ${table} ON CLUSTER ${cluster} SYNC` : ''))
     .replace(/\$\{DISTRIBUTED:(\w+):([^}]+)\}/g, (_m, table: string, shardingKey: string) =>
       cluster
         ? `CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER ${cluster} AS ${table}_local ENGINE = Distributed(${cluster}, currentDatabase(), ${table}_local, ${shardingKey})`

@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import type { ClickhouseStore } from '../../stores/clickhouse.js';
-import { ROLLUP_STATE_NAMES, USAGE_QUANTILES, usageStatesOfRows, usageStatesOfStates, type UsageStateNames } from '../../stores/usage-rollup-sql.js';
+import {
+  BUCKET_COUNTS_OF_ROWS,
+  quantilesOfBuckets,
+  ROLLUP_STATE_NAMES,
+  usageMeasuresOfArrays,
+  usageMeasuresOfBuckets,
+  usageMeasuresOfStates,
+  type UsageStateNames,
+} from '../../stores/usage-rollup-sql.js';
 import { COLUMN, FILTER_COLUMNS, GROUP_COLUMNS, isLowercaseId } from './call-log-schema.js';
 import { cutWindow, GRAIN_MS, servingRollups, USAGE_ROLLUPS, type UsageRollup } from './usage-rollups.js';
 import { queryScoped, type QuerySettings } from './clickhouse-query.js';
@@ -60,38 +68,42 @@ const NARROW_REPORT = {
 /** The expression a key is read from; status is an Enum8 and is reported as its name. */
 const keyExpr = (key: UsageFilterKey): string => (COLUMN[key].kind === 'status' ? `toString(${key})` : key);
 
-/** A group's measures (Measures' names), its durations still a state (d), which the totals merge. */
+/** A group's measures (Measures' names), its durations an array of bucket counts (h), which the totals add up. */
 const GROUP_NAMES: UsageStateNames = {
   calls: 'calls_total',
   errors: 'errors_total',
-  durations: 'd',
+  durations: 'h',
   requestBytes: 'request_bytes_total',
   responseBytes: 'response_bytes_total',
 };
-/** A part's states: raw rows' and rollups' take the rollup's names, so they union. */
-const RAW_STATES = usageStatesOfRows(ROLLUP_STATE_NAMES);
-const ROLLUP_STATES = usageStatesOfStates(ROLLUP_STATE_NAMES);
-const GROUP_STATES = usageStatesOfStates(GROUP_NAMES);
-/** A group's states straight from raw rows, when the whole window is read raw: one grouping fewer. */
-const RAW_GROUP_STATES = usageStatesOfRows(GROUP_NAMES);
+/** A part's measures: raw rows' and rollups' take the rollup's names, so they union. */
+const RAW_MEASURES = usageMeasuresOfBuckets(ROLLUP_STATE_NAMES, 'arrays');
+const ROLLUP_MEASURES = usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'arrays');
+const GROUP_MEASURES = usageMeasuresOfArrays(GROUP_NAMES);
+/** A group's measures straight from raw rows, when the whole window is read raw: one grouping fewer. */
+const RAW_GROUP_MEASURES = usageMeasuresOfBuckets(GROUP_NAMES, 'arrays');
 /**
- * A page's measures, and the totals over every group as window functions over the
- * groups (computed before ORDER BY and LIMIT): one query instead of a second one
- * that grouped everything again. chDB runs one query at a time, so the second query
- * used to double a report's time.
+ * A page of groups with their bucket counts (h), and the totals over every group as
+ * window functions over the groups (computed before ORDER BY and LIMIT): one query
+ * instead of a second one that grouped everything again. chDB runs one query at a
+ * time, so the second query used to double a report's time. The percentiles are
+ * taken from the counts of the page's rows only (PAGE_MEASURES).
  */
-const PAGE_MEASURES = `calls_total, errors_total, finalizeAggregation(d) AS q, request_bytes_total, response_bytes_total,
-  sum(calls_total) OVER () AS all_calls, sum(errors_total) OVER () AS all_errors, ${USAGE_QUANTILES.replace('(', 'Merge(')}(d) OVER () AS all_q,
+const PAGE_OF_GROUPS = `calls_total, errors_total, h, request_bytes_total, response_bytes_total,
+  sum(calls_total) OVER () AS all_calls, sum(errors_total) OVER () AS all_errors, sumForEach(h) OVER () AS all_h,
   sum(request_bytes_total) OVER () AS all_request_bytes, sum(response_bytes_total) OVER () AS all_response_bytes`;
-const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS errors_total, ${USAGE_QUANTILES.replace('(', 'Merge(')}(d) AS q,
+const PAGE_MEASURES = `calls_total, errors_total, ${quantilesOfBuckets('h')} AS q, request_bytes_total, response_bytes_total,
+  all_calls, all_errors, ${quantilesOfBuckets('all_h')} AS all_q, all_request_bytes, all_response_bytes`;
+const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS errors_total, ${quantilesOfBuckets('sumForEach(h)')} AS q,
   sum(request_bytes_total) AS request_bytes_total, sum(response_bytes_total) AS response_bytes_total`;
 
 /**
- * Builds the groups of a report: one row per bucket and keys, with GROUP_STATES.
+ * Builds the groups of a report: one row per bucket and keys, with GROUP_MEASURES.
  * The window is cut into parts (usage-rollups.ts): whole days, hours or minutes from
  * the coarsest rollup that keeps the report's keys and filters, the rest raw; each
- * part's SELECT yields mergeable states, and one query merges them. A window read
- * raw alone is grouped once.
+ * part's SELECT yields measures that add up, and one query adds them. Raw rows are
+ * counted by duration bucket first (BUCKET_COUNTS_OF_ROWS). A window read raw alone
+ * is grouped into the report's groups at once.
  */
 function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string; params: Record<string, unknown> } {
   const keys = q.groupBy.map((k, i) => `${keyExpr(k)} AS g${i}`);
@@ -113,16 +125,17 @@ function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string;
     params[`p${i}To`] = part.toMs;
     const column = part.from === 'raw' ? 'created_at' : part.from.timeColumn;
     const bucket = q.interval ? [`${bucketExpr(q.interval, column)} AS b`] : [];
-    const states = part.from === 'raw' ? (parts.length === 1 ? RAW_GROUP_STATES : RAW_STATES) : ROLLUP_STATES;
     const time =
       part.from === 'raw'
         ? `created_at >= fromUnixTimestamp64Milli({p${i}From:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({p${i}To:Int64}, 'UTC')`
         : `${column} >= toDateTime(intDiv({p${i}From:Int64}, 1000), 'UTC') AND ${column} <= toDateTime(intDiv({p${i}To:Int64}, 1000), 'UTC')`;
-    const table = part.from === 'raw' ? 'call_logs' : part.from.table;
-    return `SELECT ${[...bucket, ...keys, states].join(', ')} FROM ${table} WHERE ${['organization_guid = {org:String}', time, ...where].join(' AND ')} ${groupBy}`;
+    const filter = `WHERE ${['organization_guid = {org:String}', time, ...where].join(' AND ')}`;
+    if (part.from !== 'raw') return `SELECT ${[...bucket, ...keys, ROLLUP_MEASURES].join(', ')} FROM ${part.from.table} ${filter} ${groupBy}`;
+    const buckets = `SELECT ${[...bucket, ...keys, BUCKET_COUNTS_OF_ROWS].join(', ')} FROM call_logs ${filter} GROUP BY ${[...groupCols, 'duration_bucket'].join(', ')}`;
+    return `SELECT ${[...groupCols, parts.length === 1 ? RAW_GROUP_MEASURES : RAW_MEASURES].join(', ')} FROM (${buckets}) ${groupBy}`;
   });
   if (selects.length === 1 && parts[0]!.from === 'raw') return { groups: selects[0]!, params };
-  return { groups: `SELECT ${[...groupCols, GROUP_STATES].join(', ')} FROM (${selects.join(' UNION ALL ')}) ${groupBy}`, params };
+  return { groups: `SELECT ${[...groupCols, GROUP_MEASURES].join(', ')} FROM (${selects.join(' UNION ALL ')}) ${groupBy}`, params };
 }
 
 /** The bucket (b) and the keys (g0, g1, ...) a report groups by. */
@@ -187,11 +200,8 @@ export async function usageReport(
       settings: { ...REPORT_SETTINGS, ...bounds },
       overLimit: NARROW_REPORT,
     });
-  const rows = await read(
-    'usage_report.items',
-    `SELECT ${[...groupCols, PAGE_MEASURES].join(', ')} FROM (${groups}) ORDER BY ${order.join(', ')} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`,
-    Row,
-  );
+  const page = `SELECT ${[...groupCols, PAGE_OF_GROUPS].join(', ')} FROM (${groups}) ORDER BY ${order.join(', ')} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`;
+  const rows = await read('usage_report.items', `SELECT ${[...groupCols, PAGE_MEASURES].join(', ')} FROM (${page}) ORDER BY ${order.join(', ')}`, Row);
   // The totals ride on every row of the page; a page past the last group has none to
   // ride on, and only then are they read on their own.
   const first = rows[0];
@@ -208,8 +218,8 @@ export async function usageReport(
     : q.skip > 0
       ? await read('usage_report.totals', `SELECT ${TOTAL_MEASURES} FROM (${groups})`, Measures)
       : [];
-  const page = rows.slice(0, q.take);
-  const items = page.map((r) => {
+  const pageRows = rows.slice(0, q.take);
+  const items = pageRows.map((r) => {
     const item: UsageItem = {} as UsageItem;
     if (q.interval) item.bucket = new Date(Number(r.b) * 1000).toISOString();
     q.groupBy.forEach((key, i) => {
