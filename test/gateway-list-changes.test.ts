@@ -136,6 +136,20 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     await client.close();
   });
 
+  it('open a listen the upstream ended again, a second later, and the host goes on hearing the list changes', async () => {
+    const { client, heard } = await host(at.lively);
+    await until(() => expect(watched.openListens()).toBe(1));
+    const sent = watched.filters.length;
+    watched.endListens();
+    await until(() => expect(watched.filters.length).toBe(sent + 1));
+    await until(() => expect(watched.openListens()).toBe(1));
+    expect(watched.filters.at(-1)).toEqual(LISTS_OF_WATCHED);
+    await call(client, 'grow', { name: 'regrown' });
+    await until(() => expect(heard).toEqual(['tools']));
+    await client.close();
+    await until(() => expect(watched.openListens()).toBe(0));
+  });
+
   it("leave a 2025 upstream's list changes to its own session stream, as before", async () => {
     const { client, heard } = await host(at.lively);
     const gets = sessions.seen.gets;

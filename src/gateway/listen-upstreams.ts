@@ -112,6 +112,10 @@ export function offeredListChanges(route: Route): SubscriptionFilter {
   return Object.fromEntries(LIST_CHANGES.filter((c) => offers(c.list)).map((c) => [c.flag, true]));
 }
 
+/** How soon a listen that ended is opened again, and the longest wait while it keeps ending. */
+export const RELISTEN_MIN_MS = 1_000;
+const RELISTEN_MAX_MS = 30_000;
+
 /** One upstream listen a 2025 host's event stream holds: its filter and the resource URIs in it (as JSON, to compare). */
 interface UpstreamListen {
   filter: string;
@@ -134,8 +138,10 @@ interface UpstreamListen {
  * `notifications/resources/updated` of a URI the session subscribes to now, as
  * `{ uri }` (a URI the host itself chose), so nothing else an upstream writes reaches
  * the host this way, and an unsubscribed URI is silent from its unsubscribe on. A
- * listen that ends is opened again at the session's next subscription change, not
- * before. All end with the session (DELETE). Returns the function that stops following.
+ * listen the upstream ends, or that could not be opened, is opened again after
+ * RELISTEN_MIN_MS, doubling up to RELISTEN_MAX_MS while it keeps failing (an
+ * acknowledged listen starts the count again). All end with the session (DELETE).
+ * Returns the function that stops following.
  */
 export function followModernUpstreams(
   deps: Pick<UpstreamListsDeps, 'catalogs' | 'fetch'> & { logger: Services['logger'] },
@@ -147,7 +153,24 @@ export function followModernUpstreams(
   const host: HostIdentity = { clientInfo: session.clientInfo, clientCapabilities: session.clientCapabilities };
   const modern = catalog.routes.filter((route) => route.features?.protocolVersion === MODERN_REVISION);
   const listens = new Map<string, UpstreamListen>();
+  /** Per assignment: the listens that ended since the last acknowledged one, and the reopening planned. */
+  const failures = new Map<string, number>();
+  const reopening = new Map<string, NodeJS.Timeout>();
   let stopped = false;
+  const reopenLater = (assignmentGuid: string) => {
+    if (stopped || reopening.has(assignmentGuid)) return;
+    const failed = failures.get(assignmentGuid) ?? 0;
+    failures.set(assignmentGuid, failed + 1);
+    const timer = setTimeout(
+      () => {
+        reopening.delete(assignmentGuid);
+        void sync();
+      },
+      Math.min(RELISTEN_MAX_MS, RELISTEN_MIN_MS * 2 ** failed),
+    );
+    timer.unref();
+    reopening.set(assignmentGuid, timer);
+  };
   const subscribedOn = (assignmentGuid: string, uri: unknown): uri is string =>
     typeof uri === 'string' && subscriptions.of(session).get(uri) === assignmentGuid;
 
@@ -158,7 +181,10 @@ export function followModernUpstreams(
       const messages = await listenUpstream(followingRequest(deps.fetch, route, credential, listen.abort.signal), host, filter);
       for await (const message of messages) {
         const m = message as { method?: string; params?: { uri?: unknown } };
-        if (m.method === 'notifications/subscriptions/acknowledged') opened(true);
+        if (m.method === 'notifications/subscriptions/acknowledged') {
+          failures.delete(route.assignmentGuid);
+          opened(true);
+        }
         if (listen.abort.signal.aborted || !m.method) continue;
         const flag = listChangeOf(m.method)?.flag;
         if (flag && filter[flag]) deliver({ jsonrpc: '2.0', method: m.method } as JSONRPCMessage);
@@ -174,7 +200,11 @@ export function followModernUpstreams(
         );
     } finally {
       opened(false);
-      if (listens.get(route.assignmentGuid) === listen) listens.delete(route.assignmentGuid);
+      if (listens.get(route.assignmentGuid) === listen) {
+        listens.delete(route.assignmentGuid);
+        // Ended by the upstream (or never opened), not replaced or stopped here: the host would hear nothing more from it.
+        if (!listen.abort.signal.aborted) reopenLater(route.assignmentGuid);
+      }
     }
   };
 
@@ -212,6 +242,8 @@ export function followModernUpstreams(
 
   const stop = () => {
     stopped = true;
+    for (const timer of reopening.values()) clearTimeout(timer);
+    reopening.clear();
     unwatch();
     for (const listen of listens.values()) listen.abort.abort();
     listens.clear();

@@ -8,12 +8,13 @@ import { pipeline } from 'node:stream';
  * 127.0.0.1, as the test upstreams do: `seen` gets each request's body and headers
  * before the handler does (what a test records), and an answer's stream ends when the
  * client goes away (a listen stream is then cancelled, as behind a real server).
- * `close` ends the HTTP side; the handler is the caller's to close.
+ * `close` ends the HTTP side; the handler is the caller's to close. `dropConnections`
+ * cuts every open connection (its streams end, as when a server restarts) and goes on serving.
  */
 export async function serveWebHandler(
   handler: { fetch: (request: Request) => Promise<Response> },
   opts: { port?: number; seen?: (body: Buffer, req: http.IncomingMessage) => void } = {},
-): Promise<{ url: string; close: () => Promise<void> }> {
+): Promise<{ url: string; close: () => Promise<void>; dropConnections: () => void }> {
   const httpServer = http.createServer(async (req, res) => {
     try {
       const chunks: Buffer[] = [];
@@ -36,6 +37,7 @@ export async function serveWebHandler(
   const port = (httpServer.address() as net.AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
+    dropConnections: () => httpServer.closeAllConnections(),
     close: async () => {
       httpServer.closeAllConnections();
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));

@@ -18,6 +18,8 @@ export interface WatchedUpstream extends Upstream {
   filters: SubscriptionFilter[];
   /** How many of its `subscriptions/listen` streams are open now. */
   openListens(): number;
+  /** Ends every open `subscriptions/listen` stream from its side (cuts their connections), and goes on serving. */
+  endListens(): void;
 }
 
 /**
@@ -79,6 +81,7 @@ export async function startWatchedUpstream(opts: { listChanged?: boolean } = {})
     listens,
     filters,
     openListens: () => bus.listenerCount,
+    endListens: () => served.dropConnections(),
     close: async () => {
       await handler.close();
       await served.close();
