@@ -113,7 +113,7 @@ export function offeredListChanges(route: Route): SubscriptionFilter {
 }
 
 /** How soon a listen that ended is opened again, and the longest wait while it keeps ending. */
-export const RELISTEN_MIN_MS = 1_000;
+const RELISTEN_MIN_MS = 1_000;
 const RELISTEN_MAX_MS = 30_000;
 
 /** One upstream listen a 2025 host's event stream holds: its filter and the resource URIs in it (as JSON, to compare). */

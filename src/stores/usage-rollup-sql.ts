@@ -9,7 +9,7 @@
 /**
  * A duration's bucket: exact below 32 ms (buckets 0-31), above that the float32 of the
  * value with 4 bits of mantissa kept (16 buckets per doubling, 32 on up to 464 for the
- * largest UInt32). Each bucket stands for one value (DURATION_BUCKET_VALUES), within
+ * largest UInt32). Each bucket stands for one value (durationOfBucket), within
  * 1/32 (3.125 %) of any duration in it; interpolating between two such values errs by
  * at most 3.125 % of the exact percentile (0.005 ms more for the rounding of the
  * answer), inside the contract's 5 % or 1 ms (8.3) for any rows, however few. A few
@@ -32,8 +32,8 @@ export const DURATION_BUCKET_VALUES_SQL = `[${Array.from({ length: DURATION_BUCK
 /**
  * The durations a rollup keeps: the count of calls in each bucket, as an array indexed
  * by bucket (the last non-empty one ends it), merged by adding arrays (`sumForEach`).
- * A map of bucket to count (`quantilesExactWeightedInterpolated`'s state) cost about
- * 25 ns an entry to merge; arrays add in a few (docs/call-logs.md, "Usage reports").
+ * A map of bucket to count (`quantilesExactWeightedInterpolated`'s state) merged
+ * several times slower (docs/call-logs.md, "Usage reports").
  */
 export const DURATION_STATE_TYPE = 'AggregateFunction(sumForEach, Array(UInt64))';
 
@@ -63,14 +63,22 @@ export const ROLLUP_STATE_NAMES: UsageStateNames = {
 };
 const n = ROLLUP_STATE_NAMES;
 
+/** What BUCKET_COUNTS_OF_ROWS names its sums: the measures of one bucket of one group. */
+const BUCKET_SUMS: Omit<UsageStateNames, 'durations'> = {
+  calls: 'bucket_calls',
+  errors: 'bucket_errors',
+  requestBytes: 'bucket_request_bytes',
+  responseBytes: 'bucket_response_bytes',
+};
+
 /**
  * call_logs rows counted by their keys and duration bucket: the inner step of every
  * read of raw rows (a rollup's view and backfill, a report's raw parts), which then
- * groups by the keys alone with usageStatesOfBuckets. Counting per bucket first makes
+ * groups by the keys alone with usageMeasuresOfBuckets. Counting per bucket first makes
  * each bucket one small array per group, instead of one per row.
  */
-export const BUCKET_COUNTS_OF_ROWS = `${DURATION_BUCKET_SQL} AS duration_bucket, count() AS bucket_calls, countIf(status = 'error') AS bucket_errors,
-    sum(toUInt64(request_bytes)) AS bucket_request_bytes, sum(toUInt64(response_bytes)) AS bucket_response_bytes`;
+export const BUCKET_COUNTS_OF_ROWS = `${DURATION_BUCKET_SQL} AS duration_bucket, count() AS ${BUCKET_SUMS.calls}, countIf(status = 'error') AS ${BUCKET_SUMS.errors},
+    sum(toUInt64(request_bytes)) AS ${BUCKET_SUMS.requestBytes}, sum(toUInt64(response_bytes)) AS ${BUCKET_SUMS.responseBytes}`;
 
 /**
  * What a read makes of the durations: a rollup's view and backfill store states
@@ -82,17 +90,17 @@ export const BUCKET_COUNTS_OF_ROWS = `${DURATION_BUCKET_SQL} AS duration_bucket,
 export type DurationsAs = 'states' | 'arrays';
 const suffix = (as: DurationsAs) => (as === 'states' ? 'State' : '');
 
-/** The measures of the buckets BUCKET_COUNTS_OF_ROWS counted, under `to`'s names. */
+/** The measures under `to`'s names: the sums of `from`'s columns, and the durations as `durations` makes them. */
+const measures = (to: UsageStateNames, from: Omit<UsageStateNames, 'durations'>, durations: string): string =>
+  `sum(${from.calls}) AS ${to.calls}, sum(${from.errors}) AS ${to.errors}, ${durations} AS ${to.durations},
+    sum(${from.requestBytes}) AS ${to.requestBytes}, sum(${from.responseBytes}) AS ${to.responseBytes}`;
+
+/** The measures of the buckets BUCKET_COUNTS_OF_ROWS counted, each count placed at its bucket. */
 export const usageMeasuresOfBuckets = (to: UsageStateNames, as: DurationsAs): string =>
-  `sum(bucket_calls) AS ${to.calls}, sum(bucket_errors) AS ${to.errors}, sumForEach${suffix(as)}(arrayPushBack(arrayWithConstant(duration_bucket, toUInt64(0)), bucket_calls)) AS ${to.durations},
-    sum(bucket_request_bytes) AS ${to.requestBytes}, sum(bucket_response_bytes) AS ${to.responseBytes}`;
+  measures(to, BUCKET_SUMS, `sumForEach${suffix(as)}(arrayPushBack(arrayWithConstant(duration_bucket, toUInt64(0)), ${BUCKET_SUMS.calls}))`);
 
-/** A rollup's rows merged under `to`'s names: coarser states (a coarser rollup fed by a finer one), or arrays (a report's rollup reads). */
-export const usageMeasuresOfStates = (to: UsageStateNames, as: DurationsAs): string =>
-  `sum(${n.calls}) AS ${to.calls}, sum(${n.errors}) AS ${to.errors}, sumForEachMerge${suffix(as)}(${n.durations}) AS ${to.durations},
-    sum(${n.requestBytes}) AS ${to.requestBytes}, sum(${n.responseBytes}) AS ${to.responseBytes}`;
+/** A rollup's rows merged: into coarser states (a coarser rollup fed by a finer one), or arrays (a report's rollup reads). */
+export const usageMeasuresOfStates = (to: UsageStateNames, as: DurationsAs): string => measures(to, n, `sumForEachMerge${suffix(as)}(${n.durations})`);
 
-/** Arrays of bucket counts, and the other measures, summed under `to`'s names (a report's parts merged into its groups). */
-export const usageMeasuresOfArrays = (to: UsageStateNames): string =>
-  `sum(${n.calls}) AS ${to.calls}, sum(${n.errors}) AS ${to.errors}, sumForEach(${n.durations}) AS ${to.durations},
-    sum(${n.requestBytes}) AS ${to.requestBytes}, sum(${n.responseBytes}) AS ${to.responseBytes}`;
+/** Arrays of bucket counts, and the other measures, added up (a report's parts merged into its groups). */
+export const usageMeasuresOfArrays = (to: UsageStateNames): string => measures(to, n, `sumForEach(${n.durations})`);
