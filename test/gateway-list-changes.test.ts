@@ -27,7 +27,7 @@ let watched: WatchedUpstream;
 let quiet: WatchedUpstream;
 let sessions: Awaited<ReturnType<typeof startSessionServer>>;
 /** The gateway of Watched and Sessions, and the gateway of Quiet (no list changes offered). */
-const at = { lively: { url: '', token: '' }, quiet: { url: '', token: '' } };
+const at = { lively: { url: '', token: '', connectionGuid: '' }, quiet: { url: '', token: '', connectionGuid: '' } };
 const hosts: Client[] = [];
 
 const until = (check: () => void) => vi.waitFor(check, { timeout: 15_000, interval: 25 });
@@ -52,7 +52,7 @@ beforeAll(async () => {
       await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: serverGuid });
     }
     const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-    at[key] = { token: issued.body.token, url: issued.body.url.replace(t.config.publicBaseUrl, base) };
+    at[key] = { token: issued.body.token, connectionGuid: issued.body.connectionGuid, url: issued.body.url.replace(t.config.publicBaseUrl, base) };
   }
 }, 120_000);
 
@@ -189,4 +189,86 @@ describe("a legacy HTTP+SSE host's stream", () => {
     await client.close();
     await until(() => expect(watched.openListens()).toBe(0));
   });
+  it('serves and follows the new session when the host initializes again on the same stream, the former one no more', async () => {
+    const stream = await rawLegacyStream(at.lively.url.replace(/\/mcp$/, '/sse'), at.lively.token);
+    try {
+      const endpoint = await vi.waitFor(
+        () => {
+          const first = stream.events.find((e) => e.event === 'endpoint');
+          expect(first).toBeDefined();
+          return first!.data;
+        },
+        { timeout: 15_000, interval: 25 },
+      );
+      const post = async (id: number, method: string, params: Record<string, unknown>) => {
+        const res = await fetch(new URL(endpoint, at.lively.url), {
+          method: 'POST',
+          headers: { authorization: `Bearer ${at.lively.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+        });
+        expect(res.status).toBe(202);
+        await until(() => expect(stream.messages().some((m) => m.id === id && m.result)).toBe(true));
+      };
+      const hello = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw-legacy-host', version: '1.0.0' } };
+      const since = Date.now();
+      await post(1, 'initialize', hello);
+      await post(2, 'initialize', hello);
+      await post(3, 'tools/list', {});
+      // Each row names the session it was served in: the second initialize in the first session, tools/list in the second.
+      await t.runtime.services.callLogs.flush();
+      const rows = await (
+        await t.runtime.services.clickhouse.client.query({
+          query:
+            "SELECT method, session_id FROM call_logs WHERE gateway_connection_guid = {c:String} AND created_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC') ORDER BY created_at",
+          query_params: { c: at.lively.connectionGuid, since },
+          format: 'JSONEachRow',
+        })
+      ).json<{ method: string; session_id: string }>();
+      expect(rows.map((r) => r.method)).toEqual(['initialize', 'initialize', 'tools/list']);
+      const [first, second, list] = rows.map((r) => r.session_id);
+      expect(first).toBe('');
+      expect(second).not.toBe('');
+      expect(list).not.toBe('');
+      expect(list).not.toBe(second);
+      const toolChanges = () => stream.messages().filter((m) => m.method === 'notifications/tools/list_changed').length;
+      // Each configuration change is heard once: the first session's following ended with the second initialize.
+      await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Changed once' });
+      await until(() => expect(toolChanges()).toBeGreaterThanOrEqual(1));
+      await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Changed twice' });
+      await until(() => expect(toolChanges()).toBeGreaterThanOrEqual(2));
+      expect(toolChanges()).toBe(2);
+    } finally {
+      await stream.close();
+    }
+  });
 });
+
+/** A legacy HTTP+SSE stream read by hand: its events as they come, and the JSON-RPC messages among them. */
+async function rawLegacyStream(url: string, token: string) {
+  const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
+  expect(res.status).toBe(200);
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const events: { event?: string; data: string }[] = [];
+  let buffer = '';
+  void (async () => {
+    for (;;) {
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (done) return;
+      buffer += value;
+      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+        const event: { event?: string; data: string } = { data: '' };
+        for (const line of buffer.slice(0, end).split('\n')) {
+          if (line.startsWith('event: ')) event.event = line.slice('event: '.length);
+          else if (line.startsWith('data: ')) event.data += line.slice('data: '.length);
+        }
+        buffer = buffer.slice(end + 2);
+        events.push(event);
+      }
+    }
+  })();
+  return {
+    events,
+    messages: () => events.filter((e) => e.event !== 'endpoint' && e.data).map((e) => JSON.parse(e.data) as { id?: number; method?: string; result?: unknown }),
+    close: () => reader.cancel(),
+  };
+}

@@ -109,7 +109,10 @@ export function registerLegacyGatewayRoutes(
         const answer = await deps.proxy.handle({ caller, catalog, session: stream.session, trace, signal: stream.abort.signal, record }, message);
         if (answer.kind === 'json') {
           write(stream, answer.message);
-          if (answer.newSession && !stream.session && !stream.abort.signal.aborted) {
+          if (answer.newSession && !stream.abort.signal.aborted) {
+            // Initialized again on the same stream: the former session ends here.
+            stream.stopFollowing?.();
+            if (stream.session) deps.proxy.forgetSession(stream.session);
             const session = (stream.session = answer.newSession);
             stream.stopFollowing = followHostEvents(
               { services, catalogs: deps.catalogs, caller, catalog, session, subscriptions: deps.proxy.subscriptions, fetch: deps.fetch },
