@@ -149,6 +149,26 @@ describe('subscriptions/listen at a gateway', () => {
     }
   });
 
+  it("opens a 2026-07-28 upstream's listen again when the upstream ends it, and goes on merging its list changes", async () => {
+    const upstream = await startModernUpstream();
+    try {
+      const ws = await newWorkspace(t);
+      const server = (await registerServer(t, ws, { name: 'Restarting', url: upstream.url, authType: 'none' })).serverGuid;
+      const gw = await listeningGateway(ws, server, base);
+      const listens = () => upstream.requests.filter((r) => r.method === 'subscriptions/listen').length;
+      await until(() => expect(listens()).toBe(1));
+      upstream.dropConnections();
+      await until(() => expect(listens()).toBe(2));
+      const before = gw.heard.length;
+      await until(() => {
+        upstream.notify.toolsChanged();
+        expect(gw.heard.slice(before)).toContain('tools');
+      });
+    } finally {
+      await upstream.close();
+    }
+  });
+
   it("merges a 2025 upstream's own list_changed (through a session of its own) and ends that session when the host stops listening", async () => {
     const upstream = await startSessionServer();
     try {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerEvent, SubscriptionFilter } from '@modelcontextprotocol/server';
 import type { Services } from '../core/services.js';
@@ -28,26 +29,37 @@ export interface UpstreamListsDeps {
  * closes. Only the list_changed notifications pass, as events without params, so
  * nothing an upstream writes reaches the host this way. An upstream reached over the
  * legacy HTTP+SSE transport is not followed (docs/gateway.md, Eras). A stream that
- * ends is not reopened: the host's listen stream stays, fed by configuration changes.
+ * ends, or could not be opened, is opened again as followModernUpstreams does
+ * (relistenDelay); an upstream with no stream to follow (stateless) is left alone.
  * Returns the function that stops following.
  */
 export function followUpstreamLists(deps: UpstreamListsDeps, caller: GatewayCaller, catalog: Catalog, deliver: (event: ServerEvent) => void): () => void {
   const abort = new AbortController();
-  const relay = async (messages: AsyncIterable<JSONRPCMessage>) => {
+  const relay = async (messages: AsyncIterable<JSONRPCMessage>, opened: () => void) => {
     for await (const message of messages) {
+      opened();
       const event = listChangeOf((message as { method?: string }).method)?.event;
       if (event && !abort.signal.aborted) deliver(event);
     }
   };
   for (const route of catalog.routes) {
     if (route.transport === 'sse') continue;
-    followOne(deps, caller, route, abort.signal, relay).catch((err: unknown) => {
-      if (abort.signal.aborted) return;
-      deps.services.logger.debug(
-        { inboundServerGuid: route.serverGuid, err: err instanceof Error ? err.message : String(err) },
-        'listen: an upstream list-change stream ended',
-      );
-    });
+    void (async () => {
+      for (let failures = 0; !abort.signal.aborted;) {
+        let followed = true;
+        try {
+          followed = await followOne(deps, caller, route, abort.signal, (messages) => relay(messages, () => (failures = 0)));
+        } catch (err) {
+          if (abort.signal.aborted) return;
+          deps.services.logger.debug(
+            { inboundServerGuid: route.serverGuid, err: err instanceof Error ? err.message : String(err) },
+            'listen: an upstream list-change stream ended',
+          );
+        }
+        if (!followed) return;
+        await sleep(relistenDelay(failures++), undefined, { signal: abort.signal }).catch(() => undefined);
+      }
+    })();
   }
   return () => abort.abort();
 }
@@ -85,21 +97,26 @@ async function followOne(
   route: Route,
   signal: AbortSignal,
   relay: (messages: AsyncIterable<JSONRPCMessage>) => Promise<void>,
-): Promise<void> {
+): Promise<boolean> {
   const credential = await deps.catalogs.credential(route);
   const clientInfo = { name: caller.gatewayName, version: '1.0.0' };
   const req = followingRequest(deps.fetch, route, credential, signal);
-  if (route.features?.protocolVersion === MODERN_REVISION) return relay(await listenUpstream(req, { clientInfo, clientCapabilities: {} }, ALL_LISTS));
+  if (route.features?.protocolVersion === MODERN_REVISION) {
+    await relay(await listenUpstream(req, { clientInfo, clientCapabilities: {} }, ALL_LISTS));
+    return true;
+  }
   const opened = await initializeUpstream(
     { ...req, timeoutMs: deps.services.config.gateway.upstreamTimeoutMs },
     { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo },
   );
   // A stateless upstream has no stream of its own to follow.
-  if (!opened.sessionId) return;
+  if (!opened.sessionId) return false;
   const inSession = { ...req, sessionId: opened.sessionId, protocolVersion: opened.protocolVersion ?? undefined };
   try {
     const messages = await openUpstreamStream(inSession);
-    if (messages) await relay(messages);
+    if (!messages) return false;
+    await relay(messages);
+    return true;
   } finally {
     void deleteUpstreamSession({ ...inSession, signal: AbortSignal.timeout(5_000), timeoutMs: 5_000 });
   }
@@ -115,6 +132,8 @@ export function offeredListChanges(route: Route): SubscriptionFilter {
 /** How soon a listen that ended is opened again, and the longest wait while it keeps ending. */
 const RELISTEN_MIN_MS = 1_000;
 const RELISTEN_MAX_MS = 30_000;
+/** The wait before opening a listen again after `failures` ends since the upstream last answered one. */
+const relistenDelay = (failures: number): number => Math.min(RELISTEN_MAX_MS, RELISTEN_MIN_MS * 2 ** failures);
 
 /** One upstream listen a 2025 host's event stream holds: its filter and the resource URIs in it (as JSON, to compare). */
 interface UpstreamListen {
@@ -161,13 +180,10 @@ export function followModernUpstreams(
     if (stopped || reopening.has(assignmentGuid)) return;
     const failed = failures.get(assignmentGuid) ?? 0;
     failures.set(assignmentGuid, failed + 1);
-    const timer = setTimeout(
-      () => {
-        reopening.delete(assignmentGuid);
-        void sync();
-      },
-      Math.min(RELISTEN_MAX_MS, RELISTEN_MIN_MS * 2 ** failed),
-    );
+    const timer = setTimeout(() => {
+      reopening.delete(assignmentGuid);
+      void sync();
+    }, relistenDelay(failed));
     timer.unref();
     reopening.set(assignmentGuid, timer);
   };

@@ -13,9 +13,14 @@ import type { Upstream } from './upstreams.js';
  * need the host's input (input_required results; see registerInputTools). `port`:
  * where to listen (another server's port, to replace it), any free one by default.
  */
-export async function startModernUpstream(
-  opts: { publicCache?: boolean; asksForInput?: boolean; port?: number } = {},
-): Promise<Upstream & { requests: { method: string; protocol: string | undefined; params?: Record<string, unknown> }[]; notify: McpHttpHandler['notify'] }> {
+export async function startModernUpstream(opts: { publicCache?: boolean; asksForInput?: boolean; port?: number } = {}): Promise<
+  Upstream & {
+    requests: { method: string; protocol: string | undefined; params?: Record<string, unknown> }[];
+    notify: McpHttpHandler['notify'];
+    /** Cuts every open connection (its listens end, as when the server restarts) and goes on serving. */
+    dropConnections: () => void;
+  }
+> {
   const requests: { method: string; protocol: string | undefined; params?: Record<string, unknown> }[] = [];
   const handler = createMcpHandler(
     () => {
@@ -52,6 +57,7 @@ export async function startModernUpstream(
     url: served.url,
     requests,
     notify: handler.notify,
+    dropConnections: served.dropConnections,
     close: async () => {
       await handler.close();
       await served.close();
