@@ -15,6 +15,12 @@ import { deleteUpstreamSession, initializeUpstream, openUpstreamStream, postToUp
 /** What the gateway asks of a 2026-07-28 upstream's `subscriptions/listen` for a 2026-07-28 host: every list change. */
 const ALL_LISTS: SubscriptionFilter = Object.fromEntries(LIST_CHANGES.map((c) => [c.flag, true]));
 
+/** How soon a listen that ended is opened again, and the longest wait while it keeps ending. */
+const RELISTEN_MIN_MS = 1_000;
+const RELISTEN_MAX_MS = 30_000;
+/** The wait before opening a listen again after `failures` ends since the upstream last answered one. */
+const relistenDelay = (failures: number): number => Math.min(RELISTEN_MAX_MS, RELISTEN_MIN_MS * 2 ** failures);
+
 export interface UpstreamListsDeps {
   services: Services;
   catalogs: Catalogs;
@@ -128,12 +134,6 @@ export function offeredListChanges(route: Route): SubscriptionFilter {
   const offers = (key: string) => (capabilities[key] as { listChanged?: unknown } | undefined)?.listChanged === true;
   return Object.fromEntries(LIST_CHANGES.filter((c) => offers(c.list)).map((c) => [c.flag, true]));
 }
-
-/** How soon a listen that ended is opened again, and the longest wait while it keeps ending. */
-const RELISTEN_MIN_MS = 1_000;
-const RELISTEN_MAX_MS = 30_000;
-/** The wait before opening a listen again after `failures` ends since the upstream last answered one. */
-const relistenDelay = (failures: number): number => Math.min(RELISTEN_MAX_MS, RELISTEN_MIN_MS * 2 ** failures);
 
 /** One upstream listen a 2025 host's event stream holds: its filter and the resource URIs in it (as JSON, to compare). */
 interface UpstreamListen {
