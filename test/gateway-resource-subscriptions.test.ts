@@ -4,8 +4,8 @@ import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/cl
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { MAX_SUBSCRIBED_URI_CHARS, MAX_SUBSCRIPTIONS_PER_SESSION } from '../src/gateway/host-subscriptions.js';
-import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
+import { closeClients, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+import { gatewayClient, gatewayServing, listenLoopback } from './helpers/gateway.js';
 import { startSubscribable2025Upstream, startWatchedUpstream, type WatchedUpstream } from './helpers/watched-upstream.js';
 import type { Upstream } from './helpers/upstreams.js';
 
@@ -32,17 +32,10 @@ beforeAll(async () => {
   [t, watched, old] = await Promise.all([startTestApp(), startWatchedUpstream(), startSubscribable2025Upstream()]);
   const base = await listenLoopback(t);
   ws = await newWorkspace(t);
-  const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Subscriptions' });
-  for (const [name, upstream] of [
-    ['Watched', watched],
-    ['Old', old],
-  ] as const) {
-    const { serverGuid } = await registerServer(t, ws, { name, url: upstream.url, authType: 'none' });
-    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: serverGuid });
-  }
-  const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-  token = issued.body.token;
-  url = issued.body.url.replace(t.config.publicBaseUrl, base);
+  ({ token, url } = await gatewayServing(t, ws, base, 'Subscriptions', [
+    ['Watched', watched.url],
+    ['Old', old.url],
+  ]));
 }, 120_000);
 
 afterAll(async () => {

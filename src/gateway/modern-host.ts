@@ -18,7 +18,8 @@ import { ListenChanges } from './listen-changes.js';
 import type { UpstreamFetch } from './upstream-client.js';
 import { GATEWAY_VERSION, type GatewayProxy } from './proxy.js';
 import type { TraceContext } from './trace-context.js';
-import { HeldCalls } from './bridge-held-calls.js';
+import { HeldCalls, type ModernLeg } from './bridge-held-calls.js';
+import { encodeToolCallError, encodeToolCallResult, type DirectToolCall } from './modern-direct.js';
 import { RequestStates } from './bridge-request-state.js';
 import type { HostIdentity } from './modern-upstream.js';
 import { modernCapabilities, TASK_METHODS } from './host-tasks.js';
@@ -58,6 +59,15 @@ export interface ModernHostRequest {
   record: (message: JSONRPCMessage) => CallRecord;
 }
 
+/** The SDK's handler, and the direct path beside it for the requests it admits (modern-direct.ts). */
+export interface ModernHostHandler extends McpHttpHandler {
+  /**
+   * Serves a tools/call admitted by directToolCall: the JSON-RPC answer, as the SDK's handler would encode it.
+   * `notify` gets what the upstream sends the host before it (progress, log messages), in order.
+   */
+  serveDirect(host: ModernHostRequest, call: DirectToolCall, notify: (notification: JSONRPCMessage) => Promise<void>): Promise<Record<string, unknown>>;
+}
+
 /** Whether a POSTed message is of revision 2026-07-28: it carries the per-request envelope or the revision's header. */
 export function isModernMessage(body: unknown, protocolHeader: string | string[] | undefined): boolean {
   const meta = (body as { params?: { _meta?: unknown } } | null)?.params?._meta;
@@ -70,8 +80,8 @@ export function isModernMessage(body: unknown, protocolHeader: string | string[]
  * and the log level it asks for: the SDK lifts the envelope out of `params._meta`, so
  * it reaches upstreams only from here.
  */
-function identityOf(ctx: ServerContext, gatewayName: string): HostIdentity {
-  const envelope = (ctx.mcpReq.envelope ?? {}) as Record<string, unknown>;
+function identityOf(lifted: unknown, gatewayName: string): HostIdentity {
+  const envelope = (lifted ?? {}) as Record<string, unknown>;
   const clientInfo = envelope[CLIENT_INFO_META_KEY] as HostIdentity['clientInfo'] | undefined;
   const clientCapabilities = envelope[CLIENT_CAPABILITIES_META_KEY] as Record<string, unknown> | undefined;
   const logLevel = envelope[LOG_LEVEL_META_KEY] as HostIdentity['logLevel'];
@@ -91,32 +101,32 @@ function identityOf(ctx: ServerContext, gatewayName: string): HostIdentity {
  * SDK's too, fed per caller by listen-changes.ts. 2025 traffic never reaches this
  * handler: the route sends it to the proxy directly.
  */
-export function createModernHostHandler(proxy: GatewayProxy, deps: { services: Services; catalogs: Catalogs; fetch: UpstreamFetch }): McpHttpHandler {
+export function createModernHostHandler(proxy: GatewayProxy, deps: { services: Services; catalogs: Catalogs; fetch: UpstreamFetch }): ModernHostHandler {
   const listen = new ListenChanges(deps);
   const calls = new HeldCalls(proxy, new RequestStates(deps.services.gatewaySessionKey), deps.services.config.gateway.upstreamTimeoutMs);
+  /** One request of the host, by either path: the SDK's handler (below) or the direct one (serveDirect). */
+  const serve = async (host: ModernHostRequest, leg: Pick<ModernLeg, 'identity' | 'method' | 'params' | 'requestState' | 'inputResponses' | 'notify'>) => {
+    const result = await calls.serve({ caller: host.caller, catalog: host.catalog, trace: host.trace, signal: host.signal, record: host.record, ...leg });
+    return CACHEABLE_METHODS.has(leg.method) ? { ...result, cacheScope: 'private' } : result;
+  };
   const handler = createMcpHandler(
     (request) => {
       const host = request.authInfo?.extra?.modernHost as ModernHostRequest;
       const server = new Server({ name: host.caller.gatewayName, version: GATEWAY_VERSION }, { capabilities: modernCapabilities(host.catalog) });
-      const serve = async (method: string, params: Record<string, unknown>, ctx: ServerContext) => {
-        const result = await calls.serve({
-          caller: host.caller,
-          catalog: host.catalog,
-          trace: host.trace,
-          signal: host.signal,
-          record: host.record,
-          identity: identityOf(ctx, host.caller.gatewayName),
+      const serveRequest = (method: string, params: Record<string, unknown>, ctx: ServerContext) =>
+        serve(host, {
+          identity: identityOf(ctx.mcpReq.envelope, host.caller.gatewayName),
           method,
           params,
           requestState: ctx.mcpReq.requestState<string>(),
           inputResponses: ctx.mcpReq.inputResponses,
           notify: (notification) => ctx.mcpReq.notify(notification as never),
-        });
-        return (CACHEABLE_METHODS.has(method) ? { ...result, cacheScope: 'private' } : result) as never;
-      };
+        }) as never;
       for (const method of RELAYED_METHODS)
-        server.setRequestHandler(method, (incoming: { params?: Record<string, unknown> }, ctx: ServerContext) => serve(method, incoming.params ?? {}, ctx));
-      for (const method of TASK_METHODS) server.setRequestHandler(method, TASK_REQUEST_SCHEMAS, (params, ctx) => serve(method, params, ctx));
+        server.setRequestHandler(method, (incoming: { params?: Record<string, unknown> }, ctx: ServerContext) =>
+          serveRequest(method, incoming.params ?? {}, ctx),
+        );
+      for (const method of TASK_METHODS) server.setRequestHandler(method, TASK_REQUEST_SCHEMAS, (params, ctx) => serveRequest(method, params, ctx));
       return server;
     },
     { legacy: 'reject', bus: listen.bus },
@@ -132,6 +142,21 @@ export function createModernHostHandler(proxy: GatewayProxy, deps: { services: S
       return host && mayListen
         ? listen.bus.as({ caller: host.caller, catalog: host.catalog }, () => handler.fetch(request, options))
         : handler.fetch(request, options);
+    },
+    serveDirect: async (host, call, notify) => {
+      try {
+        const result = await serve(host, {
+          identity: identityOf(call.envelope, host.caller.gatewayName),
+          method: 'tools/call',
+          params: call.params,
+          requestState: undefined,
+          inputResponses: undefined,
+          notify,
+        });
+        return { jsonrpc: '2.0', id: call.id, result: encodeToolCallResult(result, { name: host.caller.gatewayName, version: GATEWAY_VERSION }) };
+      } catch (error) {
+        return encodeToolCallError(call.id, error);
+      }
     },
     close: async () => {
       calls.close();

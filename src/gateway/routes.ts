@@ -21,6 +21,7 @@ import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 import { createModernHostHandler, isModernMessage, type ModernHostRequest } from './modern-host.js';
 import { MODERN_REVISION } from './modern-upstream.js';
+import { DIRECT_SSE_HEADERS, DIRECT_SSE_KEEP_ALIVE_MS, directToolCall, type DirectToolCall } from './modern-direct.js';
 import { paramHeaderRefusal } from './mcp-param-headers.js';
 import { sendWebResponse, toWebRequest } from '../http/web-request.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
@@ -210,11 +211,34 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       settle(record, { kind: 'answer', message: refusal });
       return sendJson(reply, 400, null, refusal);
     }
+    const direct = directToolCall(request.body, request.headers);
+    if (direct) return serveDirect(reply, modernHost, direct);
     const response = await modern.fetch(toWebRequest(request), {
       parsedBody: request.body,
       authInfo: { token: 'verified', clientId: caller.connectionGuid, scopes: [], extra: { modernHost } },
     });
     return sendWebResponse(reply, response);
+  };
+
+  /**
+   * A tools/call on the direct path (modern-direct.ts): a JSON answer, or an event stream from the first message the
+   * upstream sends the host before it (progress, log messages), as the SDK's handler answers (its 'auto' mode).
+   */
+  const serveDirect = async (reply: FastifyReply, host: ModernHostRequest, call: DirectToolCall): Promise<FastifyReply> => {
+    let keepAlive: NodeJS.Timeout | undefined;
+    const answer = await modern.serveDirect(host, call, async (notification) => {
+      if (reply.raw.destroyed) return;
+      if (!reply.sent) {
+        reply.hijack();
+        reply.raw.writeHead(200, DIRECT_SSE_HEADERS);
+        keepAlive = setInterval(() => reply.raw.destroyed || reply.raw.write(': keepalive\n\n'), DIRECT_SSE_KEEP_ALIVE_MS);
+      }
+      reply.raw.write(sseMessage(notification));
+    });
+    if (!reply.sent) return sendJson(reply, 200, null, answer);
+    clearInterval(keepAlive);
+    if (!reply.raw.destroyed) reply.raw.end(sseMessage(answer));
+    return reply;
   };
 
   registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, fetch: upstreams.fetch, postOptions });

@@ -29,6 +29,23 @@ export async function registerServer(
   return { serverGuid: res.body.guid, identityGuid: identities.body.items[0]?.guid ?? null };
 }
 
+/** A gateway serving the given upstreams (each registered as a server without auth), and a token for it at `base`. */
+export async function gatewayServing(
+  t: TestApp,
+  ws: CreatedWorkspace,
+  base: string,
+  name: string,
+  upstreams: readonly (readonly [serverName: string, url: string])[],
+): Promise<{ gatewayGuid: string; token: string; url: string }> {
+  const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name });
+  for (const [serverName, url] of upstreams) {
+    const { serverGuid } = await registerServer(t, ws, { name: serverName, url, authType: 'none' });
+    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: serverGuid });
+  }
+  const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+  return { gatewayGuid: gw.body.guid, token: issued.body.token, url: issued.body.url.replace(t.config.publicBaseUrl, base) };
+}
+
 /** An SDK client connected to a gateway with a gateway token; `fetch` lets a test steer requests (e.g. across replicas). */
 export async function gatewayClient(
   url: string,

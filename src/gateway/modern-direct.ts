@@ -1,0 +1,114 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import {
+  classifyInboundRequest,
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  LOG_LEVEL_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolErrorCode,
+  SERVER_INFO_META_KEY,
+} from '@modelcontextprotocol/server';
+import { TASKS_EXTENSION } from './host-tasks.js';
+import { MODERN_REVISION } from './modern-upstream.js';
+
+/** The envelope's keys, which the SDK lifts out of `params._meta` before a handler sees the params. */
+const ENVELOPE_KEYS: ReadonlySet<string> = new Set([PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY]);
+/** The keys a tools/call result may carry instead of content (the SDK adds no empty content to these). */
+const CONTENTLESS_RESULT_KEYS = ['task', 'inputRequests', 'requestState'];
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A 2026-07-28 tools/call admitted to the direct path: its id, its params as a handler sees them, and its envelope. */
+export interface DirectToolCall {
+  id: string | number;
+  params: Record<string, unknown>;
+  envelope: Record<string, unknown>;
+}
+
+/**
+ * A 2026-07-28 host's tools/call that the gateway serves without the SDK's per-request
+ * server instance (docs/gateway.md, "The direct path"): one the SDK's handler would take
+ * as it is, with nothing for it to refuse or lift. The revision's rules are still the
+ * SDK's: the body is classified by its own `classifyInboundRequest` (the envelope, the
+ * version header against the envelope, Mcp-Method against the body), and the
+ * Mcp-Protocol-Version, Mcp-Method and Mcp-Name headers must be present and equal to
+ * the body's values as they are. Anything else (a header encoded or missing, a
+ * retry's requestState or inputResponses, a task, a key the params do not usually
+ * carry) is null and goes to the SDK's handler, which answers it, its refusals
+ * included, in its own words.
+ */
+export function directToolCall(body: unknown, headers: IncomingHttpHeaders): DirectToolCall | null {
+  if (!isPlainObject(body) || body.method !== 'tools/call' || (typeof body.id !== 'string' && typeof body.id !== 'number')) return null;
+  const params = body.params;
+  if (!isPlainObject(params) || typeof params.name !== 'string' || params.name === '') return null;
+  if (headers['mcp-protocol-version'] !== MODERN_REVISION || headers['mcp-method'] !== 'tools/call' || headers['mcp-name'] !== params.name) return null;
+  for (const key of Object.keys(params)) if (key !== 'name' && key !== 'arguments' && key !== '_meta') return null;
+  if (params.arguments !== undefined && !isPlainObject(params.arguments)) return null;
+  const meta = params._meta;
+  if (!isPlainObject(meta)) return null;
+  const envelope: Record<string, unknown> = {};
+  const rest: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(meta)) {
+    if (ENVELOPE_KEYS.has(key)) envelope[key] = value;
+    else if (key === 'progressToken' && (typeof value === 'string' || Number.isInteger(value))) rest[key] = value;
+    else return null;
+  }
+  const extensions = (envelope[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined)?.extensions;
+  if (isPlainObject(extensions) && TASKS_EXTENSION in extensions) return null;
+  const outcome = classifyInboundRequest({
+    httpMethod: 'POST',
+    protocolVersionHeader: MODERN_REVISION,
+    mcpMethodHeader: 'tools/call',
+    mcpNameHeader: params.name,
+    body,
+  });
+  if (outcome.kind !== 'modern' || outcome.messageKind !== 'request' || outcome.classification.revision !== MODERN_REVISION) return null;
+  const handlerParams: Record<string, unknown> = { name: params.name };
+  if (params.arguments !== undefined) handlerParams.arguments = params.arguments;
+  if (Object.keys(rest).length > 0) handlerParams._meta = rest;
+  return { id: body.id, params: handlerParams, envelope };
+}
+
+/**
+ * A tools/call result as the SDK's handler encodes it for revision 2026-07-28: an empty
+ * content list where a result has none, `resultType` (`complete` unless the result
+ * names its own), and the server's identity in `_meta`. (The SDK also validates the
+ * result against its schema; the direct path relays an upstream's result as it came,
+ * as a 2025 host's path does.)
+ */
+export function encodeToolCallResult(result: Record<string, unknown>, serverInfo: { name: string; version: string }): Record<string, unknown> {
+  let encoded = result;
+  if (result.resultType !== 'input_required' && result.content === undefined && !CONTENTLESS_RESULT_KEYS.some((key) => key in result))
+    encoded = { ...encoded, content: [] };
+  if (encoded.resultType === undefined) encoded = { ...encoded, resultType: 'complete' };
+  const meta = encoded._meta;
+  if (meta === undefined) return { ...encoded, _meta: { [SERVER_INFO_META_KEY]: serverInfo } };
+  if (!isPlainObject(meta) || meta[SERVER_INFO_META_KEY] !== undefined) return encoded;
+  return { ...encoded, _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } };
+}
+
+/** A handler's failure as the SDK's handler answers it in revision 2026-07-28 (its code, message and data). */
+export function encodeToolCallError(id: string | number, error: unknown): Record<string, unknown> {
+  const failure = error as { code?: unknown; message?: unknown; data?: unknown };
+  const code = Number.isSafeInteger(failure.code) ? (failure.code as number) : ProtocolErrorCode.InternalError;
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      // The revision folds -32002 (resource not found) into invalid params, as the SDK's codec does.
+      code: code === -32002 ? ProtocolErrorCode.InvalidParams : code,
+      message: typeof failure.message === 'string' ? failure.message : 'Internal error',
+      ...(failure.data !== undefined ? { data: failure.data } : {}),
+    },
+  };
+}
+
+/** The event stream a direct answer becomes when the upstream sends the host something first: the SDK handler's headers. */
+export const DIRECT_SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+} as const;
+/** How often such a stream carries a comment while it waits (the SDK's default). */
+export const DIRECT_SSE_KEEP_ALIVE_MS = 15_000;

@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedWorkspace } from '../src/core/workspaces.js';
+import { directToolCall } from '../src/gateway/modern-direct.js';
+import { closeClients, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+import { gatewayServing, listenLoopback } from './helpers/gateway.js';
+import { startEverything, type Upstream } from './helpers/upstreams.js';
+import { startModernUpstream } from './helpers/modern-upstream.js';
+
+/**
+ * A 2026-07-28 host's plain tools/call is served on the direct path (src/gateway/modern-direct.ts), without the
+ * SDK's per-request server; the same call with its Mcp-Name header in the revision's base64 form (just as valid) goes
+ * to the SDK's handler. Both answers must be the same, byte for byte once parsed: results of a 2025 and a 2026-07-28
+ * upstream, structured output, an error, an input_required result, and progress streamed before the result.
+ */
+let t: TestApp;
+let ws: CreatedWorkspace;
+let everything: Upstream;
+let modern: Awaited<ReturnType<typeof startModernUpstream>>;
+let url: string;
+let token: string;
+
+beforeAll(async () => {
+  [t, everything, modern] = await Promise.all([startTestApp(), startEverything('streamableHttp'), startModernUpstream({ asksForInput: true })]);
+  const base = await listenLoopback(t);
+  ws = await newWorkspace(t);
+  ({ token, url } = await gatewayServing(t, ws, base, 'Direct path', [
+    ['Everything', everything.url],
+    ['Modern', modern.url],
+  ]));
+}, 120_000);
+
+afterAll(async () => {
+  await closeClients();
+  await t?.close();
+  await everything?.close();
+  await modern?.close();
+});
+
+const envelope = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'raw-host', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+};
+
+function toolCall(name: string, args: Record<string, unknown>, meta: Record<string, unknown> = {}) {
+  return { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name, arguments: args, _meta: { ...envelope, ...meta } } };
+}
+
+/** The headers a 2026-07-28 host sends; `encodedName` writes Mcp-Name in the revision's base64 form. */
+function headersFor(name: string, encodedName: boolean): Record<string, string> {
+  return {
+    authorization: `Bearer ${token}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': 'tools/call',
+    'mcp-name': encodedName ? `=?base64?${Buffer.from(name).toString('base64')}?=` : name,
+  };
+}
+
+/** The JSON-RPC messages of an answer, JSON or an event stream, with the content type's essence. */
+async function answerOf(res: Response): Promise<{ status: number; type: string; messages: Record<string, any>[] }> {
+  const type = (res.headers.get('content-type') ?? '').split(';')[0]!.trim();
+  const text = await res.text();
+  const messages =
+    type === 'text/event-stream'
+      ? text
+          .split('\n')
+          .filter((line) => line.startsWith('data: '))
+          .map((line) => JSON.parse(line.slice(6)))
+      : [JSON.parse(text)];
+  return { status: res.status, type, messages };
+}
+
+/** The same call on both paths, after checking which path each form takes. */
+async function bothPaths(body: ReturnType<typeof toolCall>) {
+  const name = body.params.name;
+  const lower = (h: Record<string, string>) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]));
+  expect(directToolCall(body, lower(headersFor(name, false)))).not.toBeNull();
+  expect(directToolCall(body, lower(headersFor(name, true)))).toBeNull();
+  const send = (encoded: boolean) => fetch(url, { method: 'POST', headers: headersFor(name, encoded), body: JSON.stringify(body) }).then(answerOf);
+  return { direct: await send(false), sdk: await send(true) };
+}
+
+describe("a 2026-07-28 host's tools/call on the direct path", () => {
+  it('is answered as the SDK handler answers it: text, structured output, a tool error, an unknown tool', async () => {
+    const calls = [
+      toolCall('everything__echo', { message: 'direct' }),
+      toolCall('modern__measure', { text: 'direct' }),
+      toolCall('everything__get-sum', { a: 'not a number', b: 2 }),
+      toolCall('nowhere__nothing', {}),
+    ];
+    for (const body of calls) {
+      const { direct, sdk } = await bothPaths(body);
+      expect(direct, body.params.name).toEqual(sdk);
+      expect(direct.type).toBe('application/json');
+    }
+    const measured = (await bothPaths(toolCall('modern__measure', { text: 'direct' }))).direct.messages[0]!.result;
+    expect(measured).toMatchObject({ structuredContent: { length: 6 }, resultType: 'complete' });
+    // A result names the server that made it: the gateway, unless the upstream named itself already (the SDK's rule).
+    expect(measured._meta['io.modelcontextprotocol/serverInfo'].name).toBe('modern-only');
+    const echoed = (await bothPaths(toolCall('everything__echo', { message: 'named' }))).direct.messages[0]!.result;
+    expect(echoed._meta['io.modelcontextprotocol/serverInfo'].name).toBe('Direct path');
+  });
+
+  it('passes an input_required result on, its requestState sealed by the gateway either way', async () => {
+    const { direct, sdk } = await bothPaths(toolCall('modern__confirm', { action: 'deploy' }));
+    const withoutState = (a: typeof direct) => a.messages.map((m) => ({ ...m, result: { ...m.result, requestState: typeof m.result.requestState } }));
+    expect(direct.messages[0]!.result.resultType).toBe('input_required');
+    expect(withoutState(direct)).toEqual(withoutState(sdk));
+    expect(direct.messages[0]!.result.requestState).not.toBe(sdk.messages[0]!.result.requestState);
+  });
+
+  it('streams progress before the result, as the SDK handler does', async () => {
+    const body = toolCall('everything__trigger-long-running-operation', { duration: 0.3, steps: 3 }, { progressToken: 'p-1' });
+    const { direct, sdk } = await bothPaths(body);
+    expect(direct.type).toBe('text/event-stream');
+    expect(direct.messages.map((m) => m.method ?? 'answer')).toEqual(['notifications/progress', 'notifications/progress', 'notifications/progress', 'answer']);
+    expect(direct).toEqual(sdk);
+  });
+
+  it('leaves to the SDK handler whatever it would refuse or lift', () => {
+    const body = toolCall('everything__echo', { message: 'x' });
+    const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'everything__echo' };
+    expect(directToolCall(body, headers)).toMatchObject({ id: 7, params: { name: 'everything__echo', arguments: { message: 'x' } } });
+    expect(directToolCall(body, headers)!.params._meta).toBeUndefined();
+    const refused: [string, unknown, Record<string, string>][] = [
+      ['no Mcp-Name', body, { ...headers, 'mcp-name': undefined as never }],
+      ['another Mcp-Method', body, { ...headers, 'mcp-method': 'tools/list' }],
+      ['no version header', body, { ...headers, 'mcp-protocol-version': undefined as never }],
+      ['a retry', { ...body, params: { ...body.params, requestState: 's' } }, headers],
+      ['inputResponses', { ...body, params: { ...body.params, inputResponses: {} } }, headers],
+      ['a task', { ...body, params: { ...body.params, task: {} } }, headers],
+      ['no envelope', { ...body, params: { name: 'everything__echo' } }, headers],
+      ['an unknown _meta key', toolCall('everything__echo', {}, { other: 1 }), headers],
+      ['arguments not an object', { ...body, params: { ...body.params, arguments: [] } }, headers],
+      ['a notification', { ...body, id: undefined }, headers],
+      ['another revision', toolCall('everything__echo', {}, { 'io.modelcontextprotocol/protocolVersion': '2025-11-25' }), headers],
+      [
+        'a tasks host',
+        toolCall('everything__echo', {}, { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } }),
+        headers,
+      ],
+    ];
+    for (const [why, b, h] of refused) expect(directToolCall(b, h), why).toBeNull();
+  });
+});
