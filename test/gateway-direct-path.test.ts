@@ -111,6 +111,13 @@ describe("a 2026-07-28 host's tools/call on the direct path", () => {
     expect(direct.messages[0]!.result.requestState).not.toBe(sdk.messages[0]!.result.requestState);
   });
 
+  it('answers a host that lacks the capability an upstream asks for with HTTP 400, as the SDK handler does', async () => {
+    const { direct, sdk } = await bothPaths(toolCall('modern__confirm', { action: 'deploy' }, { 'io.modelcontextprotocol/clientCapabilities': {} }));
+    expect(direct.status).toBe(400);
+    expect(direct.messages[0]!.error.code).toBe(-32021);
+    expect(direct).toEqual(sdk);
+  });
+
   it('streams progress before the result, as the SDK handler does', async () => {
     const body = toolCall('everything__trigger-long-running-operation', { duration: 0.3, steps: 3 }, { progressToken: 'p-1' });
     const { direct, sdk } = await bothPaths(body);

@@ -8,6 +8,7 @@ import {
   ProtocolErrorCode,
   SERVER_INFO_META_KEY,
 } from '@modelcontextprotocol/server';
+import { ERRORS } from './call-model.js';
 import { TASKS_EXTENSION } from './host-tasks.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 
@@ -96,11 +97,19 @@ export function encodeToolCallError(id: string | number, error: unknown): Record
     id,
     error: {
       // The revision folds -32002 (resource not found) into invalid params, as the SDK's codec does.
-      code: code === -32002 ? ProtocolErrorCode.InvalidParams : code,
+      code: code === ProtocolErrorCode.ResourceNotFound ? ProtocolErrorCode.InvalidParams : code,
       message: typeof failure.message === 'string' ? failure.message : 'Internal error',
       ...(failure.data !== undefined ? { data: failure.data } : {}),
     },
   };
+}
+
+/**
+ * The HTTP status of a JSON answer: 200, the answer being the payload, but for a missing client capability (-32021),
+ * which the revision answers with 400 wherever it arises, as the SDK's handler does.
+ */
+export function directAnswerStatus(answer: Record<string, unknown>): number {
+  return (answer.error as { code?: unknown } | undefined)?.code === ERRORS.missingClientCapability ? 400 : 200;
 }
 
 /** The event stream a direct answer becomes when the upstream sends the host something first: the SDK handler's headers. */

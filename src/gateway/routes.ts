@@ -21,7 +21,7 @@ import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 import { createModernHostHandler, isModernMessage, type ModernHostRequest } from './modern-host.js';
 import { MODERN_REVISION } from './modern-upstream.js';
-import { DIRECT_SSE_HEADERS, DIRECT_SSE_KEEP_ALIVE_MS, directToolCall, type DirectToolCall } from './modern-direct.js';
+import { DIRECT_SSE_HEADERS, DIRECT_SSE_KEEP_ALIVE_MS, directAnswerStatus, directToolCall, type DirectToolCall } from './modern-direct.js';
 import { paramHeaderRefusal } from './mcp-param-headers.js';
 import { sendWebResponse, toWebRequest } from '../http/web-request.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
@@ -235,7 +235,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       }
       reply.raw.write(sseMessage(notification));
     });
-    if (!reply.sent) return sendJson(reply, 200, null, answer);
+    if (!reply.sent) return sendJson(reply, directAnswerStatus(answer), null, answer);
     clearInterval(keepAlive);
     if (!reply.raw.destroyed) reply.raw.end(sseMessage(answer));
     return reply;
