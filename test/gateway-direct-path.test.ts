@@ -1,10 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { directToolCall } from '../src/gateway/modern-direct.js';
-import { closeClients, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayServing, listenLoopback } from './helpers/gateway.js';
-import { startEverything, type Upstream } from './helpers/upstreams.js';
-import { startModernUpstream } from './helpers/modern-upstream.js';
+import { startTwoEraGateway, type TwoEraGateway } from './helpers/two-era-gateway.js';
 
 /**
  * A 2026-07-28 host's plain tools/call is served on the direct path (src/gateway/modern-direct.ts), without the
@@ -12,28 +8,14 @@ import { startModernUpstream } from './helpers/modern-upstream.js';
  * to the SDK's handler. Both answers must be the same, byte for byte once parsed: results of a 2025 and a 2026-07-28
  * upstream, structured output, an error, an input_required result, and progress streamed before the result.
  */
-let t: TestApp;
-let ws: CreatedWorkspace;
-let everything: Upstream;
-let modern: Awaited<ReturnType<typeof startModernUpstream>>;
-let url: string;
-let token: string;
+let g: TwoEraGateway;
 
 beforeAll(async () => {
-  [t, everything, modern] = await Promise.all([startTestApp(), startEverything('streamableHttp'), startModernUpstream({ asksForInput: true })]);
-  const base = await listenLoopback(t);
-  ws = await newWorkspace(t);
-  ({ token, url } = await gatewayServing(t, ws, base, 'Direct path', [
-    ['Everything', everything.url],
-    ['Modern', modern.url],
-  ]));
+  g = await startTwoEraGateway('Direct path', { asksForInput: true });
 }, 120_000);
 
 afterAll(async () => {
-  await closeClients();
-  await t?.close();
-  await everything?.close();
-  await modern?.close();
+  await g?.close();
 });
 
 const envelope = {
@@ -49,7 +31,7 @@ function toolCall(name: string, args: Record<string, unknown>, meta: Record<stri
 /** The headers a 2026-07-28 host sends; `encodedName` writes Mcp-Name in the revision's base64 form. */
 function headersFor(name: string, encodedName: boolean): Record<string, string> {
   return {
-    authorization: `Bearer ${token}`,
+    authorization: `Bearer ${g.token}`,
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
     'mcp-protocol-version': '2026-07-28',
@@ -78,7 +60,7 @@ async function bothPaths(body: ReturnType<typeof toolCall>) {
   const lower = (h: Record<string, string>) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]));
   expect(directToolCall(body, lower(headersFor(name, false)))).not.toBeNull();
   expect(directToolCall(body, lower(headersFor(name, true)))).toBeNull();
-  const send = (encoded: boolean) => fetch(url, { method: 'POST', headers: headersFor(name, encoded), body: JSON.stringify(body) }).then(answerOf);
+  const send = (encoded: boolean) => fetch(g.url, { method: 'POST', headers: headersFor(name, encoded), body: JSON.stringify(body) }).then(answerOf);
   return { direct: await send(false), sdk: await send(true) };
 }
 
