@@ -124,6 +124,11 @@ describe("a 2026-07-28 host's tools/call on the direct path", () => {
       ['an unknown _meta key', toolCall('everything__echo', {}, { other: 1 }), headers],
       ['arguments not an object', { ...body, params: { ...body.params, arguments: [] } }, headers],
       ['a notification', { ...body, id: undefined }, headers],
+      ['a fractional id', { ...body, id: 1.5 }, headers],
+      ['another JSON-RPC version', { ...body, jsonrpc: '1.0' }, headers],
+      ['a member JSON-RPC does not have', { ...body, extra: true }, headers],
+      ['an envelope the SDK refuses', toolCall('everything__echo', {}, { 'io.modelcontextprotocol/clientCapabilities': 'all' }), headers],
+      ['a progress token of another type', toolCall('everything__echo', {}, { progressToken: { a: 1 } }), headers],
       ['another revision', toolCall('everything__echo', {}, { 'io.modelcontextprotocol/protocolVersion': '2025-11-25' }), headers],
       [
         'a tasks host',
