@@ -10,7 +10,7 @@ import {
   type UsageStateNames,
 } from '../../stores/usage-rollup-sql.js';
 import { COLUMN, FILTER_COLUMNS, GROUP_COLUMNS, isLowercaseId } from './call-log-schema.js';
-import { cutWindow, GRAIN_MS, servingRollups, USAGE_ROLLUPS, type UsageRollup } from './usage-rollups.js';
+import { cutWindow, GRAIN_MS, servingRollups, USAGE_ROLLUPS, type UsageRollup, type WindowPart } from './usage-rollups.js';
 import { queryScoped, type QuerySettings } from './clickhouse-query.js';
 
 /** The keys a usage report groups by (contract 8.3): the groupable columns of call-log-schema.ts. */
@@ -105,8 +105,9 @@ const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS er
 /**
  * Builds the groups of a report: one row per bucket and keys, with GROUP_MEASURES.
  * The window is cut into parts (usage-rollups.ts): whole days, hours or minutes from
- * the coarsest rollup that keeps the report's keys and filters, the rest raw; each
- * part's SELECT yields measures that add up, and one query adds them. Raw rows are
+ * the coarsest rollup that keeps the report's keys and filters, the rest raw; the
+ * parts read from one source (up to two, one at each end of the window) share a
+ * SELECT, each SELECT yields measures that add up, and one query adds them. Raw rows are
  * counted by duration bucket first (BUCKET_COUNTS_OF_ROWS). A window read raw alone
  * is grouped into the report's groups at once.
  */
@@ -125,23 +126,31 @@ function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string;
   const groupCols = groupColumns(q);
   const groupBy = groupCols.length ? `GROUP BY ${groupCols.join(', ')}` : '';
   const parts = cutWindow(q.fromMs, q.toMs, servingRollups([...Object.keys(q.filters), ...q.groupBy], q.interval, rollups));
-  const selects = parts.map((part, i) => {
+  const timeRange = (part: WindowPart, i: number): string => {
     params[`p${i}From`] = part.fromMs;
     params[`p${i}To`] = part.toMs;
-    const column = part.from === 'raw' ? 'created_at' : part.from.timeColumn;
-    const bucket = q.interval ? [`${bucketExpr(q.interval, column)} AS b`] : [];
-    const time =
-      part.from === 'raw'
-        ? `created_at >= fromUnixTimestamp64Milli({p${i}From:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({p${i}To:Int64}, 'UTC')`
-        : `${column} >= toDateTime(intDiv({p${i}From:Int64}, 1000), 'UTC') AND ${column} <= toDateTime(intDiv({p${i}To:Int64}, 1000), 'UTC')`;
+    const column = timeColumn(part.from);
+    return part.from === 'raw'
+      ? `created_at >= fromUnixTimestamp64Milli({p${i}From:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({p${i}To:Int64}, 'UTC')`
+      : `${column} >= toDateTime(intDiv({p${i}From:Int64}, 1000), 'UTC') AND ${column} <= toDateTime(intDiv({p${i}To:Int64}, 1000), 'UTC')`;
+  };
+  // One SELECT per source, its parts' ranges or'ed: a SELECT costs a few ms however few
+  // rows it reads, and a 30-day window has up to two parts in each of four sources.
+  const sources = [...Map.groupBy(parts, (part) => part.from)];
+  const selects = sources.map(([from, ofSource]) => {
+    const ranges = ofSource.map((part) => timeRange(part, parts.indexOf(part)));
+    const time = ranges.length === 1 ? ranges[0]! : `(${ranges.map((r) => `(${r})`).join(' OR ')})`;
+    const bucket = q.interval ? [`${bucketExpr(q.interval, timeColumn(from))} AS b`] : [];
     const filter = `WHERE ${['organization_guid = {org:String}', time, ...where].join(' AND ')}`;
-    if (part.from !== 'raw') return `SELECT ${[...bucket, ...keys, ROLLUP_MEASURES].join(', ')} FROM ${part.from.table} ${filter} ${groupBy}`;
+    if (from !== 'raw') return `SELECT ${[...bucket, ...keys, ROLLUP_MEASURES].join(', ')} FROM ${from.table} ${filter} ${groupBy}`;
     const buckets = `SELECT ${[...bucket, ...keys, BUCKET_COUNTS_OF_ROWS].join(', ')} FROM call_logs ${filter} GROUP BY ${[...groupCols, 'duration_bucket'].join(', ')}`;
-    return `SELECT ${[...groupCols, parts.length === 1 ? RAW_GROUP_MEASURES : RAW_MEASURES].join(', ')} FROM (${buckets}) ${groupBy}`;
+    return `SELECT ${[...groupCols, sources.length === 1 ? RAW_GROUP_MEASURES : RAW_MEASURES].join(', ')} FROM (${buckets}) ${groupBy}`;
   });
-  if (selects.length === 1 && parts[0]!.from === 'raw') return { groups: selects[0]!, params };
+  if (selects.length === 1 && sources[0]![0] === 'raw') return { groups: selects[0]!, params };
   return { groups: `SELECT ${[...groupCols, GROUP_MEASURES].join(', ')} FROM (${selects.join(' UNION ALL ')}) ${groupBy}`, params };
 }
+
+const timeColumn = (from: WindowPart['from']): string => (from === 'raw' ? 'created_at' : from.timeColumn);
 
 /** The bucket (b) and the keys (g0, g1, ...) a report groups by. */
 const groupColumns = (q: UsageQuery): string[] => [...(q.interval ? ['b'] : []), ...q.groupBy.map((_, i) => `g${i}`)];
