@@ -135,7 +135,9 @@ for (const [name, shape] of Object.entries(shapes)) {
   const body = JSON.parse(last) as { items: unknown[]; totals: { calls: number; p50Ms: number } };
   chResults[name] = { ...r, items: body.items.length, calls: body.totals.calls, p50Ms: body.totals.p50Ms };
 }
-out(`measured (${loadAverage()})`);
+out(`measured (${loadAverage()}); through REST, p50 / p99 ms:`);
+for (const [name, r] of Object.entries(chResults))
+  out(`  ${name.padEnd(20)} ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}  (${r.items} items)`);
 
 // 3b. What the daily, people and minute rollups (clickhouse/0011) bring, in this run: each shape at the store
 // level (usageReport), reading the hourly rollup alone (what reports read before them) and every rollup, alternating.
