@@ -17,14 +17,13 @@
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { issueAccessToken } from '../src/core/auth/issue-access-token.js';
 import { seedCallLogs } from '../src/core/logs/seed.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { logShapes, movingWindows, postAdmin, probeLogs, usageBody, usageShapes } from './report-shapes.js';
-import { seedBenchWorkspaces } from './seeded-workspaces.js';
+import { reopenBenchWorkspace, seedBenchWorkspaces } from './seeded-workspaces.js';
 import { timeRuns } from './stats.js';
 
 const { values } = parseArgs({
@@ -61,7 +60,7 @@ const app = await buildApp({ services, logger: false as never });
 await app.ready();
 
 // 1. Ingest through the one writer (or the workspace a stopped run left, with a new token).
-const seeded = reused ? await reopenBenchWorkspace() : await seed();
+const seeded = reused ? await reopenBenchWorkspace(services, 'bench-scale') : await seed();
 const org = seeded.organizationGuid;
 
 async function seed() {
@@ -76,22 +75,6 @@ async function seed() {
       `(generation included; ${loadAverage()}); plus ${made.noiseRows} rows in three other workspaces; max rss so far ${(maxRss / MiB).toFixed(0)} MiB`,
   );
   return made;
-}
-
-async function reopenBenchWorkspace() {
-  const admin = await services.db
-    .selectFrom('users')
-    .innerJoin('organizations', 'organizations.guid', 'users.organization_guid')
-    .select(['users.guid as userGuid', 'organizations.guid as organizationGuid'])
-    .where('organizations.name', '=', 'bench')
-    .executeTakeFirstOrThrow();
-  const issued = await issueAccessToken(services.db, {
-    organizationGuid: admin.organizationGuid,
-    userGuid: admin.userGuid,
-    label: `bench-scale-${Date.now()}`,
-    expiresInDays: 0,
-  });
-  return { organizationGuid: admin.organizationGuid, token: issued.token! };
 }
 
 // 2. Storage as the parts stand (merges keep running in the background, as in service).

@@ -1,3 +1,4 @@
+import { issueAccessToken } from '../src/core/auth/issue-access-token.js';
 import { seedCallLogs } from '../src/core/logs/seed.js';
 import type { Services } from '../src/core/services.js';
 import { createWorkspace } from '../src/core/workspaces.js';
@@ -26,4 +27,24 @@ export async function seedBenchWorkspaces(
     await seedCallLogs(services, { organizationGuid: other.organizationGuid, rows: noise, days: opts.days, users: opts.users });
   }
   return { organizationGuid: ws.organizationGuid, token: ws.token, ingestSeconds, cpuMicrosPerRow, noiseRows: 3 * noise };
+}
+
+/**
+ * The bench workspace a former run seeded and kept (`--keep`, then `--data-dir`):
+ * its organization and a new admin token, so a bench measures it again without seeding.
+ */
+export async function reopenBenchWorkspace(services: Pick<Services, 'db'>, label: string): Promise<{ organizationGuid: string; token: string }> {
+  const admin = await services.db
+    .selectFrom('users')
+    .innerJoin('organizations', 'organizations.guid', 'users.organization_guid')
+    .select(['users.guid as userGuid', 'organizations.guid as organizationGuid'])
+    .where('organizations.name', '=', 'bench')
+    .executeTakeFirstOrThrow();
+  const issued = await issueAccessToken(services.db, {
+    organizationGuid: admin.organizationGuid,
+    userGuid: admin.userGuid,
+    label: `${label}-${Date.now()}`,
+    expiresInDays: 0,
+  });
+  return { organizationGuid: admin.organizationGuid, token: issued.token! };
 }

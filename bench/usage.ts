@@ -8,10 +8,14 @@
  * and the bytes per row on disk of both, and, at the store level in the same run, each shape read through the
  * hourly rollup alone against every rollup (`--no-postgres` stops there). Figures, never assertions.
  *
+ * `--keep` leaves the data directory in place and prints it; `--data-dir` measures
+ * again the rows such a run left there, without seeding (the windows then end at the
+ * newest row instead of "now").
+ *
  * Postgres is the server at DATABASE_URL when it is set (a database bench_usage is
  * created there and dropped at the end), otherwise PGlite in this process.
  *
- *   npm run bench:usage -- [--rows 10000000] [--runs 20] [--days 30] [--users 300] [--no-postgres]
+ *   npm run bench:usage -- [--rows 10000000] [--runs 20] [--days 30] [--users 300] [--no-postgres] [--keep] [--data-dir /tmp/bench-usage-x]
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -19,7 +23,7 @@ import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
-import { seedBenchWorkspaces } from './seeded-workspaces.js';
+import { reopenBenchWorkspace, seedBenchWorkspaces } from './seeded-workspaces.js';
 import { median, timeRuns } from './stats.js';
 import { usageReport, type UsageGroupKey } from '../src/core/logs/usage-report.js';
 import { USAGE_ROLLUPS } from '../src/core/logs/usage-rollups.js';
@@ -32,6 +36,8 @@ const { values } = parseArgs({
     days: { type: 'string', default: '30' },
     users: { type: 'string', default: '300' },
     'no-postgres': { type: 'boolean', default: false },
+    'data-dir': { type: 'string' },
+    keep: { type: 'boolean', default: false },
   },
 });
 const ROWS = Number(values.rows);
@@ -39,24 +45,40 @@ const RUNS = Number(values.runs);
 const DAYS = Number(values.days);
 const out = (line: string) => process.stdout.write(line + '\n');
 
-const { config, dataDir } = benchConfig('usage', { ADMIN_RATE_LIMIT_PER_MINUTE: '100000000' });
+const reused = values['data-dir'];
+const { config, dataDir } = benchConfig('usage', { ADMIN_RATE_LIMIT_PER_MINUTE: '100000000', ...(reused ? { DATA_DIR: reused } : {}) });
 const runtime = await openRuntime(config, { logger: silentLogger });
 const { services } = runtime;
 const app = await buildApp({ services, logger: false as never });
 await app.ready();
 
-// 1. Ingest through the one writer.
-const seeded = await seedBenchWorkspaces(services, {
-  rows: ROWS,
-  days: DAYS,
-  users: Number(values.users),
-  onProgress: (d) => d % 1_000_000 === 0 && out(`  ingested ${d}`),
-});
+// 1. Ingest through the one writer (or reopen the workspace a kept run left, with a new token).
+const seeded = reused ? { ...(await reopenBenchWorkspace(services, 'bench-usage')), noiseRows: NaN } : await seed();
 const org = seeded.organizationGuid;
-out(
-  `ingest: ${ROWS} rows in ${seeded.ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / seeded.ingestSeconds)} rows/s, ${seeded.cpuMicrosPerRow.toFixed(1)} µs of CPU a row ` +
-    `(seed-logs through CallLogWriter, generation included; ${loadAverage()}); plus ${seeded.noiseRows} rows in three other workspaces`,
-);
+
+async function seed() {
+  const made = await seedBenchWorkspaces(services, {
+    rows: ROWS,
+    days: DAYS,
+    users: Number(values.users),
+    onProgress: (d) => d % 1_000_000 === 0 && out(`  ingested ${d}`),
+  });
+  out(
+    `ingest: ${ROWS} rows in ${made.ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / made.ingestSeconds)} rows/s, ${made.cpuMicrosPerRow.toFixed(1)} µs of CPU a row ` +
+      `(seed-logs through CallLogWriter, generation included; ${loadAverage()}); plus ${made.noiseRows} rows in three other workspaces`,
+  );
+  return made;
+}
+
+/** Closes the service and removes the data directory unless `--keep` (a `--data-dir` one is left as it was). */
+async function finish(): Promise<never> {
+  await app.close();
+  await runtime.close();
+  if (values.keep) out(`data directory kept: --data-dir ${reused ?? dataDir}`);
+  // With --data-dir, dataDir is the empty one benchConfig made and the service never used.
+  if (reused || !values.keep) fs.rmSync(dataDir, { recursive: true, force: true });
+  process.exit(0);
+}
 
 // 2. Storage, after the merges a table gets within minutes of an insert anyway.
 const ch = services.clickhouse.client;
@@ -87,7 +109,13 @@ const busiestGateway = (
   )
 )[0]!.g;
 const shapes = usageShapes(busiestGateway);
-const windows = movingWindows();
+// Kept rows end when their seeding did: the windows end at the newest row, as they would at "now" right after seeding.
+const newestMs = async () =>
+  Number(
+    (await rowsOf<{ ms: string }>(`SELECT toUnixTimestamp64Milli(max(created_at)) AS ms FROM call_logs WHERE organization_guid = {org:String}`, { org }))[0]!
+      .ms,
+  );
+const windows = movingWindows(reused ? await newestMs() : undefined);
 
 interface Result {
   p50: number;
@@ -107,7 +135,9 @@ for (const [name, shape] of Object.entries(shapes)) {
   const body = JSON.parse(last) as { items: unknown[]; totals: { calls: number; p50Ms: number } };
   chResults[name] = { ...r, items: body.items.length, calls: body.totals.calls, p50Ms: body.totals.p50Ms };
 }
-out(`measured (${loadAverage()})`);
+out(`measured (${loadAverage()}); through REST, p50 / p99 ms:`);
+for (const [name, r] of Object.entries(chResults))
+  out(`  ${name.padEnd(20)} ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}  (${r.items} items)`);
 
 // 3b. What the daily, people and minute rollups (clickhouse/0011) bring, in this run: each shape at the store
 // level (usageReport), reading the hourly rollup alone (what reports read before them) and every rollup, alternating.
@@ -131,12 +161,7 @@ for (const [name, shape] of Object.entries(shapes)) {
   const [hourly, all] = [median(times.hourly), median(times.all)];
   out(`  ${name.padEnd(20)} hourly alone ${hourly.toFixed(1).padStart(7)}   every rollup ${all.toFixed(1).padStart(7)}   ${(hourly / all).toFixed(1)}x`);
 }
-if (values['no-postgres']) {
-  await app.close();
-  await runtime.close();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-  process.exit(0);
-}
+if (values['no-postgres']) await finish();
 
 // 4. The same reports as SQL on Postgres: items and totals, side by side as the service runs them.
 const db = await openComparisonPostgres({ url: process.env.DATABASE_URL, database: 'bench_usage', dataDir, connections: 2 });
@@ -203,7 +228,4 @@ out(
   `storage per row: ClickHouse ${(chBytes / rawRows).toFixed(1)} bytes (call_logs and every rollup), Postgres ${(pgBytes / pgRows).toFixed(1)} bytes (call_logs with indexes): ` +
     `${(pgBytes / pgRows / (chBytes / rawRows)).toFixed(1)}x smaller`,
 );
-await app.close();
-await runtime.close();
-fs.rmSync(dataDir, { recursive: true, force: true });
-process.exit(0);
+await finish();

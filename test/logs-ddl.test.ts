@@ -40,6 +40,7 @@ describe('ClickHouse DDL', () => {
       '0009_call_log_usage_minute.sql',
       '0010_call_log_usage_daily_people.sql',
       '0011_call_log_usage_duration_buckets.sql',
+      '0012_call_log_usage_granules.sql',
     ]);
   });
 
@@ -93,7 +94,7 @@ describe('ClickHouse DDL', () => {
     ]);
   });
 
-  /** The rollups 0011 builds: each one's source, its time column and grouping keys. */
+  /** The rollups 0011 and 0012 build: each one's source, its time column and grouping keys. */
   const ROLLUPS = [
     { table: 'call_log_usage_hourly', source: 'call_logs' },
     { table: 'call_log_usage_daily', source: 'call_log_usage_hourly' },
@@ -101,60 +102,78 @@ describe('ClickHouse DDL', () => {
     { table: 'call_log_usage_hourly_people', source: 'call_logs' },
     { table: 'call_log_usage_daily_people', source: 'call_log_usage_hourly_people' },
   ];
-  const bucketsFile = files.find((f) => f.name === '0011_call_log_usage_duration_buckets.sql')!;
-  const ofBuckets = (cluster?: string) => renderDdlFile(bucketsFile.sql, { retentionDays: 30, cluster }).map(bare);
+  /** The files that build every rollup again: with bucket counts (0011), with small granules and the minute rollup by gateway (0012). */
+  const rebuilding = (name: string) => (cluster?: string) => renderDdlFile(files.find((f) => f.name === name)!.sql, { retentionDays: 30, cluster }).map(bare);
+  const ofGranules = rebuilding('0012_call_log_usage_granules.sql');
 
-  it('builds every usage rollup again with bucket counts: its views dropped first, then its tables, each rebuilt, fed and backfilled', () => {
-    const sql = ofBuckets();
-    const firstCreate = sql.findIndex((s) => s.startsWith('CREATE'));
-    // Nothing feeds a table while it is rebuilt, and the file can run again: every drop comes first.
-    expect(sql.slice(0, firstCreate).every((s) => /^DROP (VIEW|TABLE) IF EXISTS call_log_usage_\w+ SYNC$/.test(s.replace(/\s+SYNC/, ' SYNC')))).toBe(true);
-    expect(sql.slice(firstCreate).some((s) => s.startsWith('DROP'))).toBe(false);
-    expect(ROLLUPS.map((r) => r.table).every((t) => sql.includes(`DROP TABLE IF EXISTS ${t} SYNC`))).toBe(true);
-    for (const view of [
-      'call_log_usage_hourly_mv',
-      'call_log_usage_daily_mv',
-      'call_log_usage_minute_mv',
-      'call_log_usage_daily_people_mv',
-      'call_log_usage_hourly_people_mv',
-    ])
-      expect(sql).toContain(`DROP VIEW IF EXISTS ${view} SYNC`);
-    for (const { table, source } of ROLLUPS) {
-      const own = sql.slice(firstCreate).filter((s) => new RegExp(`^(CREATE TABLE IF NOT EXISTS|INSERT INTO) ${table}\\b|TO ${table} AS`).test(s));
-      expect(own).toHaveLength(3);
-      expect(own[0]).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL \\w+ \\+ INTERVAL 30 DAY`));
-      expect(own[0]).toContain(`durations ${DURATION_STATE_TYPE}`);
-      expect(own[1]).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM \\(?.*${source} GROUP BY`));
-      expect(own[2]).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM \\(?.*${source} GROUP BY`));
-      // The view and the backfill make the states as the reports' raw reads and rollup reads do.
-      for (const s of own.slice(1))
-        if (source === 'call_logs') {
-          expect(s).toContain(bare(BUCKET_COUNTS_OF_ROWS));
-          expect(s).toContain(bare(usageMeasuresOfBuckets(ROLLUP_STATE_NAMES, 'states')));
-        } else expect(s).toContain(bare(usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'states')));
-    }
+  describe.each(['0011_call_log_usage_duration_buckets.sql', '0012_call_log_usage_granules.sql'])('%s', (name) => {
+    const ofBuckets = rebuilding(name);
+
+    it('builds every usage rollup again with bucket counts: its views dropped first, then its tables, each rebuilt, fed and backfilled', () => {
+      const sql = ofBuckets();
+      const firstCreate = sql.findIndex((s) => s.startsWith('CREATE'));
+      // Nothing feeds a table while it is rebuilt, and the file can run again: every drop comes first.
+      expect(sql.slice(0, firstCreate).every((s) => /^DROP (VIEW|TABLE) IF EXISTS call_log_usage_\w+ SYNC$/.test(s.replace(/\s+SYNC/, ' SYNC')))).toBe(true);
+      expect(sql.slice(firstCreate).some((s) => s.startsWith('DROP'))).toBe(false);
+      expect(ROLLUPS.map((r) => r.table).every((t) => sql.includes(`DROP TABLE IF EXISTS ${t} SYNC`))).toBe(true);
+      for (const view of [
+        'call_log_usage_hourly_mv',
+        'call_log_usage_daily_mv',
+        'call_log_usage_minute_mv',
+        'call_log_usage_daily_people_mv',
+        'call_log_usage_hourly_people_mv',
+      ])
+        expect(sql).toContain(`DROP VIEW IF EXISTS ${view} SYNC`);
+      for (const { table, source } of ROLLUPS) {
+        const own = sql.slice(firstCreate).filter((s) => new RegExp(`^(CREATE TABLE IF NOT EXISTS|INSERT INTO) ${table}\\b|TO ${table} AS`).test(s));
+        expect(own).toHaveLength(3);
+        expect(own[0]).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL \\w+ \\+ INTERVAL 30 DAY`));
+        expect(own[0]).toContain(`durations ${DURATION_STATE_TYPE}`);
+        expect(own[1]).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM \\(?.*${source} GROUP BY`));
+        expect(own[2]).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM \\(?.*${source} GROUP BY`));
+        // The view and the backfill make the states as the reports' raw reads and rollup reads do.
+        for (const s of own.slice(1))
+          if (source === 'call_logs') {
+            expect(s).toContain(bare(BUCKET_COUNTS_OF_ROWS));
+            expect(s).toContain(bare(usageMeasuresOfBuckets(ROLLUP_STATE_NAMES, 'states')));
+          } else expect(s).toContain(bare(usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'states')));
+      }
+    });
+
+    it('builds the rollups again on every shard: Replicated local tables and views, the Distributed tables dropped and made again', () => {
+      const sql = ofBuckets('logs_cluster');
+      for (const { table, source } of ROLLUPS) {
+        const dropDistributed = sql.indexOf(`DROP TABLE IF EXISTS ${table} ON CLUSTER logs_cluster SYNC`);
+        const dropLocal = sql.indexOf(`DROP TABLE IF EXISTS ${table}_local ON CLUSTER logs_cluster SYNC`);
+        const create = sql.findIndex((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS ${table}_local ON CLUSTER logs_cluster`));
+        const distributed = sql.indexOf(
+          `CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER logs_cluster AS ${table}_local ENGINE = Distributed(logs_cluster, currentDatabase(), ${table}_local, cityHash64(organization_guid))`,
+        );
+        expect([dropDistributed, dropLocal, create, distributed].every((i) => i >= 0)).toBe(true);
+        expect(dropDistributed).toBeLessThan(dropLocal);
+        expect(dropLocal).toBeLessThan(create);
+        expect(create).toBeLessThan(distributed);
+        expect(sql[create]).toMatch(/ENGINE = ReplicatedAggregatingMergeTree\(/);
+        // Each shard's view reads its local rows (or local finer rollup) into its local rollup.
+        expect(sql.find((s) => s.includes(`TO ${table}_local AS`))).toMatch(
+          new RegExp(
+            `^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv_local ON CLUSTER logs_cluster TO ${table}_local AS SELECT .*${source}_local GROUP BY`,
+          ),
+        );
+      }
+      for (const s of sql) expect(s).not.toMatch(/\$\{/);
+    });
   });
 
-  it('builds the rollups again on every shard: Replicated local tables and views, the Distributed tables dropped and made again', () => {
-    const sql = ofBuckets('logs_cluster');
-    for (const { table, source } of ROLLUPS) {
-      const dropDistributed = sql.indexOf(`DROP TABLE IF EXISTS ${table} ON CLUSTER logs_cluster SYNC`);
-      const dropLocal = sql.indexOf(`DROP TABLE IF EXISTS ${table}_local ON CLUSTER logs_cluster SYNC`);
-      const create = sql.findIndex((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS ${table}_local ON CLUSTER logs_cluster`));
-      const distributed = sql.indexOf(
-        `CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER logs_cluster AS ${table}_local ENGINE = Distributed(logs_cluster, currentDatabase(), ${table}_local, cityHash64(organization_guid))`,
-      );
-      expect([dropDistributed, dropLocal, create, distributed].every((i) => i >= 0)).toBe(true);
-      expect(dropDistributed).toBeLessThan(dropLocal);
-      expect(dropLocal).toBeLessThan(create);
-      expect(create).toBeLessThan(distributed);
-      expect(sql[create]).toMatch(/ENGINE = ReplicatedAggregatingMergeTree\(/);
-      // Each shard's view reads its local rows (or local finer rollup) into its local rollup.
-      expect(sql.find((s) => s.includes(`TO ${table}_local AS`))).toMatch(
-        new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv_local ON CLUSTER logs_cluster TO ${table}_local AS SELECT .*${source}_local GROUP BY`),
+  it('sorts the minute rollup by gateway before minute and gives every rollup 256-row granules (0012)', () => {
+    for (const cluster of [undefined, 'logs_cluster']) {
+      const tables = ofGranules(cluster).filter((s) => s.startsWith('CREATE TABLE') && s.includes('AggregatingMergeTree'));
+      expect(tables).toHaveLength(ROLLUPS.length);
+      for (const s of tables) expect(s).toMatch(/ SETTINGS ttl_only_drop_parts = 1, index_granularity = 256$/);
+      expect(tables.find((s) => /^CREATE TABLE IF NOT EXISTS call_log_usage_minute(_local)? /.test(s))).toContain(
+        'ORDER BY (organization_guid, outbound_gateway_guid, minute)',
       );
     }
-    for (const s of sql) expect(s).not.toMatch(/\$\{/);
   });
 
   it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {

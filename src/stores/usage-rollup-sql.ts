@@ -1,7 +1,7 @@
 /**
  * The measures every usage rollup keeps, as the reports read and merge them, and the
  * duration bucketing their raw reads share with the rollups' views. The DDL file
- * (clickhouse/0011) spells the same text literally, as applied migrations must stay;
+ * (clickhouse/0011, 0012) spells the same text literally, as applied migrations must stay;
  * test/logs-ddl.test.ts holds them equal, so a rollup's states and a raw read's always
  * merge.
  */

@@ -10,7 +10,7 @@ import {
   type UsageStateNames,
 } from '../../stores/usage-rollup-sql.js';
 import { COLUMN, FILTER_COLUMNS, GROUP_COLUMNS, isLowercaseId } from './call-log-schema.js';
-import { cutWindow, GRAIN_MS, servingRollups, USAGE_ROLLUPS, type UsageRollup } from './usage-rollups.js';
+import { cutWindow, GRAIN_MS, servingRollups, USAGE_ROLLUPS, type UsageRollup, type WindowPart } from './usage-rollups.js';
 import { queryScoped, type QuerySettings } from './clickhouse-query.js';
 
 /** The keys a usage report groups by (contract 8.3): the groupable columns of call-log-schema.ts. */
@@ -87,21 +87,27 @@ const RAW_GROUP_MEASURES = usageMeasuresOfBuckets(GROUP_NAMES, 'arrays');
  * window functions over the groups (computed before ORDER BY and LIMIT): one query
  * instead of a second one that grouped everything again. chDB runs one query at a
  * time, so the second query used to double a report's time. The percentiles are
- * taken from the counts of the page's rows only (PAGE_MEASURES).
+ * taken from the counts of the page's rows only (PAGE_MEASURES), the totals' from one
+ * row of the page (carries_totals): every row holds the same all_h, and taking its
+ * percentiles on each of a page's thousands of rows cost more than the groups' own.
+ * rowNumberInAllBlocks() numbers the rows as they are computed, so at least one row
+ * of a non-empty page is numbered 0.
  */
 const PAGE_OF_GROUPS = `calls_total, errors_total, h, request_bytes_total, response_bytes_total,
   sum(calls_total) OVER () AS all_calls, sum(errors_total) OVER () AS all_errors, sumForEach(h) OVER () AS all_h,
   sum(request_bytes_total) OVER () AS all_request_bytes, sum(response_bytes_total) OVER () AS all_response_bytes`;
 const PAGE_MEASURES = `calls_total, errors_total, ${quantilesOfBuckets('h')} AS q, request_bytes_total, response_bytes_total,
-  all_calls, all_errors, ${quantilesOfBuckets('all_h')} AS all_q, all_request_bytes, all_response_bytes`;
+  all_calls, all_errors, rowNumberInAllBlocks() = 0 AS carries_totals,
+  ${quantilesOfBuckets('if(carries_totals, all_h, emptyArrayUInt64())')} AS all_q, all_request_bytes, all_response_bytes`;
 const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS errors_total, ${quantilesOfBuckets('sumForEach(h)')} AS q,
   sum(request_bytes_total) AS request_bytes_total, sum(response_bytes_total) AS response_bytes_total`;
 
 /**
  * Builds the groups of a report: one row per bucket and keys, with GROUP_MEASURES.
  * The window is cut into parts (usage-rollups.ts): whole days, hours or minutes from
- * the coarsest rollup that keeps the report's keys and filters, the rest raw; each
- * part's SELECT yields measures that add up, and one query adds them. Raw rows are
+ * the coarsest rollup that keeps the report's keys and filters, the rest raw; the
+ * parts read from one source (up to two, one at each end of the window) share a
+ * SELECT, each SELECT yields measures that add up, and one query adds them. Raw rows are
  * counted by duration bucket first (BUCKET_COUNTS_OF_ROWS). A window read raw alone
  * is grouped into the report's groups at once.
  */
@@ -120,23 +126,31 @@ function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string;
   const groupCols = groupColumns(q);
   const groupBy = groupCols.length ? `GROUP BY ${groupCols.join(', ')}` : '';
   const parts = cutWindow(q.fromMs, q.toMs, servingRollups([...Object.keys(q.filters), ...q.groupBy], q.interval, rollups));
-  const selects = parts.map((part, i) => {
+  const timeRange = (part: WindowPart, i: number): string => {
     params[`p${i}From`] = part.fromMs;
     params[`p${i}To`] = part.toMs;
-    const column = part.from === 'raw' ? 'created_at' : part.from.timeColumn;
-    const bucket = q.interval ? [`${bucketExpr(q.interval, column)} AS b`] : [];
-    const time =
-      part.from === 'raw'
-        ? `created_at >= fromUnixTimestamp64Milli({p${i}From:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({p${i}To:Int64}, 'UTC')`
-        : `${column} >= toDateTime(intDiv({p${i}From:Int64}, 1000), 'UTC') AND ${column} <= toDateTime(intDiv({p${i}To:Int64}, 1000), 'UTC')`;
+    const column = timeColumn(part.from);
+    return part.from === 'raw'
+      ? `created_at >= fromUnixTimestamp64Milli({p${i}From:Int64}, 'UTC') AND created_at <= fromUnixTimestamp64Milli({p${i}To:Int64}, 'UTC')`
+      : `${column} >= toDateTime(intDiv({p${i}From:Int64}, 1000), 'UTC') AND ${column} <= toDateTime(intDiv({p${i}To:Int64}, 1000), 'UTC')`;
+  };
+  // One SELECT per source, its parts' ranges or'ed: a SELECT costs a few ms however few
+  // rows it reads, and a 30-day window has up to two parts in each of four sources.
+  const sources = [...Map.groupBy(parts, (part) => part.from)];
+  const selects = sources.map(([from, ofSource]) => {
+    const ranges = ofSource.map((part) => timeRange(part, parts.indexOf(part)));
+    const time = ranges.length === 1 ? ranges[0]! : `(${ranges.map((r) => `(${r})`).join(' OR ')})`;
+    const bucket = q.interval ? [`${bucketExpr(q.interval, timeColumn(from))} AS b`] : [];
     const filter = `WHERE ${['organization_guid = {org:String}', time, ...where].join(' AND ')}`;
-    if (part.from !== 'raw') return `SELECT ${[...bucket, ...keys, ROLLUP_MEASURES].join(', ')} FROM ${part.from.table} ${filter} ${groupBy}`;
+    if (from !== 'raw') return `SELECT ${[...bucket, ...keys, ROLLUP_MEASURES].join(', ')} FROM ${from.table} ${filter} ${groupBy}`;
     const buckets = `SELECT ${[...bucket, ...keys, BUCKET_COUNTS_OF_ROWS].join(', ')} FROM call_logs ${filter} GROUP BY ${[...groupCols, 'duration_bucket'].join(', ')}`;
-    return `SELECT ${[...groupCols, parts.length === 1 ? RAW_GROUP_MEASURES : RAW_MEASURES].join(', ')} FROM (${buckets}) ${groupBy}`;
+    return `SELECT ${[...groupCols, sources.length === 1 ? RAW_GROUP_MEASURES : RAW_MEASURES].join(', ')} FROM (${buckets}) ${groupBy}`;
   });
-  if (selects.length === 1 && parts[0]!.from === 'raw') return { groups: selects[0]!, params };
+  if (selects.length === 1 && sources[0]![0] === 'raw') return { groups: selects[0]!, params };
   return { groups: `SELECT ${[...groupCols, GROUP_MEASURES].join(', ')} FROM (${selects.join(' UNION ALL ')}) ${groupBy}`, params };
 }
+
+const timeColumn = (from: WindowPart['from']): string => (from === 'raw' ? 'created_at' : from.timeColumn);
 
 /** The bucket (b) and the keys (g0, g1, ...) a report groups by. */
 const groupColumns = (q: UsageQuery): string[] => [...(q.interval ? ['b'] : []), ...q.groupBy.map((_, i) => `g${i}`)];
@@ -187,6 +201,7 @@ export async function usageReport(
     ...Object.fromEntries(q.groupBy.map((_, i) => [`g${i}`, z.string()])),
     all_calls: Count,
     all_errors: Count,
+    carries_totals: Count,
     all_q: Quantiles,
     all_request_bytes: Count,
     all_response_bytes: Count,
@@ -202,9 +217,9 @@ export async function usageReport(
     });
   const page = `SELECT ${[...groupCols, PAGE_OF_GROUPS].join(', ')} FROM (${groups}) ORDER BY ${order.join(', ')} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`;
   const rows = await read('usage_report.items', `SELECT ${[...groupCols, PAGE_MEASURES].join(', ')} FROM (${page}) ORDER BY ${order.join(', ')}`, Row);
-  // The totals ride on every row of the page; a page past the last group has none to
+  // The totals ride on a row of the page; a page past the last group has none to
   // ride on, and only then are they read on their own.
-  const first = rows[0];
+  const first = rows.find((r) => r.carries_totals === 1);
   const totals = first
     ? [
         {

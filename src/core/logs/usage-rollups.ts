@@ -3,7 +3,7 @@ import type { CallLogColumnName } from './call-log-schema.js';
 export type UsageGrain = 'minute' | 'hour' | 'day';
 export const GRAIN_MS: Readonly<Record<UsageGrain, number>> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
 
-/** A usage rollup table (clickhouse/0005, 0008-0011): its grain, its time column and the group keys it keeps. */
+/** A usage rollup table (clickhouse/0005, 0008-0012): its grain, its time column and the group keys it keeps. */
 export interface UsageRollup {
   table: string;
   grain: UsageGrain;
