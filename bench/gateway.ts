@@ -2,8 +2,9 @@
  * bench:gateway — tools/call echo against server-everything (Streamable HTTP, on
  * loopback), direct to the upstream and through the gateway (with call logging on,
  * and with it off to show what logging costs), sequentially and at concurrency 16,
- * in one run: calls/s, p50/p99 latency, the gateway's CPU time per call and the
- * ratios. A bare node:http pass-through proxy in its own process (bench/pass-through-proxy.ts)
+ * in one run: calls/s, p50/p99 latency, the gateway's CPU time per call, the hosts'
+ * (the load generator's: on 2 cores a host that costs more leaves the others less) and
+ * the ratios. A bare node:http pass-through proxy in its own process (bench/pass-through-proxy.ts)
  * is measured in the same rounds: the floor any proxy hop has on this machine. So are a
  * host pinned to revision 2026-07-28 (no session) and the legacy SSE endpoint beside
  * mcp-hub's (the aggregator a user could pick instead), on the same upstream, their host
@@ -246,6 +247,7 @@ async function main(): Promise<void> {
       rps: median(rows.map((r) => r.rps)),
       p50: median(rows.map((r) => r.p50)),
       p99: median(rows.map((r) => r.p99)),
+      hostCpuUs: median(rows.map((r) => r.hostCpuUs)),
       gatewayCpuUs: cpu.length ? median(cpu) : null,
       loopCpuUs: loop.length ? median(loop) : null,
     };
@@ -257,12 +259,12 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' ')}\n`,
   );
-  console.log('target                   conc   calls/s    p50 ms    p99 ms   gateway CPU µs/call (process, event loop)');
+  console.log('target                   conc   calls/s    p50 ms    p99 ms   host CPU µs/call   gateway CPU µs/call (process, event loop)');
   for (const c of [1, concurrency]) {
     for (const target of TARGETS) {
       const r = pick(target, c);
       console.log(
-        `${target.padEnd(23)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
+        `${target.padEnd(23)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.hostCpuUs.toFixed(0).padStart(18)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
       );
     }
   }

@@ -9,6 +9,8 @@ export interface LoadFigures {
   rps: number;
   p50: number;
   p99: number;
+  /** CPU time of this process (the hosts' side: SDK clients) per call, in µs. */
+  hostCpuUs: number;
 }
 
 /**
@@ -73,6 +75,7 @@ export async function mcpToolLoad(opts: {
   );
   for (const c of clients) for (let i = 0; i < (opts.warmupCalls ?? 0); i++) await c.callTool({ name: opts.tool, arguments: opts.args });
   const latencies: number[] = [];
+  const cpuBefore = process.cpuUsage();
   const end = Date.now() + opts.seconds * 1000;
   await Promise.all(
     clients.map(async (c) => {
@@ -84,6 +87,12 @@ export async function mcpToolLoad(opts: {
       }
     }),
   );
+  const cpu = process.cpuUsage(cpuBefore);
   await Promise.all(clients.map((c) => c.close()));
-  return { rps: latencies.length / opts.seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  return {
+    rps: latencies.length / opts.seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    hostCpuUs: (cpu.user + cpu.system) / latencies.length,
+  };
 }
