@@ -12,7 +12,8 @@
  *   flush   -> {}        call logs flushed into ClickHouse
  *   close   -> exits
  *
- * Environment: BENCH_UPSTREAM_URL (required); BENCH_PROFILE_DIR: a V8 CPU profile of
+ * Environment: BENCH_UPSTREAM_URL and BENCH_MODERN_UPSTREAM_URL (a 2026-07-28-only
+ * upstream, behind a gateway of its own) (required); BENCH_PROFILE_DIR: a V8 CPU profile of
  * the process from ready to close is written there (setup and start-up left out).
  */
 import fs from 'node:fs';
@@ -34,10 +35,15 @@ export interface GatewayServiceReady {
   /** A second gateway to the same upstream whose assignment carries 50 tool filters and 50 overrides (none touching echo). */
   curatedPath: string;
   curatedToken: string;
+  /** A third gateway, in front of the 2026-07-28 upstream alone (BENCH_MODERN_UPSTREAM_URL). */
+  modernPath: string;
+  modernToken: string;
 }
 
 const upstreamUrl = process.env.BENCH_UPSTREAM_URL;
-if (!upstreamUrl || !process.send) throw new Error('bench/gateway-service.ts is started by bench/gateway.ts (BENCH_UPSTREAM_URL and an IPC channel).');
+const modernUpstreamUrl = process.env.BENCH_MODERN_UPSTREAM_URL;
+if (!upstreamUrl || !modernUpstreamUrl || !process.send)
+  throw new Error('bench/gateway-service.ts is started by bench/gateway.ts (BENCH_UPSTREAM_URL, BENCH_MODERN_UPSTREAM_URL and an IPC channel).');
 const send = (message: unknown) => process.send!(message);
 
 const { config, dataDir } = benchConfig('gateway', {
@@ -77,6 +83,12 @@ await api(`/gateways/${curated.guid}/assignments`, {
   toolOverrides: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`absent_${i}`, { name: `renamed_${i}`, description: `renamed tool ${i}` }])),
 });
 const curatedIssued = await api(`/gateways/${curated.guid}/tokens`, {});
+// A 2026-07-28 call end to end: no session on either side of the gateway.
+const modernServer = await api('/servers', { name: 'modern', url: modernUpstreamUrl, authType: 'none' });
+await runtime.services.serverValidation.settled(modernServer.guid);
+const modernGateway = await api('/gateways', { name: 'bench modern' });
+await api(`/gateways/${modernGateway.guid}/assignments`, { inboundServerGuid: modernServer.guid });
+const modernIssued = await api(`/gateways/${modernGateway.guid}/tokens`, {});
 
 const profileDir = process.env.BENCH_PROFILE_DIR;
 const profiler = profileDir ? new Session() : null;
@@ -117,4 +129,6 @@ send({
   token: issued.token,
   curatedPath: `/gateways/${curated.guid}/mcp`,
   curatedToken: curatedIssued.token,
+  modernPath: `/gateways/${modernGateway.guid}/mcp`,
+  modernToken: modernIssued.token,
 } satisfies GatewayServiceReady);

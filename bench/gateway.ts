@@ -8,7 +8,10 @@
  * is measured in the same rounds: the floor any proxy hop has on this machine. So are a
  * host pinned to revision 2026-07-28 (no session) and the legacy SSE endpoint beside
  * mcp-hub's (the aggregator a user could pick instead), on the same upstream, their host
- * asking for the revision mcp-hub speaks (SSE_HOST_REVISION).
+ * asking for the revision mcp-hub speaks (SSE_HOST_REVISION). And a call in revision
+ * 2026-07-28 end to end, no session on either side: a v2-SDK upstream of its own
+ * (bench/modern-upstream.ts) directly, through a pass-through proxy and through a
+ * gateway, from hosts pinned to the revision.
  * Figures only, never assertions.
  *
  *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR --only 'direct,gateway (logging on)']
@@ -64,7 +67,10 @@ type Target =
   | 'gateway (curated)'
   | 'gateway (2026-07-28 host)'
   | 'gateway (SSE endpoint)'
-  | 'mcp-hub (SSE endpoint)';
+  | 'mcp-hub (SSE endpoint)'
+  | 'direct (2026-07-28)'
+  | 'pass-through (2026-07-28)'
+  | 'gateway (2026-07-28 both)';
 const ALL_TARGETS: Target[] = [
   'direct',
   'pass-through proxy',
@@ -74,6 +80,9 @@ const ALL_TARGETS: Target[] = [
   'gateway (2026-07-28 host)',
   'gateway (SSE endpoint)',
   'mcp-hub (SSE endpoint)',
+  'direct (2026-07-28)',
+  'pass-through (2026-07-28)',
+  'gateway (2026-07-28 both)',
 ];
 const TARGETS = ALL_TARGETS.filter((target) => !values.only || values.only.split(',').includes(target));
 interface Row extends LoadFigures {
@@ -84,8 +93,13 @@ interface Row extends LoadFigures {
 }
 
 /** Starts the gateway service in its own process and waits for its URLs. */
-async function startGatewayService(upstreamUrl: string) {
-  const env = { ...process.env, BENCH_UPSTREAM_URL: upstreamUrl, ...(values.profile ? { BENCH_PROFILE_DIR: path.resolve(values.profile) } : {}) };
+async function startGatewayService(upstreamUrl: string, modernUpstreamUrl: string) {
+  const env = {
+    ...process.env,
+    BENCH_UPSTREAM_URL: upstreamUrl,
+    BENCH_MODERN_UPSTREAM_URL: modernUpstreamUrl,
+    ...(values.profile ? { BENCH_PROFILE_DIR: path.resolve(values.profile) } : {}),
+  };
   const child = fork(path.join(here, 'gateway-service.ts'), [], { execArgv: ['--import', 'tsx'], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T>(type: string) =>
     new Promise<T>((resolve, reject) => {
@@ -171,6 +185,16 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** The 2026-07-28-only upstream (bench/modern-upstream.ts) in its own process, as server-everything is in its own. */
+async function startModernUpstream() {
+  const child = fork(path.join(here, 'modern-upstream.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const { url } = await new Promise<{ url: string }>((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`the 2026-07-28 upstream exited with ${code}`)));
+  });
+  return { url, close: () => child.kill() };
+}
+
 /** The floor: a bare node:http proxy in its own process (bench/pass-through-proxy.ts). */
 async function startPassThroughProxy(upstreamUrl: string) {
   const child = fork(path.join(here, 'pass-through-proxy.ts'), [], {
@@ -189,8 +213,10 @@ async function startPassThroughProxy(upstreamUrl: string) {
 async function main(): Promise<void> {
   const upstream = await startEverything('streamableHttp');
   const proxy = await startPassThroughProxy(upstream.url);
+  const modernUpstream = await startModernUpstream();
+  const modernProxy = await startPassThroughProxy(modernUpstream.url);
   const hub = await startMcpHub(upstream.url);
-  const service = await startGatewayService(upstream.url);
+  const service = await startGatewayService(upstream.url, modernUpstream.url);
   const { ready } = service;
   const gatewayHeaders = { authorization: `Bearer ${ready.token}` };
   const measure = async (target: Target, c: number): Promise<Row> => {
@@ -202,18 +228,27 @@ async function main(): Promise<void> {
       return { ...figures, gatewayCpuUs: null, loopCpuUs: null };
     }
     if (target === 'pass-through proxy') return { ...(await load(proxy.url, {}, 'echo', c)), gatewayCpuUs: null, loopCpuUs: null };
+    if (target === 'direct (2026-07-28)') return { ...(await load(modernUpstream.url, {}, 'echo', c, '2026-07-28')), gatewayCpuUs: null, loopCpuUs: null };
+    if (target === 'pass-through (2026-07-28)') return { ...(await load(modernProxy.url, {}, 'echo', c, '2026-07-28')), gatewayCpuUs: null, loopCpuUs: null };
     if (target === 'mcp-hub (SSE endpoint)')
       return { ...(await load(hub.url, {}, 'everything__echo', c, 'sse', SSE_HOST_REVISION)), gatewayCpuUs: null, loopCpuUs: null };
     const base = target === 'gateway (logging off)' ? ready.withoutLogs : ready.withLogs;
-    const [gatewayPath, headers] =
+    const [gatewayPath, headers, tool] =
       target === 'gateway (curated)'
-        ? [ready.curatedPath, { authorization: `Bearer ${ready.curatedToken}` }]
+        ? [ready.curatedPath, { authorization: `Bearer ${ready.curatedToken}` }, 'everything__echo']
         : target === 'gateway (SSE endpoint)'
-          ? [ready.path.replace(/\/mcp$/, '/sse'), gatewayHeaders]
-          : [ready.path, gatewayHeaders];
-    const host = target === 'gateway (2026-07-28 host)' ? '2026-07-28' : target === 'gateway (SSE endpoint)' ? 'sse' : 'streamable-http';
+          ? [ready.path.replace(/\/mcp$/, '/sse'), gatewayHeaders, 'everything__echo']
+          : target === 'gateway (2026-07-28 both)'
+            ? [ready.modernPath, { authorization: `Bearer ${ready.modernToken}` }, 'modern__echo']
+            : [ready.path, gatewayHeaders, 'everything__echo'];
+    const host =
+      target === 'gateway (2026-07-28 host)' || target === 'gateway (2026-07-28 both)'
+        ? '2026-07-28'
+        : target === 'gateway (SSE endpoint)'
+          ? 'sse'
+          : 'streamable-http';
     const before = await service.cpuUs();
-    const figures = await load(base + gatewayPath, headers, 'everything__echo', c, host, host === 'sse' ? SSE_HOST_REVISION : undefined);
+    const figures = await load(base + gatewayPath, headers, tool, c, host, host === 'sse' ? SSE_HOST_REVISION : undefined);
     const after = await service.cpuUs();
     const calls = figures.rps * seconds;
     return { ...figures, gatewayCpuUs: (after.cpu - before.cpu) / calls, loopCpuUs: (after.loop - before.loop) / calls };
@@ -236,6 +271,8 @@ async function main(): Promise<void> {
   } finally {
     await service.close();
     proxy.close();
+    modernProxy.close();
+    modernUpstream.close();
     hub.close();
     await upstream.close();
   }
@@ -259,12 +296,12 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' ')}\n`,
   );
-  console.log('target                   conc   calls/s    p50 ms    p99 ms   host CPU µs/call   gateway CPU µs/call (process, event loop)');
+  console.log('target                       conc   calls/s    p50 ms    p99 ms   host CPU µs/call   gateway CPU µs/call (process, event loop)');
   for (const c of [1, concurrency]) {
     for (const target of TARGETS) {
       const r = pick(target, c);
       console.log(
-        `${target.padEnd(23)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.hostCpuUs.toFixed(0).padStart(18)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
+        `${target.padEnd(27)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.hostCpuUs.toFixed(0).padStart(18)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
       );
     }
   }
@@ -296,11 +333,18 @@ async function main(): Promise<void> {
     const modernAddedOverFloor = within('gateway (2026-07-28 host)', 'pass-through proxy', (x, y) => x.p50 - y.p50);
     const hubRatio = within('gateway (SSE endpoint)', 'mcp-hub (SSE endpoint)', (x, y) => x.rps / y.rps);
     const hubP50 = within('gateway (SSE endpoint)', 'mcp-hub (SSE endpoint)', (x, y) => x.p50 - y.p50);
+    const bothOverFloor = within('gateway (2026-07-28 both)', 'pass-through (2026-07-28)', (x, y) => x.rps / y.rps);
+    const bothAddedOverFloor = within('gateway (2026-07-28 both)', 'pass-through (2026-07-28)', (x, y) => x.p50 - y.p50);
+    const bothOverLegacy = within('gateway (2026-07-28 both)', 'gateway (logging on)', (x, y) => x.rps / y.rps);
     console.log(
       `\nconcurrency ${c}: 2026-07-28 host / 2025 host calls/s ${modern.toFixed(2)} (p50 ${modernP50 >= 0 ? '+' : ''}${modernP50.toFixed(2)} ms); ` +
         `gateway / pass-through floor calls/s ${overFloor.toFixed(2)} (2025 host), ${modernOverFloor.toFixed(2)} (2026-07-28 host); ` +
         `p50 added over the floor ${addedOverFloor.toFixed(2)} ms (2025), ${modernAddedOverFloor.toFixed(2)} ms (2026-07-28); ` +
         `gateway SSE / mcp-hub SSE calls/s ${hubRatio.toFixed(2)} (p50 ${hubP50 >= 0 ? '+' : ''}${hubP50.toFixed(2)} ms)`,
+    );
+    console.log(
+      `\nconcurrency ${c}: 2026-07-28 host and upstream: gateway / its pass-through floor calls/s ${bothOverFloor.toFixed(2)}, ` +
+        `p50 added over that floor ${bothAddedOverFloor.toFixed(2)} ms; gateway calls/s against a 2025 host and upstream ${bothOverLegacy.toFixed(2)}`,
     );
     console.log(
       `\nconcurrency ${c}: curated (50 filters, 50 overrides) / plain gateway calls/s ${curation.toFixed(2)}; gateway/direct calls/s ${ratio.toFixed(2)} (a bare pass-through proxy: ${floor.toFixed(2)}), added p50 ${added.toFixed(2)} ms, ` +
