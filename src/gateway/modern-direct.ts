@@ -39,10 +39,10 @@ export interface DirectToolCall {
  * SDK's: the envelope is classified by its own `classifyInboundRequest` (its shape, the
  * version header against it), the rest of the body is checked as its JSON-RPC schema
  * checks it, and the Mcp-Protocol-Version, Mcp-Method and Mcp-Name headers must be
- * present and equal to the body's values as they are. Anything else (a header encoded or missing, a
- * retry's requestState or inputResponses, a task, a key the params do not usually
- * carry) is null and goes to the SDK's handler, which answers it, its refusals
- * included, in its own words.
+ * present and equal to the body's values as they are. Anything else (a header encoded
+ * or missing, a retry's requestState or inputResponses, a task, a key the params do
+ * not usually carry) is null and goes to the SDK's handler, which answers it, its
+ * refusals included, in its own words.
  */
 export function directToolCall(body: unknown, headers: IncomingHttpHeaders): DirectToolCall | null {
   if (!isPlainObject(body) || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return null;
