@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { directToolCall } from '../src/gateway/modern-direct.js';
 import { listenLoopback, registerServer } from './helpers/gateway.js';
 import { assertProperty, fuzzRuns, problemDefect, RawJson, summarize, toJsonText } from './helpers/fuzz.js';
 import { invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
@@ -9,7 +10,8 @@ import { startEverything, type Upstream } from './helpers/upstreams.js';
  * JSON-RPC fuzz of a gateway in front of server-everything: arbitrary JSON, messages
  * with bad jsonrpc fields, ids of odd types, huge numbers, unknown methods and bad
  * params, batches, bodies that are not UTF-8 or nest too deep, and garbage in
- * Mcp-Session-Id, Mcp-Protocol-Version, Accept, Content-Type and Authorization.
+ * Mcp-Session-Id, Mcp-Protocol-Version, Accept, Content-Type and Authorization; and
+ * 2026-07-28 tools/calls of any name, arguments and _meta on the direct path.
  * Every answer is a JSON-RPC message (or a problem), never a 5xx and never a hang;
  * after each property the gateway still serves a normal call. Seed and runs:
  * test/helpers/fuzz.ts.
@@ -266,17 +268,63 @@ describe(`JSON-RPC fuzz of a gateway (${RUNS_NOTE})`, () => {
                   ...message,
                   params: {
                     ...p,
-                    _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'fuzz', version: '1' } },
+                    _meta: {
+                      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+                      'io.modelcontextprotocol/clientInfo': { name: 'fuzz', version: '1' },
+                      'io.modelcontextprotocol/clientCapabilities': {},
+                    },
                   },
                 }
               : message;
           const text = toJsonText(enveloped);
           const method = (message as { method?: unknown }).method;
+          const name = (p as { name?: unknown } | null | undefined)?.name;
+          const printable = (value: unknown): value is string => typeof value === 'string' && /^[\x21-\x7e]+$/.test(value);
+          // Headers that match the body take a tools/call to the direct path (src/gateway/modern-direct.ts), the rest to the SDK's handler.
           const headers = {
             'mcp-protocol-version': '2026-07-28',
             'mcp-session-id': '',
-            ...(typeof method === 'string' && /^[\x21-\x7e]+$/.test(method) ? { 'mcp-method': method } : {}),
+            ...(printable(method) ? { 'mcp-method': method } : {}),
+            ...(printable(name) ? { 'mcp-name': name } : {}),
           };
+          expectWellFormed(await post(text, headers), text);
+        }),
+        RUNS,
+      );
+      await expectNormalCall();
+    },
+    timeout,
+  );
+
+  it(
+    'answers a 2026-07-28 tools/call whose headers match its body (the direct path), whatever its name, arguments and _meta',
+    async () => {
+      const envelope = {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientInfo': { name: 'fuzz', version: '1' },
+        'io.modelcontextprotocol/clientCapabilities': {},
+      };
+      const call = fc.record({
+        id: fc.oneof(fc.integer(), fc.string({ maxLength: 20 })),
+        name: fc.oneof(fc.constantFrom('everything__echo', 'everything__get-sum', 'nope__tool'), fc.stringMatching(/^[\x21-\x7e]{1,30}$/)),
+        arguments: fc.oneof(
+          fc.record({ message: fc.string({ maxLength: 50 }) }),
+          fc.record({ a: fc.oneof(fc.integer(), hugeNumbers, fc.string()), b: fc.jsonValue({ maxDepth: 1 }) }),
+          fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 }),
+        ),
+        extraMeta: fc.oneof(
+          { weight: 3, arbitrary: fc.constant({}) },
+          { weight: 1, arbitrary: fc.record({ progressToken: fc.oneof(fc.integer(), fc.string({ maxLength: 10 })) }) },
+          { weight: 1, arbitrary: fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }) },
+        ),
+      });
+      await assertProperty(
+        fc.asyncProperty(call, async ({ id, name, arguments: args, extraMeta }) => {
+          const body = { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: { ...envelope, ...extraMeta } } };
+          const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name };
+          // A plain call is one the direct path admits: the property exercises it, not only the SDK's handler.
+          if (Object.keys(extraMeta).length === 0) expect(directToolCall(body, headers)).not.toBeNull();
+          const text = JSON.stringify(body);
           expectWellFormed(await post(text, headers), text);
         }),
         RUNS,
