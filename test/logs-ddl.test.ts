@@ -41,6 +41,7 @@ describe('ClickHouse DDL', () => {
       '0010_call_log_usage_daily_people.sql',
       '0011_call_log_usage_duration_buckets.sql',
       '0012_call_log_usage_granules.sql',
+      '0013_call_log_usage_hourly_tools.sql',
     ]);
   });
 
@@ -106,6 +107,28 @@ describe('ClickHouse DDL', () => {
   const rebuilding = (name: string) => (cluster?: string) => renderDdlFile(files.find((f) => f.name === name)!.sql, { retentionDays: 30, cluster }).map(bare);
   const ofGranules = rebuilding('0012_call_log_usage_granules.sql');
 
+  /**
+   * A rollup a file builds again on a cluster: its Distributed table dropped before its
+   * local one, the local one made Replicated, the Distributed one made after it, and each
+   * shard's view reading its local rows (or local finer rollup) into its local rollup.
+   */
+  function expectRebuiltOnEveryShard(sql: string[], { table, source }: { table: string; source: string }) {
+    const dropDistributed = sql.indexOf(`DROP TABLE IF EXISTS ${table} ON CLUSTER logs_cluster SYNC`);
+    const dropLocal = sql.indexOf(`DROP TABLE IF EXISTS ${table}_local ON CLUSTER logs_cluster SYNC`);
+    const create = sql.findIndex((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS ${table}_local ON CLUSTER logs_cluster`));
+    const distributed = sql.indexOf(
+      `CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER logs_cluster AS ${table}_local ENGINE = Distributed(logs_cluster, currentDatabase(), ${table}_local, cityHash64(organization_guid))`,
+    );
+    expect([dropDistributed, dropLocal, create, distributed].every((i) => i >= 0)).toBe(true);
+    expect(dropDistributed).toBeLessThan(dropLocal);
+    expect(dropLocal).toBeLessThan(create);
+    expect(create).toBeLessThan(distributed);
+    expect(sql[create]).toMatch(/ENGINE = ReplicatedAggregatingMergeTree\(/);
+    expect(sql.find((s) => s.includes(`TO ${table}_local AS`))).toMatch(
+      new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv_local ON CLUSTER logs_cluster TO ${table}_local AS SELECT .*${source}_local GROUP BY`),
+    );
+  }
+
   describe.each(['0011_call_log_usage_duration_buckets.sql', '0012_call_log_usage_granules.sql'])('%s', (name) => {
     const ofBuckets = rebuilding(name);
 
@@ -142,25 +165,7 @@ describe('ClickHouse DDL', () => {
 
     it('builds the rollups again on every shard: Replicated local tables and views, the Distributed tables dropped and made again', () => {
       const sql = ofBuckets('logs_cluster');
-      for (const { table, source } of ROLLUPS) {
-        const dropDistributed = sql.indexOf(`DROP TABLE IF EXISTS ${table} ON CLUSTER logs_cluster SYNC`);
-        const dropLocal = sql.indexOf(`DROP TABLE IF EXISTS ${table}_local ON CLUSTER logs_cluster SYNC`);
-        const create = sql.findIndex((s) => s.startsWith(`CREATE TABLE IF NOT EXISTS ${table}_local ON CLUSTER logs_cluster`));
-        const distributed = sql.indexOf(
-          `CREATE TABLE IF NOT EXISTS ${table} ON CLUSTER logs_cluster AS ${table}_local ENGINE = Distributed(logs_cluster, currentDatabase(), ${table}_local, cityHash64(organization_guid))`,
-        );
-        expect([dropDistributed, dropLocal, create, distributed].every((i) => i >= 0)).toBe(true);
-        expect(dropDistributed).toBeLessThan(dropLocal);
-        expect(dropLocal).toBeLessThan(create);
-        expect(create).toBeLessThan(distributed);
-        expect(sql[create]).toMatch(/ENGINE = ReplicatedAggregatingMergeTree\(/);
-        // Each shard's view reads its local rows (or local finer rollup) into its local rollup.
-        expect(sql.find((s) => s.includes(`TO ${table}_local AS`))).toMatch(
-          new RegExp(
-            `^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv_local ON CLUSTER logs_cluster TO ${table}_local AS SELECT .*${source}_local GROUP BY`,
-          ),
-        );
-      }
+      for (const rollup of ROLLUPS) expectRebuiltOnEveryShard(sql, rollup);
       for (const s of sql) expect(s).not.toMatch(/\$\{/);
     });
   });
@@ -174,6 +179,32 @@ describe('ClickHouse DDL', () => {
         'ORDER BY (organization_guid, outbound_gateway_guid, minute)',
       );
     }
+  });
+
+  describe('0013_call_log_usage_hourly_tools.sql', () => {
+    const ofTools = rebuilding('0013_call_log_usage_hourly_tools.sql');
+    const table = 'call_log_usage_hourly_tools';
+
+    it('builds the hourly rollup without the gateway from the hourly rollup: dropped first, then made, fed by its inserts and backfilled', () => {
+      const sql = ofTools();
+      expect(sql.slice(0, 2)).toEqual([`DROP VIEW IF EXISTS ${table}_mv SYNC`, `DROP TABLE IF EXISTS ${table} SYNC`]);
+      const [create, view, backfill, ...rest] = sql.slice(2);
+      expect(rest).toEqual([]);
+      expect(create).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL hour \\+ INTERVAL 30 DAY`));
+      expect(create).toContain(`durations ${DURATION_STATE_TYPE}`);
+      expect(create).toContain('ORDER BY (organization_guid, hour, inbound_server_guid, tool_name, type, status)');
+      expect(create).toMatch(/ SETTINGS ttl_only_drop_parts = 1, index_granularity = 256$/);
+      expect(create).not.toContain('outbound_gateway_guid');
+      expect(view).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM call_log_usage_hourly GROUP BY`));
+      expect(backfill).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM call_log_usage_hourly GROUP BY`));
+      for (const s of [view!, backfill!]) expect(s).toContain(bare(usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'states')));
+    });
+
+    it('on a cluster: a Replicated local table fed by the local hourly rollup, and a Distributed table over it', () => {
+      const sql = ofTools('logs_cluster');
+      expectRebuiltOnEveryShard(sql, { table, source: 'call_log_usage_hourly' });
+      for (const s of sql) expect(s).not.toMatch(/\$\{/);
+    });
   });
 
   it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {

@@ -9,18 +9,20 @@ const table = (p: WindowPart) => (p.from === 'raw' ? 'raw' : p.from.table);
 
 describe('which usage rollups serve a report', () => {
   it('no keys: one rollup a grain, coarsest first', () => {
-    expect(servingRollups([], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly', 'call_log_usage_minute']);
+    expect(servingRollups([], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly_tools', 'call_log_usage_minute']);
   });
 
   it('never coarser than the buckets', () => {
-    expect(servingRollups([], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly', 'call_log_usage_minute']);
+    expect(servingRollups([], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_tools', 'call_log_usage_minute']);
     expect(servingRollups(['outbound_gateway_guid'], 'minute').map((r) => r.table)).toEqual(['call_log_usage_minute']);
   });
 
   it('only rollups that keep every key', () => {
     expect(servingRollups(['user_guid'], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily_people', 'call_log_usage_hourly_people']);
     expect(servingRollups(['user_guid', 'team_guid'], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_people']);
-    expect(servingRollups(['tool_name', 'status'], 'day').map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly']);
+    expect(servingRollups(['tool_name', 'status'], 'day').map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly_tools']);
+    // The hourly rollup without the gateway serves whatever does not need the gateway; the one with it, the rest.
+    expect(servingRollups(['outbound_gateway_guid', 'tool_name'], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly']);
     expect(servingRollups(['user_guid', 'tool_name'], undefined)).toEqual([]);
     expect(servingRollups(['trace_id'], undefined)).toEqual([]);
   });
@@ -40,9 +42,9 @@ describe('cutting a window into parts', () => {
     expect(parts.map((p) => [table(p), p.fromMs - D0, p.toMs - D0])).toEqual([
       ['raw', 5 * HOUR + 17 * MIN + 12_345, 5 * HOUR + 18 * MIN - 1],
       ['call_log_usage_minute', 5 * HOUR + 18 * MIN, 6 * HOUR - 1],
-      ['call_log_usage_hourly', 6 * HOUR, DAY - 1],
+      ['call_log_usage_hourly_tools', 6 * HOUR, DAY - 1],
       ['call_log_usage_daily', DAY, 3 * DAY - 1],
-      ['call_log_usage_hourly', 3 * DAY, 3 * DAY + 2 * HOUR - 1],
+      ['call_log_usage_hourly_tools', 3 * DAY, 3 * DAY + 2 * HOUR - 1],
       ['call_log_usage_minute', 3 * DAY + 2 * HOUR, 3 * DAY + 2 * HOUR + 3 * MIN - 1],
       ['raw', 3 * DAY + 2 * HOUR + 3 * MIN, 3 * DAY + 2 * HOUR + 3 * MIN + 999],
     ]);

@@ -11,7 +11,7 @@ import {
 } from '../../stores/usage-rollup-sql.js';
 import { COLUMN, FILTER_COLUMNS, GROUP_COLUMNS, isLowercaseId } from './call-log-schema.js';
 import { cutWindow, GRAIN_MS, servingRollups, USAGE_ROLLUPS, type UsageRollup, type WindowPart } from './usage-rollups.js';
-import { queryScoped, type QuerySettings } from './clickhouse-query.js';
+import { queryScoped, queryScopedWithTotals, type QuerySettings } from './clickhouse-query.js';
 
 /** The keys a usage report groups by (contract 8.3): the groupable columns of call-log-schema.ts. */
 export const USAGE_GROUP_KEYS = GROUP_COLUMNS;
@@ -83,22 +83,15 @@ const GROUP_MEASURES = usageMeasuresOfArrays(GROUP_NAMES);
 /** A group's measures straight from raw rows, when the whole window is read raw: one grouping fewer. */
 const RAW_GROUP_MEASURES = usageMeasuresOfBuckets(GROUP_NAMES, 'arrays');
 /**
- * A page of groups with their bucket counts (h), and the totals over every group as
- * window functions over the groups (computed before ORDER BY and LIMIT): one query
- * instead of a second one that grouped everything again. chDB runs one query at a
- * time, so the second query used to double a report's time. The percentiles are
- * taken from the counts of the page's rows only (PAGE_MEASURES), the totals' from one
- * row of the page (carries_totals): every row holds the same all_h, and taking its
- * percentiles on each of a page's thousands of rows cost more than the groups' own.
- * rowNumberInAllBlocks() numbers the rows as they are computed, so at least one row
- * of a non-empty page is numbered 0.
+ * A page of groups: their measures, the percentiles taken from the counts of the
+ * page's rows only (after LIMIT). The totals over every group come with it as the totals row of
+ * the groups' GROUP BY ... WITH TOTALS, which ClickHouse computes while grouping,
+ * before ORDER BY and LIMIT: one query, where a second query for the totals doubled a
+ * report's time (chDB runs one query at a time). They were window functions over the
+ * groups, whose bucket-count array was copied into every row of the page (a week by
+ * tool and hour has 3,042): WITH TOTALS merges those arrays once.
  */
-const PAGE_OF_GROUPS = `calls_total, errors_total, h, request_bytes_total, response_bytes_total,
-  sum(calls_total) OVER () AS all_calls, sum(errors_total) OVER () AS all_errors, sumForEach(h) OVER () AS all_h,
-  sum(request_bytes_total) OVER () AS all_request_bytes, sum(response_bytes_total) OVER () AS all_response_bytes`;
-const PAGE_MEASURES = `calls_total, errors_total, ${quantilesOfBuckets('h')} AS q, request_bytes_total, response_bytes_total,
-  all_calls, all_errors, rowNumberInAllBlocks() = 0 AS carries_totals,
-  ${quantilesOfBuckets('if(carries_totals, all_h, emptyArrayUInt64())')} AS all_q, all_request_bytes, all_response_bytes`;
+const PAGE_MEASURES = `calls_total, errors_total, ${quantilesOfBuckets('h')} AS q, request_bytes_total, response_bytes_total`;
 const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS errors_total, ${quantilesOfBuckets('sumForEach(h)')} AS q,
   sum(request_bytes_total) AS request_bytes_total, sum(response_bytes_total) AS response_bytes_total`;
 
@@ -182,7 +175,7 @@ const measures = (r: z.output<typeof Measures>): UsageMeasures => ({
 
 /**
  * Runs get_usage_report for one workspace: the page of groups and the totals over
- * everything the window and filters select, read in two queries side by side.
+ * everything the window and filters select, read in one query (PAGE_MEASURES).
  */
 export async function usageReport(
   store: Pick<ClickhouseStore, 'client'>,
@@ -199,40 +192,27 @@ export async function usageReport(
   const Row = Measures.extend({
     ...(q.interval ? { b: Count } : {}),
     ...Object.fromEntries(q.groupBy.map((_, i) => [`g${i}`, z.string()])),
-    all_calls: Count,
-    all_errors: Count,
-    carries_totals: Count,
-    all_q: Quantiles,
-    all_request_bytes: Count,
-    all_response_bytes: Count,
   });
-  const read = <S extends z.ZodType>(tag: string, sql: string, row: S) =>
-    queryScoped(store, organizationGuid, {
-      tag,
-      sql,
-      params: { ...params, limit: q.take + 1, skip: q.skip },
-      row,
-      settings: { ...REPORT_SETTINGS, ...bounds },
-      overLimit: NARROW_REPORT,
-    });
-  const page = `SELECT ${[...groupCols, PAGE_OF_GROUPS].join(', ')} FROM (${groups}) ORDER BY ${order.join(', ')} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`;
-  const rows = await read('usage_report.items', `SELECT ${[...groupCols, PAGE_MEASURES].join(', ')} FROM (${page}) ORDER BY ${order.join(', ')}`, Row);
-  // The totals ride on a row of the page; a page past the last group has none to
-  // ride on, and only then are they read on their own.
-  const first = rows.find((r) => r.carries_totals === 1);
-  const totals = first
-    ? [
-        {
-          calls_total: first.all_calls,
-          errors_total: first.all_errors,
-          q: first.all_q,
-          request_bytes_total: first.all_request_bytes,
-          response_bytes_total: first.all_response_bytes,
-        },
-      ]
-    : q.skip > 0
-      ? await read('usage_report.totals', `SELECT ${TOTAL_MEASURES} FROM (${groups})`, Measures)
-      : [];
+  const scoped = <S extends z.ZodType>(tag: string, sql: string, row: S) => ({
+    tag,
+    sql,
+    params: { ...params, limit: q.take + 1, skip: q.skip },
+    row,
+    settings: { ...REPORT_SETTINGS, ...bounds },
+    overLimit: NARROW_REPORT,
+  });
+  // Without keys or buckets the groups are one row, which is the totals too.
+  const withTotals = groupCols.length ? `${groups} WITH TOTALS` : groups;
+  // The percentiles are taken on the page's rows only, after LIMIT; the totals row passes through.
+  const page = `SELECT * FROM (${withTotals}) ORDER BY ${order.join(', ')} LIMIT {limit:UInt32} OFFSET {skip:UInt64}`;
+  const sql = `SELECT ${[...groupCols, PAGE_MEASURES].join(', ')} FROM (${page}) ORDER BY ${order.join(', ')}`;
+  const { rows, totals: ofPage } = await queryScopedWithTotals(store, organizationGuid, scoped('usage_report.items', sql, Row));
+  // A page past the last group has no row to carry its totals (see queryScopedWithTotals);
+  // only then are they read on their own.
+  const totals =
+    ofPage ??
+    (groupCols.length ? undefined : rows[0]) ??
+    (await queryScoped(store, organizationGuid, scoped('usage_report.totals', `SELECT ${TOTAL_MEASURES} FROM (${groups})`, Measures)))[0];
   const pageRows = rows.slice(0, q.take);
   const items = pageRows.map((r) => {
     const item: UsageItem = {} as UsageItem;
@@ -244,7 +224,7 @@ export async function usageReport(
     return Object.assign(item, measures(r));
   });
   // A report over an empty window still has totals: zero of everything.
-  const total = totals[0] ? measures(totals[0]) : measures({ calls_total: 0, errors_total: 0, q: [], request_bytes_total: 0, response_bytes_total: 0 });
+  const total = measures(totals ?? { calls_total: 0, errors_total: 0, q: [], request_bytes_total: 0, response_bytes_total: 0 });
   return { items, totals: total, skip: q.skip, take: q.take, nextSkip: rows.length > q.take ? q.skip + q.take : null };
 }
 

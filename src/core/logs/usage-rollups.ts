@@ -3,7 +3,7 @@ import type { CallLogColumnName } from './call-log-schema.js';
 export type UsageGrain = 'minute' | 'hour' | 'day';
 export const GRAIN_MS: Readonly<Record<UsageGrain, number>> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
 
-/** A usage rollup table (clickhouse/0005, 0008-0012): its grain, its time column and the group keys it keeps. */
+/** A usage rollup table (clickhouse/0005, 0008-0013): its grain, its time column and the group keys it keeps. */
 export interface UsageRollup {
   table: string;
   grain: UsageGrain;
@@ -12,6 +12,8 @@ export interface UsageRollup {
 }
 
 const TRAFFIC_KEYS = ['outbound_gateway_guid', 'inbound_server_guid', 'tool_name', 'type', 'status'] as const;
+/** The traffic keys but the gateway: a third of the hourly rollup's rows (clickhouse/0013). */
+const TOOL_KEYS = ['inbound_server_guid', 'tool_name', 'type', 'status'] as const;
 const PEOPLE_KEYS = ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid'] as const;
 
 /**
@@ -22,6 +24,7 @@ const PEOPLE_KEYS = ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_
 export const USAGE_ROLLUPS: readonly UsageRollup[] = [
   { table: 'call_log_usage_daily', grain: 'day', timeColumn: 'day', keys: TRAFFIC_KEYS },
   { table: 'call_log_usage_daily_people', grain: 'day', timeColumn: 'day', keys: PEOPLE_KEYS },
+  { table: 'call_log_usage_hourly_tools', grain: 'hour', timeColumn: 'hour', keys: TOOL_KEYS },
   { table: 'call_log_usage_hourly', grain: 'hour', timeColumn: 'hour', keys: TRAFFIC_KEYS },
   { table: 'call_log_usage_hourly_people', grain: 'hour', timeColumn: 'hour', keys: PEOPLE_KEYS },
   { table: 'call_log_usage_minute', grain: 'minute', timeColumn: 'minute', keys: ['outbound_gateway_guid'] },
