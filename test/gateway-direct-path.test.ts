@@ -5,8 +5,9 @@ import { startTwoEraGateway, type TwoEraGateway } from './helpers/two-era-gatewa
 /**
  * A 2026-07-28 host's plain tools/call is served on the direct path (src/gateway/modern-direct.ts), without the
  * SDK's per-request server; the same call with its Mcp-Name header in the revision's base64 form (just as valid) goes
- * to the SDK's handler. Both answers must be the same, byte for byte once parsed: results of a 2025 and a 2026-07-28
- * upstream, structured output, an error, an input_required result, and progress streamed before the result.
+ * to the SDK's handler. Both answers must be the same (status, content type, messages once parsed): results of a
+ * 2025 and a 2026-07-28 upstream, structured output, errors, an input_required result, a host without the capability
+ * an upstream asks for, and progress streamed before the result.
  */
 let g: TwoEraGateway;
 
