@@ -101,8 +101,9 @@ function isModernEnvelope(envelope: Record<string, unknown>): boolean {
  * A tools/call result as the SDK's handler encodes it for revision 2026-07-28: an empty
  * content list where a result has none, `resultType` (`complete` unless the result
  * names its own), and the server's identity in `_meta`. (The SDK also validates the
- * result against its schema; the direct path relays an upstream's result as it came,
- * as a 2025 host's path does.)
+ * result against its schema, and an input_required result's requests against the
+ * host's capabilities; the direct path relays an upstream's result as it came, as a
+ * 2025 host's path does: the upstream had those capabilities in the envelope.)
  */
 export function encodeToolCallResult(result: Record<string, unknown>, serverInfo: { name: string; version: string }): Record<string, unknown> {
   let encoded = result;
