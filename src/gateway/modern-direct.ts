@@ -8,6 +8,7 @@ import {
   ProtocolErrorCode,
   SERVER_INFO_META_KEY,
 } from '@modelcontextprotocol/server';
+import { isPlainObject, malformedRequestParams } from '../mcp/request-params.js';
 import { ERRORS } from './call-model.js';
 import { TASKS_EXTENSION } from './host-tasks.js';
 import { MODERN_REVISION } from './modern-upstream.js';
@@ -22,8 +23,6 @@ const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'p
 /** The SDK's verdicts on the envelopes seen, by their JSON (isModernEnvelope). */
 const envelopeVerdicts = new Map<string, boolean>();
 const MAX_KEPT_VERDICTS = 1_000;
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A 2026-07-28 tools/call admitted to the direct path: its id, its params as a handler sees them, and its envelope. */
 export interface DirectToolCall {
@@ -49,11 +48,11 @@ export function directToolCall(body: unknown, headers: IncomingHttpHeaders): Dir
   const id = body.id;
   if (typeof id !== 'string' && !(typeof id === 'number' && Number.isInteger(id))) return null;
   for (const key of Object.keys(body)) if (!REQUEST_KEYS.has(key)) return null;
-  const params = body.params;
-  if (!isPlainObject(params) || typeof params.name !== 'string' || params.name === '') return null;
+  // Params the SDK's schema would refuse (no name, arguments not an object) are its to answer.
+  if (malformedRequestParams(body, MODERN_REVISION)) return null;
+  const params = body.params as { name: string; arguments?: Record<string, unknown>; _meta?: unknown };
   if (headers['mcp-protocol-version'] !== MODERN_REVISION || headers['mcp-method'] !== 'tools/call' || headers['mcp-name'] !== params.name) return null;
   for (const key of Object.keys(params)) if (key !== 'name' && key !== 'arguments' && key !== '_meta') return null;
-  if (params.arguments !== undefined && !isPlainObject(params.arguments)) return null;
   const meta = params._meta;
   if (!isPlainObject(meta)) return null;
   const envelope: Record<string, unknown> = {};

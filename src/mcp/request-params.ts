@@ -3,7 +3,8 @@ import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 type Params = Record<string, unknown>;
 
 const kindOf = (value: unknown): string => (Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`);
-const isObject = (value: unknown): boolean => value !== null && typeof value === 'object' && !Array.isArray(value);
+/** A JSON object: not null, not an array. */
+export const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** The syslog severities MCP's logging uses (RFC 5424). */
 const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
@@ -15,13 +16,13 @@ const GONE_IN_2026 = new Set(['logging/setLevel', 'resources/subscribe', 'resour
 const RULES: Record<string, (p: Params) => string | null> = {
   'tools/call': (p) => {
     if (typeof p.name !== 'string' || p.name === '') return 'tools/call needs params.name: the name of a tool from tools/list.';
-    if (p.arguments !== undefined && !isObject(p.arguments))
+    if (p.arguments !== undefined && !isPlainObject(p.arguments))
       return `tools/call params.arguments must be an object of the tool's parameters, not ${kindOf(p.arguments)}.`;
     return null;
   },
   'prompts/get': (p) => {
     if (typeof p.name !== 'string' || p.name === '') return 'prompts/get needs params.name: the name of a prompt from prompts/list.';
-    if (p.arguments !== undefined && !isObject(p.arguments))
+    if (p.arguments !== undefined && !isPlainObject(p.arguments))
       return `prompts/get params.arguments must be an object of the prompt's arguments, not ${kindOf(p.arguments)}.`;
     if (p.arguments !== undefined && Object.values(p.arguments as Params).some((v) => typeof v !== 'string'))
       return 'prompts/get params.arguments must map each argument name to a string.';
@@ -55,6 +56,6 @@ export function malformedRequestParams(
   if (revision === '2026-07-28' && GONE_IN_2026.has(m.method)) return null;
   const rule = Object.hasOwn(RULES, m.method) ? RULES[m.method]! : null;
   if (!rule) return null;
-  const problem = isObject(m.params ?? {}) ? rule((m.params ?? {}) as Params) : `${m.method} params must be an object, not ${kindOf(m.params)}.`;
+  const problem = isPlainObject(m.params ?? {}) ? rule((m.params ?? {}) as Params) : `${m.method} params must be an object, not ${kindOf(m.params)}.`;
   return problem ? { jsonrpc: '2.0', id: m.id, error: { code: ProtocolErrorCode.InvalidParams, message: problem } } : null;
 }

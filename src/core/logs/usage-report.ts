@@ -129,9 +129,9 @@ function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string;
   };
   // One SELECT per source, its parts' ranges or'ed: a SELECT costs a few ms however few
   // rows it reads, and a 30-day window has up to two parts in each of four sources.
-  const sources = [...Map.groupBy(parts, (part) => part.from)];
+  const sources = [...Map.groupBy(parts.entries(), ([, part]) => part.from)];
   const selects = sources.map(([from, ofSource]) => {
-    const ranges = ofSource.map((part) => timeRange(part, parts.indexOf(part)));
+    const ranges = ofSource.map(([i, part]) => timeRange(part, i));
     const time = ranges.length === 1 ? ranges[0]! : `(${ranges.map((r) => `(${r})`).join(' OR ')})`;
     const bucket = q.interval ? [`${bucketExpr(q.interval, timeColumn(from))} AS b`] : [];
     const filter = `WHERE ${['organization_guid = {org:String}', time, ...where].join(' AND ')}`;

@@ -13,7 +13,7 @@ export interface UsageRollup {
 
 const TRAFFIC_KEYS = ['outbound_gateway_guid', 'inbound_server_guid', 'tool_name', 'type', 'status'] as const;
 /** The traffic keys but the gateway: a third of the hourly rollup's rows (clickhouse/0013). */
-const TOOL_KEYS = ['inbound_server_guid', 'tool_name', 'type', 'status'] as const;
+const TOOL_KEYS = TRAFFIC_KEYS.filter((key) => key !== 'outbound_gateway_guid');
 const PEOPLE_KEYS = ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid'] as const;
 
 /**
