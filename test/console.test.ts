@@ -131,6 +131,14 @@ describe.runIf(run)('the web console', () => {
     await Promise.all([everything?.close(), headerUpstream?.close(), oauthUpstream?.close()]);
   });
 
+  it("is what the service's own address opens in a browser, by a relative redirect that holds behind a path prefix", async () => {
+    for (const url of [`${base}/`, `${base}/console`]) {
+      const answer = await fetch(url, { redirect: 'manual' });
+      expect(answer.status).toBe(302);
+      expect(new URL(answer.headers.get('location')!, url).href).toBe(`${base}/console/`);
+    }
+  });
+
   it('loads every module it preloads and preloads every module it loads, without a script error', async () => {
     const fresh = await newPage(1280);
     const loaded = new Map<string, number>();

@@ -33,7 +33,9 @@ const VENDOR: Record<string, string> = {
 /** Serves the web console at /console/ (contract 8.5): static files, no server-side state; it calls only the REST interface. */
 export async function registerConsoleRoute(app: FastifyInstance): Promise<void> {
   await app.register(fastifyStatic, { root: CONSOLE_DIR, prefix: '/console/', index: 'index.html', decorateReply: true });
-  app.get('/console', (_request, reply) => reply.redirect('/console/'));
+  // Relative, so a redirect holds behind a proxy's path prefix. The service's own address,
+  // typed into a browser, opens the console rather than a 404.
+  for (const url of ['/', '/console']) app.get(url, (_request, reply) => reply.redirect('console/'));
   for (const [name, file] of Object.entries(VENDOR)) {
     app.get(`/console/vendor/${name}`, (_request, reply) => reply.sendFile(path.basename(file), path.dirname(file)));
   }
