@@ -90,14 +90,18 @@ const LAST_WINDOW_MS = 30 * 86_400_000;
 /** Needle filters match a handful of rows: a window never fills, so the whole range is read at once (their bloom filters skip the rest). */
 const NEEDLE_FILTERS: readonly FilterColumn[] = ['trace_id', 'span_id'];
 
+/** How much wider the first window is for each filter: a filter keeps a fraction of the rows, a guid one a small fraction. */
+const FILTER_WIDENING = 4;
+
 /**
  * The first window: an hour per thousand rows the page needs (skip + take + 1), at
- * least an hour. A deep page then usually takes one query in a busy workspace; the
+ * least an hour, and FILTER_WIDENING times wider for each filter. A deep page then
+ * usually takes one query in a busy workspace, and so does a filtered one; the
  * window's width costs little by itself (the read stops after the page), only the
- * parts it reaches.
+ * parts it reaches, where a second query costs a whole read again.
  */
-function firstWindowMs(needed: number): number {
-  return FIRST_WINDOW_MS * Math.max(1, Math.ceil(needed / 1000));
+function firstWindowMs(needed: number, filters: number): number {
+  return FIRST_WINDOW_MS * Math.max(1, Math.ceil(needed / 1000)) * FILTER_WIDENING ** filters;
 }
 
 /**
@@ -164,7 +168,11 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
         row: ThinRow,
         overLimit: NARROW_WINDOW,
       });
-    for (let windowMs = windowable(q) ? firstWindowMs(q.skip + limit) : Infinity; ; windowMs = Math.ceil(windowMs * growth(rows.length, limit, q.skip))) {
+    for (
+      let windowMs = windowable(q) ? firstWindowMs(q.skip + limit, where.length) : Infinity;
+      ;
+      windowMs = Math.ceil(windowMs * growth(rows.length, limit, q.skip))
+    ) {
       const edge = edgeOf(q, windowMs);
       rows = await read(edge);
       if (edge === null || rows.length === limit) break;
