@@ -11,7 +11,11 @@
  * asking for the revision mcp-hub speaks (SSE_HOST_REVISION). And a call in revision
  * 2026-07-28 end to end, no session on either side: a v2-SDK upstream of its own
  * (bench/modern-upstream.ts) directly, through a pass-through proxy and through a
- * gateway, from hosts pinned to the revision.
+ * gateway, from hosts pinned to the revision. And hosts without an SDK (RawHost in
+ * bench/mcp-load.ts) of both revisions through the gateway, the 2025 one through the
+ * pass-through proxy too: the SDK clients cost a host different CPU per call (the v2
+ * client more), which on 2 cores the gateway and the upstream go without; these hosts
+ * cost the same in both revisions.
  * Figures only, never assertions.
  *
  *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR --only 'direct,gateway (logging on)']
@@ -70,7 +74,10 @@ type Target =
   | 'mcp-hub (SSE endpoint)'
   | 'direct (2026-07-28)'
   | 'pass-through (2026-07-28)'
-  | 'gateway (2026-07-28 both)';
+  | 'gateway (2026-07-28 both)'
+  | 'pass-through (raw 2025 host)'
+  | 'gateway (raw 2025 host)'
+  | 'gateway (raw 2026-07-28 host)';
 const ALL_TARGETS: Target[] = [
   'direct',
   'pass-through proxy',
@@ -83,6 +90,9 @@ const ALL_TARGETS: Target[] = [
   'direct (2026-07-28)',
   'pass-through (2026-07-28)',
   'gateway (2026-07-28 both)',
+  'pass-through (raw 2025 host)',
+  'gateway (raw 2025 host)',
+  'gateway (raw 2026-07-28 host)',
 ];
 const TARGETS = ALL_TARGETS.filter((target) => !values.only || values.only.split(',').includes(target));
 interface Row extends LoadFigures {
@@ -228,6 +238,7 @@ async function main(): Promise<void> {
       return { ...figures, gatewayCpuUs: null, loopCpuUs: null };
     }
     if (target === 'pass-through proxy') return { ...(await load(proxy.url, {}, 'echo', c)), gatewayCpuUs: null, loopCpuUs: null };
+    if (target === 'pass-through (raw 2025 host)') return { ...(await load(proxy.url, {}, 'echo', c, 'raw 2025')), gatewayCpuUs: null, loopCpuUs: null };
     if (target === 'direct (2026-07-28)') return { ...(await load(modernUpstream.url, {}, 'echo', c, '2026-07-28')), gatewayCpuUs: null, loopCpuUs: null };
     if (target === 'pass-through (2026-07-28)') return { ...(await load(modernProxy.url, {}, 'echo', c, '2026-07-28')), gatewayCpuUs: null, loopCpuUs: null };
     if (target === 'mcp-hub (SSE endpoint)')
@@ -241,12 +252,16 @@ async function main(): Promise<void> {
           : target === 'gateway (2026-07-28 both)'
             ? [ready.modernPath, { authorization: `Bearer ${ready.modernToken}` }, 'modern__echo']
             : [ready.path, gatewayHeaders, 'everything__echo'];
-    const host =
+    const host: HostKind =
       target === 'gateway (2026-07-28 host)' || target === 'gateway (2026-07-28 both)'
         ? '2026-07-28'
         : target === 'gateway (SSE endpoint)'
           ? 'sse'
-          : 'streamable-http';
+          : target === 'gateway (raw 2025 host)'
+            ? 'raw 2025'
+            : target === 'gateway (raw 2026-07-28 host)'
+              ? 'raw 2026-07-28'
+              : 'streamable-http';
     const before = await service.cpuUs();
     const figures = await load(base + gatewayPath, headers, tool, c, host, host === 'sse' ? SSE_HOST_REVISION : undefined);
     const after = await service.cpuUs();
@@ -296,12 +311,12 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' ')}\n`,
   );
-  console.log('target                       conc   calls/s    p50 ms    p99 ms   host CPU µs/call   gateway CPU µs/call (process, event loop)');
+  console.log('target                          conc   calls/s    p50 ms    p99 ms   host CPU µs/call   gateway CPU µs/call (process, event loop)');
   for (const c of [1, concurrency]) {
     for (const target of TARGETS) {
       const r = pick(target, c);
       console.log(
-        `${target.padEnd(27)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.hostCpuUs.toFixed(0).padStart(18)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
+        `${target.padEnd(30)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.hostCpuUs.toFixed(0).padStart(18)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
       );
     }
   }
@@ -345,6 +360,16 @@ async function main(): Promise<void> {
     console.log(
       `\nconcurrency ${c}: 2026-07-28 host and upstream: gateway / its pass-through floor calls/s ${bothOverFloor.toFixed(2)}, ` +
         `p50 added over that floor ${bothAddedOverFloor.toFixed(2)} ms; gateway calls/s against a 2025 host and upstream ${bothOverLegacy.toFixed(2)}`,
+    );
+    const rawModern = within('gateway (raw 2026-07-28 host)', 'gateway (raw 2025 host)', (x, y) => x.rps / y.rps);
+    const rawOverFloor = within('gateway (raw 2025 host)', 'pass-through (raw 2025 host)', (x, y) => x.rps / y.rps);
+    const rawModernOverFloor = within('gateway (raw 2026-07-28 host)', 'pass-through (raw 2025 host)', (x, y) => x.rps / y.rps);
+    const rawAdded = within('gateway (raw 2025 host)', 'pass-through (raw 2025 host)', (x, y) => x.p50 - y.p50);
+    const rawModernAdded = within('gateway (raw 2026-07-28 host)', 'pass-through (raw 2025 host)', (x, y) => x.p50 - y.p50);
+    console.log(
+      `\nconcurrency ${c}: hosts without an SDK (the same host CPU for both revisions): 2026-07-28 / 2025 calls/s ${rawModern.toFixed(2)}; ` +
+        `gateway / pass-through floor calls/s ${rawOverFloor.toFixed(2)} (2025), ${rawModernOverFloor.toFixed(2)} (2026-07-28); ` +
+        `p50 added over the floor ${rawAdded.toFixed(2)} ms (2025), ${rawModernAdded.toFixed(2)} ms (2026-07-28)`,
     );
     console.log(
       `\nconcurrency ${c}: curated (50 filters, 50 overrides) / plain gateway calls/s ${curation.toFixed(2)}; gateway/direct calls/s ${ratio.toFixed(2)} (a bare pass-through proxy: ${floor.toFixed(2)}), added p50 ${added.toFixed(2)} ms, ` +

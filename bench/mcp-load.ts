@@ -15,10 +15,86 @@ export interface LoadFigures {
 
 /**
  * Which host calls: a 2025 host over Streamable HTTP (the 1.x SDK, with a session),
- * a 2025 host over the legacy HTTP+SSE transport (1.x SDK), or a host pinned to
- * revision 2026-07-28 (the v2 SDK: no initialize, no session).
+ * a 2025 host over the legacy HTTP+SSE transport (1.x SDK), a host pinned to
+ * revision 2026-07-28 (the v2 SDK: no initialize, no session), or a host of either
+ * revision without an SDK (RawHost).
  */
-export type HostKind = 'streamable-http' | 'sse' | '2026-07-28';
+export type HostKind = 'streamable-http' | 'sse' | '2026-07-28' | 'raw 2025' | 'raw 2026-07-28';
+
+/** The revision a raw 2025 host asks for: the newest of 2025. */
+const RAW_2025_REVISION = '2025-11-25';
+const MODERN_ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
+/**
+ * A host without an SDK: one fetch a call, its answer read as JSON or from an event
+ * stream. The SDK clients cost the hosts different CPU per call (the v2 client more
+ * than the 1.x one), which on 2 cores the gateway and the upstream go without; with
+ * this host both revisions cost the host the same, so what differs between them
+ * through a gateway is the gateway's.
+ */
+class RawHost implements ToolCaller {
+  private sessionId: string | undefined;
+  private nextId = 1;
+
+  private constructor(
+    private readonly url: string,
+    private readonly headers: Record<string, string>,
+    private readonly modern: boolean,
+  ) {}
+
+  static async open(url: string, headers: Record<string, string>, modern: boolean): Promise<RawHost> {
+    const host = new RawHost(url, headers, modern);
+    if (modern) return host;
+    const init = { protocolVersion: RAW_2025_REVISION, capabilities: {}, clientInfo: { name: 'bench', version: '1' } };
+    await host.request('initialize', init);
+    await host.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, {});
+    return host;
+  }
+
+  async callTool(params: { name: string; arguments: Record<string, unknown> }) {
+    return (await this.request('tools/call', this.modern ? { ...params, _meta: MODERN_ENVELOPE } : params, params.name)) as Awaited<
+      ReturnType<ToolCaller['callTool']>
+    >;
+  }
+
+  async close(): Promise<void> {
+    if (this.sessionId) await fetch(this.url, { method: 'DELETE', headers: { ...this.headers, 'mcp-session-id': this.sessionId } }).catch(() => undefined);
+  }
+
+  private async request(method: string, params: Record<string, unknown>, name?: string): Promise<unknown> {
+    const id = this.nextId++;
+    const routing: Record<string, string> = this.modern ? { 'mcp-method': method, ...(name ? { 'mcp-name': name } : {}) } : {};
+    const answer = await this.post({ jsonrpc: '2.0', id, method, params }, routing);
+    const text = await answer.text();
+    const messages = answer.headers.get('content-type')?.startsWith('text/event-stream')
+      ? // A priming event (2025-11-25) has empty data.
+        text.split('\n').flatMap((line) => (line.startsWith('data:') && line.length > 6 ? [JSON.parse(line.slice(5)) as Record<string, unknown>] : []))
+      : [JSON.parse(text) as Record<string, unknown>];
+    const message = messages.find((m) => m.id === id);
+    if (!message || message.error) throw new Error(`${method}: ${answer.status} ${text.slice(0, 200)}`);
+    if (method === 'initialize') this.sessionId = answer.headers.get('mcp-session-id') ?? undefined;
+    return message.result;
+  }
+
+  private post(body: Record<string, unknown>, routing: Record<string, string>): Promise<Response> {
+    return fetch(this.url, {
+      method: 'POST',
+      headers: {
+        ...this.headers,
+        ...routing,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': this.modern ? '2026-07-28' : RAW_2025_REVISION,
+        ...(this.sessionId ? { 'mcp-session-id': this.sessionId } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+  }
+}
 
 interface ToolCaller {
   callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<{ isError?: boolean; structuredContent?: unknown; content?: unknown }>;
@@ -26,6 +102,7 @@ interface ToolCaller {
 }
 
 async function connect(kind: HostKind, url: string, headers: Record<string, string>, revision?: string): Promise<ToolCaller> {
+  if (kind === 'raw 2025' || kind === 'raw 2026-07-28') return RawHost.open(url, headers, kind === 'raw 2026-07-28');
   const requestInit = { headers };
   if (kind === '2026-07-28') {
     const c = new ModernClient({ name: 'bench', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
