@@ -7,7 +7,9 @@ import { pipeline } from 'node:stream';
  * Serves a fetch-style handler (the v2 SDK's `createMcpHandler`) over node:http on
  * 127.0.0.1, as the test upstreams do: `seen` gets each request's body and headers
  * before the handler does (what a test records), and an answer's stream ends when the
- * client goes away (a listen stream is then cancelled, as behind a real server).
+ * client goes away (a listen stream is then cancelled, as behind a real server), and the
+ * request's signal aborts when the client closes it before the answer is complete (a
+ * handler's `ctx.mcpReq.signal` then fires, as behind a real server).
  * `close` ends the HTTP side; the handler is the caller's to close. `dropConnections`
  * cuts every open connection (its streams end, as when a server restarts) and goes on serving.
  */
@@ -23,8 +25,10 @@ export async function serveWebHandler(
       opts.seen?.(body, req);
       const headers = new Headers();
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers.set(k, v);
+      const closed = new AbortController();
+      res.once('close', () => res.writableFinished || closed.abort());
       const response = await handler.fetch(
-        new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers, ...(req.method === 'POST' ? { body } : {}) }),
+        new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers, signal: closed.signal, ...(req.method === 'POST' ? { body } : {}) }),
       );
       res.writeHead(response.status, Object.fromEntries(response.headers));
       if (response.body) pipeline(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream), res, () => undefined);

@@ -1,0 +1,64 @@
+import http from 'node:http';
+import type net from 'node:net';
+import { jsonOf } from './serve-web-handler.js';
+import type { Upstream } from './upstreams.js';
+
+/** A JSON-RPC message an upstream was sent through the tap, with the session it was sent in. */
+export interface TappedMessage {
+  method?: string;
+  id?: string | number;
+  params?: Record<string, unknown>;
+  sessionId: string | undefined;
+}
+
+export interface UpstreamTap extends Upstream {
+  /** Every JSON-RPC message POSTed to the upstream, in order. */
+  messages: TappedMessage[];
+  /** The ids of requests whose HTTP exchange the client closed before the upstream's answer was complete. */
+  abandoned: (string | number)[];
+}
+
+/**
+ * A loopback HTTP proxy in front of an upstream (a process the test cannot look into,
+ * such as server-everything) that records what the upstream is sent: each POSTed
+ * JSON-RPC message, and each request whose exchange the client closed before the
+ * answer ended (the upstream's request is then closed too). Bodies and answers pass
+ * unchanged, streams included.
+ */
+export async function startUpstreamTap(target: string): Promise<UpstreamTap> {
+  const upstream = new URL(target);
+  const messages: TappedMessage[] = [];
+  const abandoned: (string | number)[] = [];
+  const server = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    const sessionId = req.headers['mcp-session-id'] as string | undefined;
+    const message = req.method === 'POST' ? jsonOf<Omit<TappedMessage, 'sessionId'>>(body) : undefined;
+    if (message) messages.push({ ...message, sessionId });
+    const forward = http.request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => (res.headersSent ? res.destroy() : res.writeHead(502).end()));
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      if (message?.method !== undefined && message.id !== undefined) abandoned.push(message.id);
+      forward.destroy();
+    });
+    forward.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}${upstream.pathname}`,
+    messages,
+    abandoned,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
