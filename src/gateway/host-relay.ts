@@ -3,6 +3,8 @@ import { isInputRequired } from './bridge-input-requests.js';
 import { inputRounds, type InputWaiters } from './bridge-input-rounds.js';
 import { ERRORS, errorResponse, type HostContext, type Outcome } from './call-model.js';
 import type { Route } from './catalog.js';
+import { HostCancellations } from './host-cancellations.js';
+import { MODERN_REVISION } from './modern-upstream.js';
 import { fromUpstream, isAnswerTo } from './relay.js';
 import type { Upstreams } from './upstreams.js';
 
@@ -14,6 +16,9 @@ import type { Upstreams } from './upstreams.js';
  * the outcome goes to settle() (call-outcome.ts).
  */
 export class HostRelay {
+  /** The requests a 2025 host's notifications/cancelled may still abort (to 2026-07-28 upstreams). */
+  readonly cancellations = new HostCancellations();
+
   constructor(
     private readonly upstreams: Upstreams,
     private readonly waiters: InputWaiters,
@@ -22,6 +27,24 @@ export class HostRelay {
 
   async relay(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<Outcome> {
     ctx.record.inboundServerGuid = route.serverGuid;
+    // A 2025 upstream hears a 2025 host's cancellation in its session; a 2026-07-28 upstream's request must be closed.
+    if (!ctx.session || route.features?.protocolVersion !== MODERN_REVISION) return this.exchange(ctx, route, message);
+    const tracked = this.cancellations.track({ ...ctx, session: ctx.session }, (message as { id: RequestId }).id);
+    let outcome: Outcome;
+    try {
+      outcome = await this.exchange(tracked.ctx, route, message);
+    } catch (err) {
+      tracked.done();
+      throw err;
+    }
+    if (outcome.kind !== 'stream') {
+      tracked.done();
+      return outcome;
+    }
+    return { ...outcome, messages: untilEnd(outcome.messages, tracked.done) };
+  }
+
+  private async exchange(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<Outcome> {
     const requestId = (message as { id: RequestId }).id;
     const reply = await this.upstreams.send(ctx, route, message);
     if (reply.streamed) return { kind: 'stream', requestId, messages: this.relayStream(ctx, route, message, reply.messages) };
@@ -111,5 +134,14 @@ export class HostRelay {
     }
     this.upstreams.observe(ctx, route, message, final);
     yield final;
+  }
+}
+
+/** `messages`, with `done` run once they have been read to the end or let go. */
+async function* untilEnd(messages: AsyncIterable<JSONRPCMessage>, done: () => void): AsyncGenerator<JSONRPCMessage> {
+  try {
+    yield* messages;
+  } finally {
+    done();
   }
 }

@@ -337,6 +337,8 @@ export class GatewayProxy {
       if (route) await this.upstreams.send(ctx, route, cancelled.message).catch(() => undefined);
       return { kind: 'accepted' };
     }
+    // A cancellation of a request this process serves to a 2026-07-28 upstream closes that request (host-cancellations.ts).
+    if (method === 'notifications/cancelled' && ctx.session) this.relays.cancellations.cancel(ctx.session, message);
     // Cancellations of the host's own requests, roots/list_changed, progress: every upstream
     // of the session may care, and an upstream ignores what is not its own.
     await this.broadcast(ctx, message, false);
