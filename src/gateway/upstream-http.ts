@@ -152,6 +152,20 @@ export async function deleteUpstreamSession(req: UpstreamRequest): Promise<void>
   res?.discard();
 }
 
+/**
+ * Tells a 2025 upstream that the request `id` of the session is cancelled
+ * (`notifications/cancelled`): its transport does not count a closed request as one.
+ * Never throws: an upstream that does not take it goes on with the call, as it would.
+ */
+export async function cancelUpstreamRequest(req: UpstreamRequest, id: RequestId): Promise<void> {
+  const message = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'The host cancelled the request.' } };
+  try {
+    for await (const _ of (await postToUpstream(req, message as JSONRPCMessage)).messages) void _;
+  } catch {
+    /* see above */
+  }
+}
+
 /** What a host says of itself in `initialize`, passed on to the upstream. */
 export interface InitializeParams {
   protocolVersion: string;

@@ -1,8 +1,8 @@
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
 import { setUpstreamLogLevel } from '../host-log-levels.js';
-import { deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamReply } from '../upstream-http.js';
+import { cancelUpstreamRequest, deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamReply } from '../upstream-http.js';
 import { UpstreamSessionPool } from '../upstream-session-pool.js';
 import { whenRead, type UpstreamAdapter, type UpstreamExchange, type UpstreamKit } from './adapter.js';
 import { openStreamable } from './streamable-session.js';
@@ -15,7 +15,9 @@ const NOT_CANCELLED = new AbortController().signal;
  * its connection shares with its other requests of the same host identity
  * (upstream-session-pool.ts): one exchange per call instead of four. The session
  * stays the request's while the request lasts (a bridged input round answers on it);
- * a session the upstream forgot (404) is opened again, once.
+ * a session the upstream forgot (404) is opened again, once. A request the host closes
+ * before its answer (its cancellation, in revision 2026-07-28) is cancelled in the
+ * session with `notifications/cancelled`, as a 2025 upstream expects.
  */
 export class StreamablePooledAdapter implements UpstreamAdapter {
   private readonly sessions = new UpstreamSessionPool();
@@ -52,11 +54,21 @@ export class StreamablePooledAdapter implements UpstreamAdapter {
     );
     let reply: UpstreamReply;
     let protocolVersion: string | null = null;
+    let cancel = () => {};
     try {
       const upstream = await lease.session;
       modern.upstreams.set(route.assignmentGuid, upstream);
       protocolVersion = upstream.protocolVersion ?? null;
       reply = await postToUpstream(this.kit.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion), message);
+      const id = (message as { id?: RequestId }).id;
+      if (id !== undefined && 'method' in message) {
+        cancel = () =>
+          void cancelUpstreamRequest(
+            { ...this.kit.request(shared, route, credential, upstream.sessionId, upstream.protocolVersion), signal: AbortSignal.timeout(5_000) },
+            id,
+          );
+        ctx.signal.addEventListener('abort', cancel, { once: true });
+      }
     } catch (err) {
       lease.release();
       modern.upstreams.delete(route.assignmentGuid);
@@ -66,6 +78,9 @@ export class StreamablePooledAdapter implements UpstreamAdapter {
       }
       throw err;
     }
-    return whenRead({ ...reply, protocolVersion }, lease.release);
+    return whenRead({ ...reply, protocolVersion }, () => {
+      ctx.signal.removeEventListener('abort', cancel);
+      lease.release();
+    });
   }
 }
