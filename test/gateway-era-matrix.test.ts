@@ -1,0 +1,303 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client as Client2026, LOG_LEVEL_META_KEY, StreamableHTTPClientTransport as Transport2026, type LoggingLevel } from '@modelcontextprotocol/client';
+import {
+  CallToolResultSchema,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import { gatewayClient } from './helpers/gateway.js';
+import { startTwoEraGateway, type TwoEraGateway } from './helpers/two-era-gateway.js';
+
+/**
+ * The era matrix (contract 8.1, issue 12): a 2025 host (the 1.x SDK client, a session)
+ * and a 2026-07-28 host (the v2 client pinned to 2026-07-28, no fallback), each using a
+ * 2025 upstream (server-everything, behind a tap that records what it is sent) and a
+ * 2026-07-28-only upstream (the v2-SDK fixture, `legacy: 'reject'`) through one gateway.
+ * Every cell runs the same cases; what differs per upstream is in UPSTREAMS, what
+ * differs per host revision is in the Host adapter. Change notifications and the input
+ * bridges in depth: gateway-listen, gateway-list-changes, gateway-bridging.
+ */
+type Revision = '2025' | '2026-07-28';
+
+const ROOTS = [{ uri: 'file:///work/matrix', name: 'matrix' }];
+/** What a host answers an upstream's questions with (both revisions alike). */
+const ANSWERS = {
+  elicit: { action: 'decline' as const },
+  sample: (model: string) => ({ model, role: 'assistant' as const, content: { type: 'text' as const, text: 'sampled' } }),
+};
+/** How long a case may wait for something to happen on the other side. */
+const WAIT_MS = 8_000;
+
+interface CallOptions {
+  signal?: AbortSignal;
+  onprogress?: (progress: { progress: number; total?: number }) => void;
+}
+
+/** One host of either revision, as the cases use it. */
+interface Host {
+  revision: Revision;
+  listTools(): Promise<string[]>;
+  callTool(name: string, args: Record<string, unknown>, opts?: CallOptions): Promise<CallToolResult>;
+  getPrompt(name: string): Promise<string>;
+  readResource(uri: string): Promise<string>;
+  complete(prompt: string, argument: string, value: string): Promise<string[]>;
+  /** Sets the level as the host's revision does: logging/setLevel (2025), the envelope of each later request (2026-07-28). */
+  setLogLevel(level: LoggingLevel | undefined): Promise<void>;
+  /** The log messages (notifications/message) the host received, in order. */
+  logs: { level: string; data: unknown }[];
+  /** A 2025 host's subscription (a request of its session); undefined for a 2026-07-28 host, which has none. */
+  subscribe?: (uri: string) => Promise<void>;
+  close(): Promise<void>;
+}
+
+const textOf = (result: CallToolResult): string => result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+
+async function host2025(g: TwoEraGateway): Promise<Host> {
+  const client = await gatewayClient(g.url, g.token, { capabilities: { elicitation: {}, sampling: {}, roots: {} } });
+  const logs: Host['logs'] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params));
+  client.setRequestHandler(ElicitRequestSchema, async () => ANSWERS.elicit);
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ANSWERS.sample('model-2025'));
+  client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: ROOTS }));
+  return {
+    revision: '2025',
+    logs,
+    listTools: async () => (await client.listTools()).tools.map((t) => t.name),
+    callTool: async (name, args, opts = {}) =>
+      (await client.callTool({ name, arguments: args }, CallToolResultSchema, { ...opts, timeout: WAIT_MS * 2 })) as CallToolResult,
+    getPrompt: async (name) => JSON.stringify((await client.getPrompt({ name })).messages),
+    readResource: async (uri) => JSON.stringify((await client.readResource({ uri })).contents),
+    complete: async (name, argument, value) =>
+      (await client.complete({ ref: { type: 'ref/prompt', name }, argument: { name: argument, value } })).completion.values,
+    setLogLevel: async (level) => void (await client.setLoggingLevel(level ?? 'debug')),
+    subscribe: async (uri) => void (await client.subscribeResource({ uri })),
+    close: () => client.close(),
+  };
+}
+
+async function host2026(g: TwoEraGateway): Promise<Host> {
+  const client = new Client2026(
+    { name: 'matrix-host-2026', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: {}, sampling: {}, roots: {} } },
+  );
+  const logs: Host['logs'] = [];
+  client.setNotificationHandler('notifications/message', (n) => void logs.push(n.params));
+  client.setRequestHandler('elicitation/create', async () => ANSWERS.elicit);
+  client.setRequestHandler('sampling/createMessage', async () => ANSWERS.sample('model-2026'));
+  client.setRequestHandler('roots/list', async () => ({ roots: ROOTS }));
+  await client.connect(new Transport2026(new URL(g.url), { requestInit: { headers: { authorization: `Bearer ${g.token}` } } }));
+  let level: LoggingLevel | undefined;
+  return {
+    revision: '2026-07-28',
+    logs,
+    listTools: async () => (await client.listTools()).tools.map((t) => t.name),
+    callTool: async (name, args, opts = {}) =>
+      (await client.callTool(
+        { name, arguments: args, ...(level ? { _meta: { [LOG_LEVEL_META_KEY]: level } } : {}) },
+        { ...opts, timeout: WAIT_MS * 2 },
+      )) as CallToolResult,
+    getPrompt: async (name) => JSON.stringify((await client.getPrompt({ name })).messages),
+    readResource: async (uri) => JSON.stringify((await client.readResource({ uri })).contents),
+    complete: async (name, argument, value) =>
+      (await client.complete({ ref: { type: 'ref/prompt', name }, argument: { name: argument, value } })).completion.values,
+    setLogLevel: async (next) => void (level = next),
+    close: () => client.close(),
+  };
+}
+
+/** Waits until `check` holds, at most WAIT_MS; fails with `what` otherwise. */
+async function until(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + WAIT_MS;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within ${WAIT_MS} ms: ${what}`);
+    await sleep(50);
+  }
+}
+
+/** What the cases need of one upstream revision: names, expected answers, and how to see its side of a cancellation. */
+interface UpstreamSpec {
+  tool: { name: string; args: Record<string, unknown>; text: string };
+  prompt: { name: string; text: string };
+  resource: { uri: string; text: string };
+  completion: { prompt: string; argument: string; value: string; values: string[] };
+  progress: { name: string; args: Record<string, unknown>; steps: number };
+  /** A call that runs until cancelled (`tag` tells the calls apart), and what the upstream saw of it. */
+  slow: {
+    name: string;
+    args: (tag: string) => Record<string, unknown>;
+    running: (g: TwoEraGateway, tag: string) => boolean;
+    cancelled: (g: TwoEraGateway, tag: string) => boolean;
+  };
+  logging: (g: TwoEraGateway, host: Host) => Promise<void>;
+  /** One of elicitation, sampling and roots, per host revision (gateway-bridging covers them all in depth). */
+  input: Record<Revision, { what: string; name: string; args: Record<string, unknown>; text: string }>;
+}
+
+/** server-everything's tools/call of a `slow` call, as the tap saw it (its arguments carry the tag). */
+const tappedCall = (g: TwoEraGateway, tag: string) =>
+  g.tap!.messages.find((m) => m.method === 'tools/call' && (m.params?.arguments as { tag?: string } | undefined)?.tag === tag);
+
+const UPSTREAMS: Record<Revision, UpstreamSpec> = {
+  '2025': {
+    tool: { name: 'everything__echo', args: { message: 'matrix' }, text: 'Echo: matrix' },
+    prompt: { name: 'everything__simple-prompt', text: 'This is a simple prompt without arguments.' },
+    resource: { uri: 'demo://resource/dynamic/text/1', text: 'Resource 1:' },
+    completion: { prompt: 'everything__completable-prompt', argument: 'department', value: 'S', values: ['Sales', 'Support'] },
+    progress: { name: 'everything__trigger-long-running-operation', args: { duration: 0.3, steps: 3 }, steps: 3 },
+    slow: {
+      name: 'everything__trigger-long-running-operation',
+      // Its schema drops the tag; the tap still sees it.
+      args: (tag) => ({ duration: 6, steps: 12, tag }),
+      running: (g, tag) => tappedCall(g, tag) !== undefined,
+      // A 2025 upstream hears of a cancellation only through notifications/cancelled in the call's session: its
+      // transport says a closed request is not one (server-everything's tool would run on).
+      cancelled: (g, tag) => {
+        const call = tappedCall(g, tag)!;
+        return g.tap!.messages.some((m) => m.method === 'notifications/cancelled' && m.params?.requestId === call.id && m.sessionId === call.sessionId);
+      },
+    },
+    logging: async (g, host) => {
+      if (!host.subscribe) {
+        // server-everything sends log messages only on its session's GET stream, never within a request, and revision
+        // 2026-07-28 has no such stream: what a 2026-07-28 host's level does is set it on the upstream session the
+        // gateway opens for it (logging/setLevel), as docs/gateway.md says.
+        await host.setLogLevel('warning');
+        await host.callTool('everything__echo', { message: 'at warning' });
+        await host.setLogLevel(undefined);
+        expect(g.tap!.messages.some((m) => m.method === 'logging/setLevel' && m.params?.level === 'warning')).toBe(true);
+        return;
+      }
+      // A 2025 host hears it on its session's event stream (GET), which the gateway merges from the upstream's. Each
+      // subscription makes server-everything log at `info`: heard at `info`, not at `warning`, heard again at `info`.
+      let n = 0;
+      const subscribed = async () => {
+        const uri = `demo://resource/dynamic/text/${100 + ++n}`;
+        await host.subscribe!(uri);
+        return (): boolean => host.logs.some((l) => l.level === 'info' && String(l.data).includes(uri));
+      };
+      await host.setLogLevel('info');
+      // The host's event stream opens after its initialize: subscribe until it carries the first message.
+      let heard = await subscribed();
+      for (let tries = 0; !heard() && tries < 20; tries++) {
+        await sleep(250);
+        if (!heard()) heard = await subscribed();
+      }
+      expect(heard()).toBe(true);
+      await host.setLogLevel('warning');
+      const quiet = await subscribed();
+      await host.setLogLevel('info');
+      const again = await subscribed();
+      await until('an info message after the level went back to info', again);
+      expect(quiet()).toBe(false);
+    },
+    input: {
+      '2025': { what: 'sampling', name: 'everything__trigger-sampling-request', args: { prompt: 'matrix', maxTokens: 10 }, text: 'model-2025' },
+      '2026-07-28': { what: 'elicitation', name: 'everything__trigger-elicitation-request', args: {}, text: 'declined' },
+    },
+  },
+  '2026-07-28': {
+    tool: { name: 'modern__shout', args: { text: 'matrix' }, text: 'MATRIX' },
+    prompt: { name: 'modern__haiku', text: 'Write a haiku.' },
+    resource: { uri: 'modern://motd', text: 'hello from 2026' },
+    completion: { prompt: 'modern__greet', argument: 'name', value: 'A', values: ['Ada', 'Alan'] },
+    progress: { name: 'modern__count', args: { steps: 3 }, steps: 3 },
+    slow: {
+      name: 'modern__wait',
+      args: (tag) => ({ tag }),
+      running: (g, tag) => g.modern.waits.get(tag) === 'waiting',
+      // The tool's own abort signal fired: its HTTP request was closed.
+      cancelled: (g, tag) => g.modern.waits.get(tag) === 'cancelled',
+    },
+    logging: async (_g, host) => {
+      // The tool logs at info and at error; at warning only the error may reach the host.
+      await host.setLogLevel('warning');
+      const before = host.logs.length;
+      expect(textOf(await host.callTool('modern__log', {}))).toBe('logged');
+      await host.setLogLevel(undefined);
+      expect(host.logs.slice(before)).toEqual([expect.objectContaining({ level: 'error', data: 'loud failure' })]);
+    },
+    input: {
+      '2025': { what: 'roots', name: 'modern__roots', args: {}, text: `roots: ${ROOTS[0]!.uri}` },
+      '2026-07-28': { what: 'sampling', name: 'modern__sample', args: { prompt: 'matrix' }, text: 'model model-2026 said sampled' },
+    },
+  },
+};
+
+/** The cases every cell runs. */
+const CASES: { name: string; run: (g: TwoEraGateway, host: Host, up: UpstreamSpec) => Promise<void> }[] = [
+  {
+    name: 'tools/list and tools/call',
+    run: async (_g, host, up) => {
+      expect(await host.listTools()).toContain(up.tool.name);
+      expect(textOf(await host.callTool(up.tool.name, up.tool.args))).toBe(up.tool.text);
+    },
+  },
+  {
+    name: 'prompts/get',
+    run: async (_g, host, up) => expect(await host.getPrompt(up.prompt.name)).toContain(up.prompt.text),
+  },
+  {
+    name: 'resources/read',
+    run: async (_g, host, up) => expect(await host.readResource(up.resource.uri)).toContain(up.resource.text),
+  },
+  {
+    name: 'completion/complete',
+    run: async (_g, host, { completion: c }) => expect(await host.complete(c.prompt, c.argument, c.value)).toEqual(c.values),
+  },
+  {
+    name: 'progress reaches the host with its own token',
+    run: async (_g, host, up) => {
+      // The SDK calls onprogress only for a notification carrying the token it put in the request.
+      const seen: number[] = [];
+      const result = await host.callTool(up.progress.name, up.progress.args, { onprogress: (p) => void seen.push(p.progress) });
+      expect(result.isError).toBeFalsy();
+      expect(seen).toEqual(Array.from({ length: up.progress.steps }, (_, i) => i + 1));
+    },
+  },
+  {
+    name: 'cancellation reaches the upstream',
+    run: async (g, host, up) => {
+      const tag = `cancel-${host.revision}-${Date.now()}`;
+      const abort = new AbortController();
+      const call = host.callTool(up.slow.name, up.slow.args(tag), { signal: abort.signal });
+      call.catch(() => undefined);
+      await until('the upstream runs the call', () => up.slow.running(g, tag));
+      abort.abort('the host changed its mind');
+      await expect(call).rejects.toThrow();
+      await until('the upstream sees the cancellation', () => up.slow.cancelled(g, tag));
+    },
+  },
+  {
+    name: 'logging at the level the host set',
+    run: async (g, host, up) => up.logging(g, host),
+  },
+  {
+    name: 'one input request bridged (elicitation, sampling or roots)',
+    run: async (_g, host, up) => {
+      const input = up.input[host.revision];
+      expect(textOf(await host.callTool(input.name, input.args)), input.what).toContain(input.text);
+    },
+  },
+];
+
+const HOSTS: Record<Revision, (g: TwoEraGateway) => Promise<Host>> = { '2025': host2025, '2026-07-28': host2026 };
+const CELLS = (['2025', '2026-07-28'] as const).flatMap((host) => (['2025', '2026-07-28'] as const).map((upstream) => ({ host, upstream })));
+
+let g: TwoEraGateway;
+beforeAll(async () => {
+  g = await startTwoEraGateway('Era matrix', { asksForInput: true, protocolFeatures: true }, { tapEverything: true });
+}, 120_000);
+afterAll(async () => g?.close());
+
+describe.each(CELLS)('a $host host using a $upstream upstream', (cell) => {
+  let host: Host;
+  beforeAll(async () => {
+    host = await HOSTS[cell.host](g);
+  }, 30_000);
+  afterAll(async () => host?.close());
+  it.each(CASES)('$name', ({ run }) => run(g, host, UPSTREAMS[cell.upstream]), 30_000);
+});
