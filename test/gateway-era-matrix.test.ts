@@ -168,7 +168,9 @@ const UPSTREAMS: Record<Revision, UpstreamSpec> = {
         await host.setLogLevel('warning');
         await host.callTool('everything__echo', { message: 'at warning' });
         await host.setLogLevel(undefined);
-        expect(g.tap!.messages.some((m) => m.method === 'logging/setLevel' && m.params?.level === 'warning')).toBe(true);
+        const call = g.tap!.messages.find((m) => m.method === 'tools/call' && (m.params?.arguments as { message?: string }).message === 'at warning')!;
+        const levels = g.tap!.messages.filter((m) => m.method === 'logging/setLevel' && m.sessionId === call.sessionId).map((m) => m.params?.level);
+        expect(levels).toEqual(['warning']);
         return;
       }
       // A 2025 host hears it on its session's event stream (GET), which the gateway merges from the upstream's. Each
