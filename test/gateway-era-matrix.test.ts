@@ -194,6 +194,7 @@ const UPSTREAMS: Record<Revision, UpstreamSpec> = {
       await host.setLogLevel('info');
       const again = await subscribed();
       await until('an info message after the level went back to info', again);
+      // The stream keeps order: sent at all, the message at `warning` would have come before this one.
       expect(quiet()).toBe(false);
     },
     input: {
