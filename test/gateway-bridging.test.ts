@@ -373,6 +373,26 @@ describe('a 2025 host using a 2026-07-28 upstream that answers input_required', 
     expect(progress).toEqual(['1/2', '1/2']);
   });
 
+  it('ends the rounds when the host cancels its call while the gateway waits for its answer (notifications/cancelled)', async () => {
+    const { url, token, connectionGuid } = await connection();
+    const host = await gatewayClient(url, token, { capabilities: HOST_CAPABILITIES });
+    clients.push(host);
+    const cancel = new AbortController();
+    // The host is asked, and instead of answering it cancels its call: the SDK sends notifications/cancelled.
+    host.setRequestHandler(ElicitRequestSchema, () => {
+      cancel.abort('changed my mind');
+      return new Promise(() => undefined);
+    });
+    await expect(host.callTool({ name: 'modern__confirm', arguments: { action: 'cancelled' } }, undefined, { signal: cancel.signal })).rejects.toThrow();
+    // The call's row says so (without the cancellation the round would wait out the 20 s upstream timeout and say that).
+    const row = await eventually(
+      () => rows(connectionGuid, 'tool_call'),
+      (r) => r.tool_name === 'confirm',
+    );
+    expect(row.status).toBe('error');
+    expect(row.error_message).toMatch(/needs input from the host, but the host cancelled the request/);
+  });
+
   it('works for a host on the legacy HTTP+SSE endpoint too', async () => {
     const { url, token } = await connection();
     const asked: string[] = [];

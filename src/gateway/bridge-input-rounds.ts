@@ -56,7 +56,8 @@ class WaitingRound {
       };
       const onAbort = () => {
         done();
-        reject(new Error('the host went away while the server waited for its input'));
+        // The host's cancellation says so (host-cancellations.ts); a closed connection does not.
+        reject(signal.reason instanceof Error ? signal.reason : new Error('the host went away while the server waited for its input'));
       };
       const timer = setTimeout(() => {
         done();
