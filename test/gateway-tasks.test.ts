@@ -162,12 +162,12 @@ describe('the tasks extension through a gateway (2026-07-28 host, 2026-07-28 ups
     const upstreamCall = upstream.requests.findLast((r) => r.method === 'tools/call')!;
     expect(upstreamCall.params.name).toBe('slow_compute');
     // The host's id is the gateway's, not the upstream's.
-    expect(taskId).not.toMatch(/^upstream-task-/);
+    expect(taskId).not.toMatch(/^task-/);
     const client = await modernClient();
     const done = await pollUntilNot(client, taskId, ['working']);
     expect(done).toMatchObject({ taskId, status: 'completed', result: { content: [{ type: 'text', text: 'computed first' }] } });
     const get = upstream.requests.findLast((r) => r.method === 'tasks/get')!;
-    expect(get.params.taskId).toMatch(/^upstream-task-/);
+    expect(get.params.taskId).toMatch(/^task-/);
     // The upstream's Mcp-Name names its own task (the SDK's server checks it against the body).
     expect(get.mcpName).toBe(get.params.taskId);
   });
@@ -178,7 +178,7 @@ describe('the tasks extension through a gateway (2026-07-28 host, 2026-07-28 ups
     const waiting = await client.request({ method: 'tasks/get', params: { taskId } }, Task);
     expect(waiting).toMatchObject({ taskId, status: 'input_required', inputRequests: { confirm: { method: 'elicitation/create' } } });
     const ack = await client.request(
-      { method: 'tasks/update', params: { taskId, inputResponses: { confirm: { action: 'accept', content: { ok: true } } } } },
+      { method: 'tasks/update', params: { taskId, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } } },
       Ack,
     );
     expect(ack.taskId).toBeUndefined();
