@@ -17,6 +17,8 @@ import {
 } from '@modelcontextprotocol/server';
 import { registerContentTools, registerNotifyingTools, registerPrompts, registerResources, type Shared } from './fixture-features.js';
 import { registerAskingTools, registerInputRequiredTools } from './fixture-input-tools.js';
+import { registerTaskTools, TASKS_EXTENSION } from './fixture-tasks.js';
+import { TaskStore } from '../helpers/task-store.js';
 
 /**
  * The conformance runner's fixture server, written with the v2 SDK: the tools,
@@ -28,25 +30,33 @@ import { registerAskingTools, registerInputRequiredTools } from './fixture-input
  * factory backs both, so the eras cannot drift apart. Host and Origin are checked
  * first (the runner's DNS-rebinding scenario). Listens on 127.0.0.1.
  *
- * Not implemented: the tasks extension (`tasks-*` scenarios, which neither revision's
- * requirement list scores; the SDK has no server side for it).
+ * The 2026-07-28 side also offers the tasks extension (`tasks-*` scenarios; the SDK
+ * has no server side for it: fixture-tasks.ts), with its tasks kept across requests;
+ * the 2025 side does not (that revision's core tasks are not implemented).
  */
 
-/** One server instance (per 2026-07-28 request, per 2025 session) with everything the scenarios call. */
-function buildServer(shared: Shared): McpServer {
+/**
+ * One server instance (per 2026-07-28 request, per 2025 session) with everything the
+ * scenarios call; `tasks` (2026-07-28 only) adds the tasks extension over that store.
+ */
+function buildServer(shared: Shared, tasks?: TaskStore): McpServer {
   const server = new McpServer(
     { name: 'conformance-fixture', version: '1.0.0' },
     {
+      // No `tools` here: McpServer would install its tools handlers at construction, before
+      // registerTaskTools can wrap them; the first registerTool declares `tools: { listChanged: true }`.
       capabilities: {
-        tools: { listChanged: true },
         prompts: { listChanged: true },
         resources: { subscribe: true, listChanged: true },
         logging: {},
         completions: {},
+        // The SDK's capability type does not name extensions yet; it sends them as given.
+        ...(tasks ? ({ extensions: { [TASKS_EXTENSION]: {} } } as Record<string, unknown>) : {}),
       },
       requestState: { verify: (state, ctx) => shared.codec.verify(state, ctx) },
     },
   );
+  if (tasks) registerTaskTools(server, tasks);
   registerContentTools(server);
   registerNotifyingTools(server, shared);
   registerAskingTools(server);
@@ -92,7 +102,8 @@ export async function startConformanceFixture(): Promise<ConformanceFixture> {
       }
     },
   };
-  const modern = createMcpHandler(() => buildServer(shared), { legacy: 'reject' });
+  const tasks = new TaskStore();
+  const modern = createMcpHandler(() => buildServer(shared, tasks), { legacy: 'reject' });
 
   /** A 2025 request: the session's own transport, or a new session on initialize. */
   const legacy = async (request: Request, parsedBody: unknown): Promise<Response> => {
@@ -152,6 +163,7 @@ export async function startConformanceFixture(): Promise<ConformanceFixture> {
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     close: async () => {
+      tasks.close();
       await modern.close();
       await Promise.all([...sessions.values()].map(({ transport }) => transport.close()));
       httpServer.closeAllConnections();
