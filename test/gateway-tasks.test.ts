@@ -155,6 +155,9 @@ describe('the tasks extension through a gateway (2026-07-28 host, 2026-07-28 ups
     const hinted = upstream.requests.findLast((r) => r.method === 'tools/call')!;
     expect(hinted.params).toMatchObject({ name: 'slow_compute', arguments: { label: 'legacy hint' } });
     expect(hinted.params.task).toBeUndefined();
+    // A tool that requires a task (the v2 SDK's upstream lists no `execution` in revision 2026-07-28, so the host cannot
+    // know) answers such a host with the upstream's -32021, as it answers a 2026-07-28 host without the extension.
+    await expect(legacy.callTool({ name: 'jobs__confirm_delete', arguments: { filename: 'a.txt' } })).rejects.toThrow(/-32021/);
   });
 
   it('creates a task under a gateway id, polls it to its result, with the upstream seeing its own id', async () => {
