@@ -1,10 +1,9 @@
 import http from 'node:http';
 import type net from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CreateMessageResultSchema, ElicitResultSchema, ListRootsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { sessionTransports } from './session-transports.js';
 import type { Upstream } from './upstreams.js';
 
 export interface AskingUpstream extends Upstream {
@@ -81,31 +80,14 @@ export async function startAskingUpstream(): Promise<AskingUpstream> {
     server.server.oninitialized = () => declared.push((server.server.getClientCapabilities() ?? {}) as Record<string, unknown>);
     return server;
   };
-  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const sessions = sessionTransports(build);
   const httpServer = http.createServer(async (req, res) => {
     try {
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const text = Buffer.concat(chunks).toString();
       const body = text ? (JSON.parse(text) as unknown) : undefined;
-      const sessionId = req.headers['mcp-session-id'];
-      let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
-      if (!transport) {
-        if (typeof sessionId === 'string') {
-          res
-            .writeHead(404, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }));
-          return;
-        }
-        const fresh: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: randomUUID,
-          onsessioninitialized: (id) => void transports.set(id, fresh),
-          onsessionclosed: (id) => void transports.delete(id),
-        });
-        await build().connect(fresh);
-        transport = fresh;
-      }
-      await transport.handleRequest(req, res, body);
+      await sessions.serve(req, res, body);
     } catch {
       res.destroy();
     }
@@ -116,9 +98,9 @@ export async function startAskingUpstream(): Promise<AskingUpstream> {
     url: `http://127.0.0.1:${port}/mcp`,
     runs,
     declared,
-    forgetSessions: () => transports.clear(),
+    forgetSessions: sessions.forget,
     close: async () => {
-      for (const transport of transports.values()) await transport.close().catch(() => undefined);
+      await sessions.close();
       httpServer.closeAllConnections();
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     },

@@ -1,11 +1,10 @@
 import http from 'node:http';
 import type net from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { createMcpHandler, LOG_LEVEL_META_KEY, McpServer } from '@modelcontextprotocol/server';
 import { McpServer as McpServer2025 } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { jsonOf, serveWebHandler } from './serve-web-handler.js';
+import { sessionTransports } from './session-transports.js';
 import type { Upstream } from './upstreams.js';
 
 /** One POST an upstream received: its method, params, session and the headers of interest. */
@@ -88,30 +87,13 @@ export async function startSessionLoggingUpstream(): Promise<Upstream & { reques
     });
     return server;
   };
-  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const sessions = sessionTransports(build);
   const httpServer = http.createServer(async (req, res) => {
     try {
       const text = (await readBody(req)).toString();
       record(requests, req, Buffer.from(text));
       const body = text ? (JSON.parse(text) as unknown) : undefined;
-      const sessionId = req.headers['mcp-session-id'];
-      let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
-      if (!transport) {
-        if (typeof sessionId === 'string') {
-          res
-            .writeHead(404, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }));
-          return;
-        }
-        const fresh: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: randomUUID,
-          onsessioninitialized: (id) => void transports.set(id, fresh),
-          onsessionclosed: (id) => void transports.delete(id),
-        });
-        await build().connect(fresh);
-        transport = fresh;
-      }
-      await transport.handleRequest(req, res, body);
+      await sessions.serve(req, res, body);
     } catch {
       res.destroy();
     }
