@@ -104,6 +104,7 @@ describe.runIf(run)('the web console', () => {
         inboundServerGuid: serverGuid,
         userGuid: ws.userGuid,
         traceId,
+        protocolVersion: i % 2 ? '2025-11-25' : '2026-07-28',
         requestBody: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: toolName, arguments: { n: i } } }),
         responseBody: JSON.stringify({ jsonrpc: '2.0', id: i, result: { content: [{ type: 'text', text: `answer ${i}` }] } }),
         requestHeaders: { 'content-type': 'application/json', authorization: 'Bearer svcg_hidden_value' },
@@ -206,6 +207,8 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(() => detail.getByLabel('Response body').textContent()).toContain('answer 1');
     expect(await detail.getByLabel('Request headers').textContent()).toContain('[REDACTED]');
     expect(await detail.getByLabel('Request headers').textContent()).not.toContain('svcg_hidden_value');
+    // The host's protocol revision (seeded[1] is an odd row: a 2025 host).
+    expect(await detail.getByRole('definition').allTextContents()).toContain('2025-11-25');
     await shot('logs-detail');
     // The view is a link: a new tab opened on it shows the same filtered calls.
     const shared = await newPage(1280);

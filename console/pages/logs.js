@@ -47,6 +47,8 @@ function Detail({ row, onClose }) {
       <dd>${row.status}${row.error_message ? ` — ${row.error_message}` : ''}</dd>
       <dt>Duration</dt>
       <dd>${fmtMs(row.duration_ms)}</dd>
+      <dt>Protocol revision</dt>
+      <dd>${row.protocol_version ?? '—'}</dd>
       <dt>Trace</dt>
       <dd><a href=${hrefOf('logs', { trace_id: row.trace_id, range: '30d' })}>All calls of trace ${row.trace_id}</a></dd>
     </dl>
