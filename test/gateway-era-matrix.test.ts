@@ -150,8 +150,9 @@ const UPSTREAMS: Record<Revision, UpstreamSpec> = {
     progress: { name: 'everything__trigger-long-running-operation', args: { duration: 0.3, steps: 3 }, steps: 3 },
     slow: {
       name: 'everything__trigger-long-running-operation',
-      // Its schema drops the tag; the tap still sees it.
-      args: (tag) => ({ duration: 6, steps: 12, tag }),
+      // Its schema drops the tag (the tap still sees it) and tapHoldMs: the tap holds the call that long, so the host's
+      // request closes before the upstream's answer has begun (a cancellation must not wait for the answer to start).
+      args: (tag) => ({ duration: 6, steps: 12, tag, tapHoldMs: 500 }),
       running: (g, tag) => tappedCall(g, tag) !== undefined,
       // A 2025 upstream hears of a cancellation only through notifications/cancelled in the call's session: its
       // transport says a closed request is not one (server-everything's tool would run on).

@@ -23,7 +23,9 @@ export interface UpstreamTap extends Upstream {
  * such as server-everything) that records what the upstream is sent: each POSTed
  * JSON-RPC message, and each request whose exchange the client closed before the
  * answer ended (the upstream's request is then closed too). Bodies and answers pass
- * unchanged, streams included.
+ * unchanged, streams included. A tools/call whose arguments carry `tapHoldMs` reaches
+ * the upstream that much later (the upstream's schema drops the argument): a client
+ * that closes its request meanwhile has had no answer begun.
  */
 export async function startUpstreamTap(target: string): Promise<UpstreamTap> {
   const upstream = new URL(target);
@@ -49,6 +51,8 @@ export async function startUpstreamTap(target: string): Promise<UpstreamTap> {
       if (message?.method !== undefined && message.id !== undefined) abandoned.push(message.id);
       forward.destroy();
     });
+    const holdMs = (message?.params?.arguments as { tapHoldMs?: unknown } | undefined)?.tapHoldMs;
+    if (typeof holdMs === 'number') await new Promise((resolve) => setTimeout(resolve, holdMs));
     forward.end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

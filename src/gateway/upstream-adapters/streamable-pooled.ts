@@ -59,7 +59,7 @@ export class StreamablePooledAdapter implements UpstreamAdapter {
       const upstream = await lease.session;
       modern.upstreams.set(route.assignmentGuid, upstream);
       protocolVersion = upstream.protocolVersion ?? null;
-      reply = await postToUpstream(this.kit.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion), message);
+      // Listening before the request goes out: a host may close its request before the upstream's answer has begun.
       const id = (message as { id?: RequestId }).id;
       if (id !== undefined && 'method' in message) {
         cancel = () =>
@@ -69,7 +69,9 @@ export class StreamablePooledAdapter implements UpstreamAdapter {
           );
         ctx.signal.addEventListener('abort', cancel, { once: true });
       }
+      reply = await postToUpstream(this.kit.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion), message);
     } catch (err) {
+      ctx.signal.removeEventListener('abort', cancel);
       lease.release();
       modern.upstreams.delete(route.assignmentGuid);
       if (err instanceof UpstreamHttpError && err.status === 404 && !retried) {
