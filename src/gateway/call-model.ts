@@ -107,3 +107,12 @@ export class SessionExpired extends Error {}
 
 export const errorResponse = (id: RequestId, code: number, message: string, data?: Record<string, unknown>): JSONRPCMessage =>
   ({ jsonrpc: '2.0', id, error: { code, message, ...(data ? { data } : {}) } }) as JSONRPCMessage;
+
+/** `messages`, with `done` run once they have been read to the end or the reader let go of them. */
+export async function* thenDone(messages: AsyncIterable<JSONRPCMessage>, done: () => void): AsyncGenerator<JSONRPCMessage> {
+  try {
+    yield* messages;
+  } finally {
+    done();
+  }
+}

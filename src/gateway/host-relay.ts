@@ -1,7 +1,7 @@
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { isInputRequired } from './bridge-input-requests.js';
 import { inputRounds, type InputWaiters } from './bridge-input-rounds.js';
-import { ERRORS, errorResponse, type HostContext, type Outcome } from './call-model.js';
+import { ERRORS, errorResponse, thenDone, type HostContext, type Outcome } from './call-model.js';
 import type { Route } from './catalog.js';
 import { HostCancellations } from './host-cancellations.js';
 import { MODERN_REVISION } from './modern-upstream.js';
@@ -41,7 +41,7 @@ export class HostRelay {
       tracked.done();
       return outcome;
     }
-    return { ...outcome, messages: untilEnd(outcome.messages, tracked.done) };
+    return { ...outcome, messages: thenDone(outcome.messages, tracked.done) };
   }
 
   private async exchange(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<Outcome> {
@@ -134,14 +134,5 @@ export class HostRelay {
     }
     this.upstreams.observe(ctx, route, message, final);
     yield final;
-  }
-}
-
-/** `messages`, with `done` run once they have been read to the end or let go. */
-async function* untilEnd(messages: AsyncIterable<JSONRPCMessage>, done: () => void): AsyncGenerator<JSONRPCMessage> {
-  try {
-    yield* messages;
-  } finally {
-    done();
   }
 }

@@ -1,4 +1,5 @@
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { thenDone } from './call-model.js';
 import { readSseEvents } from './sse.js';
 import { UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
 
@@ -171,12 +172,6 @@ export async function sendToLegacyUpstream(req: UpstreamRequest, init: LegacyIni
     status: 200,
     sessionId: null,
     streamed: true,
-    messages: (async function* () {
-      try {
-        yield* untilAnswer(session, m.id!);
-      } finally {
-        release();
-      }
-    })(),
+    messages: thenDone(untilAnswer(session, m.id!), release),
   };
 }

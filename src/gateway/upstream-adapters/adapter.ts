@@ -1,6 +1,6 @@
 import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Services } from '../../core/services.js';
-import type { HostContext } from '../call-model.js';
+import { thenDone, type HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
 import { HostLogLevels } from '../host-log-levels.js';
 import { ParamHeaderSchemas } from '../mcp-param-headers.js';
@@ -90,15 +90,5 @@ export function singleMessage(message: JSONRPCMessage, protocolVersion: string):
 
 /** `exchange` with `done` run once its messages have been read to the end, or the reader let go (a lease released, a session closed). */
 export function whenRead(exchange: UpstreamExchange, done: () => void): UpstreamExchange {
-  const messages = exchange.messages;
-  return {
-    ...exchange,
-    messages: (async function* () {
-      try {
-        yield* messages;
-      } finally {
-        done();
-      }
-    })(),
-  };
+  return { ...exchange, messages: thenDone(exchange.messages, done) };
 }
