@@ -23,8 +23,11 @@ const creates = (cluster?: string) => render(cluster).filter((s) => bare(s).star
 /** The CREATEs of the four log tables (and their Distributed tables), without the usage rollups and their views. */
 const logTables = (cluster?: string) => creates(cluster).filter((s) => !s.includes('call_log_usage_'));
 const alters = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('ALTER'));
+/** The ALTERs of one DDL file. */
+const altersOf = (name: string, cluster?: string) =>
+  renderDdlFile(files.find((f) => f.name === name)!.sql, { retentionDays: 30, cluster }).filter((s) => bare(s).startsWith('ALTER'));
 /** The ALTERs of clickhouse/0004 (the forwarder's ingest order). */
-const ingestOrderAlters = (cluster?: string) => alters(cluster).filter((s) => !s.includes('protocol_version'));
+const ingestOrderAlters = (cluster?: string) => altersOf('0004_forwarder_ingest_order.sql', cluster);
 
 describe('ClickHouse DDL', () => {
   it("ships the call_logs, call_log_details and alerts tables in order, the forwarder's ingest order, the usage rollup and the audit log", () => {
@@ -42,6 +45,7 @@ describe('ClickHouse DDL', () => {
       '0011_call_log_usage_duration_buckets.sql',
       '0012_call_log_usage_granules.sql',
       '0013_call_log_usage_hourly_tools.sql',
+      '0014_call_log_storage.sql',
     ]);
   });
 
@@ -205,6 +209,27 @@ describe('ClickHouse DDL', () => {
       expectRebuiltOnEveryShard(sql, { table, source: 'call_log_usage_hourly' });
       for (const s of sql) expect(s).not.toMatch(/\$\{/);
     });
+  });
+
+  it('stores call_logs smaller (0014): session_id as a dictionary, ZSTD guids, a finer trace filter, the forwarder projection without created_at', () => {
+    const projection =
+      'ADD PROJECTION IF NOT EXISTS forwarder_order ( SELECT organization_guid, ingested_at, toString(guid) ORDER BY organization_guid, ingested_at, toString(guid) )';
+    const statements = (table: string, distributed: string) => [
+      `ALTER TABLE ${table} MODIFY COLUMN session_id LowCardinality(String) CODEC(ZSTD(1))`,
+      `ALTER TABLE ${distributed} MODIFY COLUMN session_id LowCardinality(String) CODEC(ZSTD(1))`,
+      `ALTER TABLE ${table} MODIFY COLUMN guid UUID CODEC(ZSTD(1))`,
+      `ALTER TABLE ${table} DROP INDEX IF EXISTS idx_trace_id`,
+      `ALTER TABLE ${table} ADD INDEX IF NOT EXISTS idx_trace_id trace_id TYPE bloom_filter(0.001) GRANULARITY 1 FIRST`,
+      `ALTER TABLE ${table} MATERIALIZE INDEX idx_trace_id`,
+      `ALTER TABLE ${table} DROP PROJECTION IF EXISTS forwarder_order`,
+      `ALTER TABLE ${table} ${projection}`,
+      `ALTER TABLE ${table} MATERIALIZE PROJECTION forwarder_order`,
+    ];
+    expect(altersOf('0014_call_log_storage.sql').map(bare)).toEqual(statements('call_logs', 'call_logs'));
+    // On a cluster the Replicated local tables change; the Distributed table takes the column's new type.
+    expect(altersOf('0014_call_log_storage.sql', 'logs_cluster').map(bare)).toEqual(
+      statements('call_logs_local ON CLUSTER logs_cluster', 'call_logs ON CLUSTER logs_cluster'),
+    );
   });
 
   it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {

@@ -60,11 +60,11 @@ export class CallLogSource {
    * The query of the next `limit` rows after the checkpoint and before the horizon,
    * in checkpoint order, selecting `select`.
    *
-   * One query in two steps: the batch's last key and created_at range come from the
-   * forwarder_order projection (keys only, in exactly this order, so it stops after
-   * `limit` rows however long the backlog is); the rows themselves are then read
-   * from the table by its own key (workspace, created_at range) and sorted, only
-   * the batch's rows.
+   * One query in two steps: the batch's last key comes from the forwarder_order
+   * projection (keys only, in exactly this order, so it stops after `limit` rows
+   * however long the backlog is); the rows themselves are then read from the table
+   * between the checkpoint and that key (the idx_ingested_at minmax index skips the
+   * granules ingested before or after) and sorted, only the batch's rows.
    */
   private batchQuery(
     select: string,
@@ -75,8 +75,8 @@ export class CallLogSource {
   ): { query: string; query_params: Record<string, unknown> } {
     return {
       query: `WITH (
-          SELECT (max(batch_key), min(batch_created), max(batch_created)) FROM (
-            SELECT (ingested_at, toString(guid)) AS batch_key, created_at AS batch_created FROM call_logs
+          SELECT max(batch_key) FROM (
+            SELECT (ingested_at, toString(guid)) AS batch_key FROM call_logs
             WHERE organization_guid = {org:String}
               AND ingested_at >= {at:DateTime64(3, 'UTC')}
               AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})
@@ -87,10 +87,9 @@ export class CallLogSource {
         ) AS batch
         SELECT ${select} FROM call_logs
         WHERE organization_guid = {org:String}
-          AND created_at >= batch.2 AND created_at <= batch.3
-          AND ingested_at >= {at:DateTime64(3, 'UTC')} AND ingested_at <= batch.1.1
+          AND ingested_at >= {at:DateTime64(3, 'UTC')} AND ingested_at <= batch.1
           AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})
-          AND (ingested_at, toString(guid)) <= batch.1
+          AND (ingested_at, toString(guid)) <= batch
         ORDER BY ingested_at, toString(guid)
         -- Never more rows than the batch; the LIMIT lets ClickHouse read the other columns for them only.
         LIMIT {limit:UInt32}`,

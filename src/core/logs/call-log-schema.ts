@@ -228,8 +228,8 @@ export const CALL_LOG_SCHEMA = [
   // Trace and span ids go out as the records' trace context, not as attributes.
   { name: 'trace_id', type: 'String', part: 'thin', kind: 'hexId', field: 'traceId', maxChars: 32, returned: true, filterable: true },
   { name: 'span_id', type: 'String', part: 'thin', kind: 'hexId', field: 'spanId', maxChars: 16, returned: true, filterable: true },
-  /** The MCP session id, when the call ran in a session. */
-  { name: 'session_id', type: 'String', part: 'thin', kind: 'text', field: 'sessionId', maxChars: 200, attribute: 'mcp.session.id' },
+  /** The MCP session id, when the call ran in a session (a dictionary since clickhouse/0014). */
+  { name: 'session_id', type: 'LowCardinality(String)', part: 'thin', kind: 'text', field: 'sessionId', maxChars: 200, attribute: 'mcp.session.id' },
   /** The host's MCP protocol revision: its session's negotiated one, or 2026-07-28 (clickhouse/0007). */
   {
     name: 'protocol_version',
