@@ -347,19 +347,27 @@ describe('forwarding', () => {
 
   describe('the delivery horizon (settle window 0)', () => {
     /**
-     * A slow INSERT into call_logs, as an overloaded writer in another process would
-     * run one: it scans for a while and writes about 100 rows, ingested_at left to the
-     * server. Its rows are found afterwards by their tool name.
+     * A slow INSERT into call_logs, as an overloaded writer would run one, on the
+     * connection the writer's inserts use (chDB's second connection when embedded): it
+     * sleeps 1.5 s before its 30 rows are written, ingested_at left to the server, so the
+     * horizon and the first read below surely run while it does. Its rows are found
+     * afterwards by their tool name. Its values are literals, as the writer's inserts
+     * carry no parameters: chDB runs parameterized statements one at a time in the
+     * process, whatever their connection, which would hold the horizon's query back.
      */
     const insertSlowly = (org: string, tool: string) =>
-      t.runtime.services.clickhouse.client.command({
+      t.runtime.services.clickhouse.insertClient.command({
         query: `INSERT INTO call_logs (organization_guid, guid, created_at, type, method, tool_name, status)
-          SELECT {org:String}, generateUUIDv4(), now64(3), 'tool_call', 'tools/call', {tool:String}, 'ok'
-          FROM numbers(200000000) WHERE cityHash64(number) % 2000000 = 0`,
-        query_params: { org, tool },
+          SELECT ${sqlString(org)}, generateUUIDv4(), now64(3), 'tool_call', 'tools/call', ${sqlString(tool)}, 'ok'
+          FROM numbers(30) WHERE sleepEachRow(0.05) = 0`,
         // chDB keeps SET settings for its session: never inherit the writer's deduplication token.
         clickhouse_settings: { insert_deduplicate: 0 },
       });
+    /** A ClickHouse string literal of a test's own id or name (guids and words, checked). */
+    const sqlString = (value: string) => {
+      expect(value).toMatch(/^[\w-]+$/);
+      return `'${value}'`;
+    };
     const guidsOf = async (org: string, tool: string) => {
       const res = await t.runtime.services.clickhouse.client.query({
         query: 'SELECT toString(guid) AS g FROM call_logs WHERE organization_guid = {org:String} AND tool_name = {tool:String}',
@@ -375,16 +383,13 @@ describe('forwarding', () => {
       });
       return Number((await res.json<{ n: string | number }>())[0]!.n) > 0;
     };
-    const isServer = () => t.runtime.services.clickhouse.kind === 'server';
 
     it('nothing ever appears below the horizon once it is taken, even while an INSERT runs', async () => {
       const ws = await newWorkspace(t);
       const source = new CallLogSource(t.runtime.services.clickhouse);
       await writeCallLogs(t.runtime.services, rows(ws.organizationGuid, 5));
       const slow = insertSlowly(ws.organizationGuid, 'slow_tool');
-      // On a server the INSERT is now running; chDB runs one query at a time, so there the
-      // horizon is taken before or after the INSERT as a whole.
-      if (isServer()) await until('the slow insert runs', insertRunning);
+      await until('the slow insert runs', insertRunning);
       const start = { at: new Date(0), guid: '' };
       const horizon = await source.deliveryHorizon(0);
       const seen = await source.nextBatch(ws.organizationGuid, start, 1000, horizon);
@@ -399,7 +404,7 @@ describe('forwarding', () => {
       const r = await otlp();
       await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs') });
       const slow = insertSlowly(ws.organizationGuid, 'slow_tool');
-      if (isServer()) await until('the slow insert runs', insertRunning);
+      await until('the slow insert runs', insertRunning);
       // A later INSERT commits first (on a server) and the forwarder reads while the slow one runs.
       const fast = rows(ws.organizationGuid, 30);
       await writeCallLogs(t.runtime.services, fast);

@@ -44,8 +44,9 @@ const INSERT_START_MARGIN_MS = 10;
  * taken after it, so that an INSERT finishing in between is seen. One horizon for
  * several tables is the earliest of theirs, so it is safe for each.
  *
- * chDB runs one query at a time, so there an INSERT is never running while this
- * or a read runs; the same rule holds trivially (test/forwarder.test.ts pins both).
+ * On chDB too the writer's INSERTs run on a connection of their own, beside this
+ * query and the reads, and system.processes lists them (test/forwarder.test.ts pins
+ * the rule on both).
  */
 export async function deliveryHorizon(store: ClickhouseStore, settleMs: number, tables: readonly string[]): Promise<Date> {
   const result = await store.client.query({

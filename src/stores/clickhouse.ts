@@ -19,6 +19,8 @@ export interface ClickhouseStore {
   client: ClickHouseClient;
   /** The bulk insert path: the body handed to chDB without a copy when embedded, the HTTP body for a server. */
   insertEncoded: InsertEncoded;
+  /** The client whose connection insertEncoded runs on: `client` for a server, chDB's second connection when embedded. */
+  insertClient: ClickHouseClient;
   kind: 'chdb' | 'server';
   /** Set when the DDL should be generated for a cluster (Replicated engines, Distributed tables). */
   cluster?: string | undefined;
@@ -54,7 +56,7 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
       database: opts.server.database,
       clickhouse_settings: { date_time_output_format: 'iso' },
     });
-    return { client, insertEncoded: clientInsert(client), kind: 'server', cluster: opts.server.cluster, close: () => client.close() };
+    return { client, insertEncoded: clientInsert(client), insertClient: client, kind: 'server', cluster: opts.server.cluster, close: () => client.close() };
   }
   let createChdbConnection: (o: { path: string }) => unknown;
   try {
@@ -65,8 +67,24 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
   const dir = path.join(opts.dataDir, 'clickhouse');
   fs.mkdirSync(dir, { recursive: true });
   const connection = createChdbConnection({ path: dir }) as ChdbConnection;
+  // The writer's inserts get a connection of their own: a chDB connection runs one
+  // statement at a time, so on the queries' connection a report or a page waited for
+  // a whole 50k-row insert (about 0.4 s); on two they run side by side, as on a server.
+  // The forwarder's horizon still sees the insert: system.processes lists every
+  // connection's queries (test/forwarder.test.ts, "even while an INSERT runs").
+  const inserts = createChdbConnection({ path: dir }) as ChdbConnection;
   const client = createClient({ connection } as unknown as Parameters<typeof createClient>[0]);
-  return { client, insertEncoded: chdbRawInsert(connection), kind: 'chdb', close: () => client.close() };
+  const insertClient = createClient({ connection: inserts } as unknown as Parameters<typeof createClient>[0]);
+  return {
+    client,
+    insertEncoded: chdbRawInsert(inserts),
+    insertClient,
+    kind: 'chdb',
+    close: async () => {
+      await insertClient.close();
+      await client.close();
+    },
+  };
 }
 
 /** The part of chdb/connection's escape hatch the store uses (its types are not exported by path). */

@@ -87,7 +87,7 @@ const RAW_GROUP_MEASURES = usageMeasuresOfBuckets(GROUP_NAMES, 'arrays');
  * page's rows only (after LIMIT). The totals over every group come with it as the totals row of
  * the groups' GROUP BY ... WITH TOTALS, which ClickHouse computes while grouping,
  * before ORDER BY and LIMIT: one query, where a second query for the totals doubled a
- * report's time (chDB runs one query at a time). They were window functions over the
+ * report's time (chDB runs one parameterized query at a time). They were window functions over the
  * groups, whose bucket-count array was copied into every row of the page (a week by
  * tool and hour has 3,042): WITH TOTALS merges those arrays once.
  */
