@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { newGuid } from '../ids.js';
 import type { Services } from '../services.js';
 import type { CallLogInput, LogType } from './call-log-row.js';
@@ -25,7 +26,14 @@ const ERRORS = [
 // An incident on one server: its calls fail for the upstream's reasons, not the caller's.
 const BURST_ERRORS = ['upstream returned 502 Bad Gateway', 'connection reset by upstream', 'tool execution timed out after 30000 ms'];
 const TIMEOUT_MS = 30_000;
-const CHUNK = 5000;
+/**
+ * Rows generated and written per turn of the event loop. The writer accepts a chunk
+ * without waiting for I/O (until its spool is full), so the loop yields after each
+ * one: a seed running inside a serving process (admin seed-logs, bench:scale's
+ * ingest) otherwise held the event loop for a whole segment and more, and requests
+ * asked meanwhile waited 0.4-0.7 s (docs/call-logs.md, "Session 11").
+ */
+const CHUNK = 2000;
 const HOUR = 3_600_000;
 
 const TYPES: LogType[] = ['tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'];
@@ -184,6 +192,7 @@ export async function seedCallLogs(services: Pick<Services, 'db' | 'callLogs' | 
         done += chunk.length;
         chunk = [];
         opts.onProgress?.(done, opts.rows);
+        await nextTurn();
       }
     }
   }
