@@ -19,7 +19,13 @@ const common = {
  * a second time. What they pass through of the service database (a token, a catalog)
  * the files that run on both cover.
  */
-const ONCE = ['test/gateway-conformance.test.ts', 'test/gateway-era-matrix.test.ts', 'test/gateway-inspector.test.ts', 'test/logs-writer.test.ts'];
+const ONCE = [
+  'test/gateway-conformance.test.ts',
+  'test/gateway-era-matrix.test.ts',
+  'test/gateway-inspector.test.ts',
+  'test/logs-writer.test.ts',
+  'test/logs-upgrade.test.ts',
+];
 
 export default defineConfig({
   test: {

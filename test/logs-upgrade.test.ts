@@ -1,0 +1,125 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { epochMs } from '../src/forwarder/call-log-row.js';
+import { CallLogSource } from '../src/forwarder/call-log-source.js';
+import { listDdlFiles, migrateClickhouse, openClickhouse, type ClickhouseStore } from '../src/stores/clickhouse.js';
+
+/**
+ * clickhouse/0014 changes call_logs in place (session_id's type, the guid codec, the
+ * trace filter, the forwarder's projection): applied to a table that already holds
+ * rows, as on an upgrade, nothing is lost and the forwarder and a trace lookup read
+ * the rows written before and after it.
+ */
+const UPGRADE = '0014_call_log_storage.sql';
+const COLUMNS = ['organization_guid', 'guid', 'created_at', 'type', 'method', 'tool_name', 'status', 'trace_id', 'span_id', 'session_id'];
+const ORG = '01a21a14-aaf4-72cd-9769-ad62f2cadb8f';
+
+interface Row {
+  guid: string;
+  trace_id: string;
+  session_id: string;
+}
+
+describe('clickhouse/0014 on call_logs that hold rows', () => {
+  let dataDir: string;
+  let ddlBefore: string;
+  let store: ClickhouseStore;
+  let n = 0;
+  const started = Date.now();
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-upgrade-'));
+    ddlBefore = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-ddl-'));
+    for (const file of listDdlFiles()) if (file.name < UPGRADE) fs.writeFileSync(path.join(ddlBefore, file.name), file.sql);
+    store = await openClickhouse({ dataDir });
+    await migrateClickhouse(store, { retentionDays: 30 }, ddlBefore);
+  }, 120_000);
+  afterAll(async () => {
+    await store?.close();
+    for (const dir of [dataDir, ddlBefore]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** One INSERT through the writer's path of `count` rows, two by two sharing a trace, three session ids in turn. */
+  async function insertBatch(count: number): Promise<Row[]> {
+    const rows: Row[] = [];
+    const lines: string[] = [];
+    for (let i = 0; i < count; i++, n++) {
+      const row = {
+        guid: `01a21a14-${String(n).padStart(4, '0')}-7000-8000-000000000000`,
+        trace_id: `${String(Math.floor(n / 2)).padStart(32, '0')}`,
+        session_id: `session-${n % 3}`,
+      };
+      // Within the retention, 13 hours apart: the rows reach two weekly partitions.
+      const createdAt = new Date(started - 20 * 86_400_000 + n * 13 * 3_600_000).toISOString().replace('T', ' ').replace('Z', '');
+      lines.push(
+        JSON.stringify([ORG, row.guid, createdAt, 'tool_call', 'tools/call', 'echo', 'ok', row.trace_id, String(n).padStart(16, '0'), row.session_id]) + '\n',
+      );
+      rows.push(row);
+    }
+    await store.insertEncoded({ table: 'call_logs', columns: COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
+    return rows;
+  }
+
+  async function stored(): Promise<Row[]> {
+    const result = await store.client.query({
+      query: 'SELECT toString(guid) AS guid, trace_id, session_id FROM call_logs ORDER BY guid',
+      format: 'JSONEachRow',
+    });
+    return result.json<Row>();
+  }
+
+  /** Every row as the forwarder reads them, in batches of `limit`, from the start. */
+  async function forwarded(limit: number): Promise<string[]> {
+    const source = new CallLogSource(store);
+    const horizon = await source.deliveryHorizon(0);
+    const guids: string[] = [];
+    let after = { at: new Date(0), guid: '' };
+    for (;;) {
+      const batch = await source.nextBatch(ORG, after, limit, horizon);
+      guids.push(...batch.map((r) => r.guid));
+      if (batch.length < limit) return guids;
+      const last = batch[batch.length - 1]!;
+      after = { at: new Date(epochMs(last.ingested_at)), guid: last.guid };
+    }
+  }
+
+  it('keeps every row and session id; the forwarder and a trace lookup read the rows of before and after', async () => {
+    const written = [...(await insertBatch(5)), ...(await insertBatch(4)), ...(await insertBatch(3))];
+    const byGuid = (rows: Row[]) => [...rows].sort((a, b) => a.guid.localeCompare(b.guid));
+    expect(await stored()).toEqual(byGuid(written));
+    const orderBefore = await forwarded(4);
+    expect(orderBefore).toHaveLength(written.length);
+
+    expect(await migrateClickhouse(store, { retentionDays: 30 })).toEqual([UPGRADE]);
+
+    const columns = await (
+      await store.client.query({
+        query: "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'call_logs' AND name IN ('guid', 'session_id')",
+        format: 'JSONEachRow',
+      })
+    ).json<{ name: string; type: string }>();
+    expect(columns).toEqual([
+      { name: 'guid', type: 'UUID' },
+      { name: 'session_id', type: 'LowCardinality(String)' },
+    ]);
+    expect(await stored()).toEqual(byGuid(written));
+    // The same ingest order as before the projection was rebuilt, every row once.
+    expect(await forwarded(4)).toEqual(orderBefore);
+
+    const later = await insertBatch(2);
+    const all = await forwarded(5);
+    expect(all.slice(0, orderBefore.length)).toEqual(orderBefore);
+    expect(all.slice(orderBefore.length).sort()).toEqual(later.map((r) => r.guid).sort());
+    const trace = written[6]!.trace_id;
+    const traced = await (
+      await store.client.query({
+        query: 'SELECT toString(guid) AS guid FROM call_logs WHERE organization_guid = {org:String} AND trace_id = {trace:String} ORDER BY guid',
+        query_params: { org: ORG, trace },
+        format: 'JSONEachRow',
+      })
+    ).json<{ guid: string }>();
+    expect(traced.map((r) => r.guid)).toEqual(written.filter((r) => r.trace_id === trace).map((r) => r.guid));
+  });
+});
