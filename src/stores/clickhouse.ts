@@ -69,7 +69,8 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
   const connection = createChdbConnection({ path: dir }) as ChdbConnection;
   // The writer's inserts get a connection of their own: a chDB connection runs one
   // statement at a time, so on the queries' connection a report or a page waited for
-  // a whole 50k-row insert (about 0.4 s); on two they run side by side, as on a server.
+  // a whole segment's insert; on two they run side by side, as on a server
+  // (docs/call-logs.md, "inserts on a connection of their own").
   // The forwarder's horizon still sees the insert: system.processes lists every
   // connection's queries (test/forwarder.test.ts, "even while an INSERT runs").
   const inserts = createChdbConnection({ path: dir }) as ChdbConnection;

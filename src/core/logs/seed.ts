@@ -31,7 +31,7 @@ const TIMEOUT_MS = 30_000;
  * without waiting for I/O (until its spool is full), so the loop yields after each
  * one: a seed running inside a serving process (admin seed-logs, bench:scale's
  * ingest) otherwise held the event loop for a whole segment and more, and requests
- * asked meanwhile waited 0.4-0.7 s (docs/call-logs.md, "Session 11").
+ * asked meanwhile waited for it (docs/call-logs.md, "a seed that yields").
  */
 const CHUNK = 2000;
 const HOUR = 3_600_000;
