@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeCallLog } from '../src/core/logs/call-log-row.js';
+import { THIN_INSERT_COLUMNS } from '../src/core/logs/call-log-schema.js';
 import { epochMs } from '../src/forwarder/call-log-row.js';
 import { CallLogSource } from '../src/forwarder/call-log-source.js';
 import { listDdlFiles, migrateClickhouse, openClickhouse, type ClickhouseStore } from '../src/stores/clickhouse.js';
@@ -13,7 +15,6 @@ import { listDdlFiles, migrateClickhouse, openClickhouse, type ClickhouseStore }
  * the rows written before and after it.
  */
 const UPGRADE = '0014_call_log_storage.sql';
-const COLUMNS = ['organization_guid', 'guid', 'created_at', 'type', 'method', 'tool_name', 'status', 'trace_id', 'span_id', 'session_id'];
 const ORG = '01a21a14-aaf4-72cd-9769-ad62f2cadb8f';
 
 interface Row {
@@ -41,24 +42,34 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
     for (const dir of [dataDir, ddlBefore]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  /** One INSERT through the writer's path of `count` rows, two by two sharing a trace, three session ids in turn. */
+  /** One INSERT through the writer's encoder and insert path of `count` rows, two by two sharing a trace, three session ids in turn. */
   async function insertBatch(count: number): Promise<Row[]> {
     const rows: Row[] = [];
     const lines: string[] = [];
     for (let i = 0; i < count; i++, n++) {
       const row = {
         guid: `01a21a14-${String(n).padStart(4, '0')}-7000-8000-000000000000`,
-        trace_id: `${String(Math.floor(n / 2)).padStart(32, '0')}`,
+        trace_id: String(Math.floor(n / 2)).padStart(32, '0'),
         session_id: `session-${n % 3}`,
       };
-      // Within the retention, 13 hours apart: the rows reach two weekly partitions.
-      const createdAt = new Date(started - 20 * 86_400_000 + n * 13 * 3_600_000).toISOString().replace('T', ' ').replace('Z', '');
-      lines.push(
-        JSON.stringify([ORG, row.guid, createdAt, 'tool_call', 'tools/call', 'echo', 'ok', row.trace_id, String(n).padStart(16, '0'), row.session_id]) + '\n',
-      );
+      const encoded = encodeCallLog({
+        organizationGuid: ORG,
+        guid: row.guid,
+        // Within the retention, 13 hours apart: the rows reach two weekly partitions.
+        createdAt: started - 20 * 86_400_000 + n * 13 * 3_600_000,
+        type: 'tool_call',
+        method: 'tools/call',
+        toolName: 'echo',
+        status: 'ok',
+        durationMs: 1,
+        traceId: row.trace_id,
+        spanId: String(n).padStart(16, '0'),
+        sessionId: row.session_id,
+      });
+      lines.push(encoded.thin);
       rows.push(row);
     }
-    await store.insertEncoded({ table: 'call_logs', columns: COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
+    await store.insertEncoded({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
     return rows;
   }
 
