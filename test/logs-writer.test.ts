@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
-import { clientInsert, type EncodedInsert, type InsertEncoded } from '../src/stores/clickhouse.js';
+import { clientInsert, WRITE_NICE, type EncodedInsert, type InsertEncoded } from '../src/stores/clickhouse.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
@@ -408,5 +408,56 @@ describe('redaction', () => {
     );
     expect(encoded.detail).not.toContain('topsecret');
     expect(encoded.detail).not.toContain('idsecret');
+  });
+});
+
+/** The Linux threads of this process at `nice`, by name (chDB runs in it). */
+function threadsAtNice(nice: number): string[] {
+  const names: string[] = [];
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[16]) === nice) names.push(stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
+  }
+  return names;
+}
+
+/** ClickHouse renices its threads only with CAP_SYS_NICE (bit 23 of the effective set). */
+const hasSysNice = (): boolean => {
+  const status = fs.readFileSync('/proc/self/status', 'utf8');
+  return (BigInt(`0x${/^CapEff:\s*([0-9a-f]+)/m.exec(status)![1]}`) >> 23n) % 2n === 1n;
+};
+
+describe('reads before writes (embedded store)', () => {
+  it('runs the merges, the inserts and their rollup views at WRITE_NICE, above the queries', async (ctx) => {
+    if (t.runtime.services.clickhouse.kind !== 'chdb') ctx.skip();
+    const [merges] = await (
+      await real.query({ query: "SELECT value FROM system.server_settings WHERE name = 'os_threads_nice_value_merge_mutate'", format: 'JSONEachRow' })
+    ).json<{ value: string }>();
+    expect(Number(merges!.value)).toBe(WRITE_NICE);
+
+    if (process.platform !== 'linux' || !hasSysNice()) ctx.skip();
+    expect(threadsAtNice(WRITE_NICE).filter((name) => name !== 'MergeMutate')).toEqual([]);
+    const org = newGuid();
+    const rows = 200_000;
+    const line = encodeCallLog(logRow(org)).thin;
+    const seen = new Set<string>();
+    const sampler = setInterval(() => threadsAtNice(WRITE_NICE).forEach((name) => seen.add(name)), 2);
+    try {
+      await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(line.repeat(rows)), settings: {} });
+    } finally {
+      clearInterval(sampler);
+    }
+    seen.delete('MergeMutate');
+    // The insert's own threads (the one that parses, the views' pipelines) were seen at WRITE_NICE ...
+    expect(seen.size).toBeGreaterThan(0);
+    expect(await countRows(t, org)).toBe(rows);
+    // ... and went back to 0 when it ended: queries after it run at the usual priority.
+    expect(threadsAtNice(WRITE_NICE).filter((name) => name !== 'MergeMutate')).toEqual([]);
   });
 });

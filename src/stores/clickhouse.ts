@@ -59,21 +59,34 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
     return { client, insertEncoded: clientInsert(client), insertClient: client, kind: 'server', cluster: opts.server.cluster, close: () => client.close() };
   }
   let createChdbConnection: (o: { path: string }) => unknown;
+  let Session: ChdbSessionClass;
   try {
     ({ createChdbConnection } = (await import('chdb/connection' as string)) as { createChdbConnection: typeof createChdbConnection });
+    ({ Session } = (await import('chdb' as string)) as { Session: ChdbSessionClass });
   } catch (err) {
     throw new MissingChdbError(err);
   }
   const dir = path.join(opts.dataDir, 'clickhouse');
   fs.mkdirSync(dir, { recursive: true });
-  const connection = createChdbConnection({ path: dir }) as ChdbConnection;
-  // The writer's inserts get a connection of their own: a chDB connection runs one
-  // statement at a time, so on the queries' connection a report or a page waited for
-  // a whole segment's insert; on two they run side by side, as on a server
-  // (docs/call-logs.md, "inserts on a connection of their own").
-  // The forwarder's horizon still sees the insert: system.processes lists every
-  // connection's queries (test/forwarder.test.ts, "even while an INSERT runs").
-  const inserts = createChdbConnection({ path: dir }) as ChdbConnection;
+  // The engine takes its server settings from the first connection to the directory,
+  // and chdb/connection's connections carry none: a bare session opened first does,
+  // and stays open as long as the store.
+  const engine = new Session(dir, { connectionArgs: [`--os_threads_nice_value_merge_mutate=${WRITE_NICE}`] });
+  let connection: ChdbConnection;
+  let inserts: ChdbConnection;
+  try {
+    connection = createChdbConnection({ path: dir }) as ChdbConnection;
+    // The writer's inserts get a connection of their own: a chDB connection runs one
+    // statement at a time, so on the queries' connection a report or a page waited for
+    // a whole segment's insert; on two they run side by side, as on a server
+    // (docs/call-logs.md, "inserts on a connection of their own").
+    // The forwarder's horizon still sees the insert: system.processes lists every
+    // connection's queries (test/forwarder.test.ts, "even while an INSERT runs").
+    inserts = createChdbConnection({ path: dir }) as ChdbConnection;
+  } catch (err) {
+    engine.close();
+    throw err;
+  }
   const client = createClient({ connection } as unknown as Parameters<typeof createClient>[0]);
   const insertClient = createClient({ connection: inserts } as unknown as Parameters<typeof createClient>[0]);
   return {
@@ -84,9 +97,24 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
     close: async () => {
       await insertClient.close();
       await client.close();
+      engine.close();
     },
   };
 }
+
+/**
+ * Reads before writes: in-process, the engine shares the service's cores, so the
+ * writer's inserts, the rollup views they feed and the background merges run at this
+ * Linux nice value, above the queries' 0, and a page or a report asked during a bulk
+ * ingest waits less for it (docs/call-logs.md, "Reads before writes"). 10 leaves
+ * writes about a tenth of a core a busy query also wants (19 measured no better); the
+ * spool holds what they have not inserted yet. ClickHouse applies it only with
+ * CAP_SYS_NICE, and changes nothing without.
+ */
+export const WRITE_NICE = 10;
+
+/** chdb's own Session, for the one connection that sets the engine's server settings. */
+type ChdbSessionClass = new (path: string, opts: { connectionArgs: readonly string[] }) => { close(): void };
 
 /** The part of chdb/connection's escape hatch the store uses (its types are not exported by path). */
 interface ChdbConnection {
@@ -110,6 +138,7 @@ interface ChdbConnection {
  * Parallel parsing is off: in-process, the engine shares the service's cores, and
  * splitting a body across parser threads cost about 10 % more CPU per row than one
  * parser (chDB 3.4, 50k-row bodies; the writer overlaps inserts with producing anyway).
+ * The insert's threads and its views' run at WRITE_NICE.
  */
 function chdbRawInsert(connection: ChdbConnection): InsertEncoded {
   return async ({ table, columns, body, settings }) => {
@@ -119,7 +148,12 @@ function chdbRawInsert(connection: ChdbConnection): InsertEncoded {
         columns,
         format: 'JSONCompactEachRow',
         values: body,
-        settings: { input_format_parallel_parsing: 0, ...settings },
+        settings: {
+          input_format_parallel_parsing: 0,
+          os_threads_nice_value_query: WRITE_NICE,
+          os_threads_nice_value_materialized_view: WRITE_NICE,
+          ...settings,
+        },
       });
     } catch (err) {
       throw Object.assign(parseError(err instanceof Error ? err.message : String(err)), { cause: err });
