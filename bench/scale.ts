@@ -4,7 +4,10 @@
  * store, then times through REST the six get_usage_report shapes and the seven
  * query_logs shapes of bench:usage and bench:logs (bench/report-shapes.ts), p50/p99 of
  * `--runs` each; then the same again while `--ingest-rows` more rows are ingested into
- * another workspace, with the ratio of each shape's p99 under ingest to its quiet p99.
+ * another workspace, with the ratio of each shape's p99 under ingest to its quiet p99,
+ * and once more while rows go in at `--ingest-rate` a second (default 5,000: several
+ * times what the gateway serves on this machine, bench:gateway), a steady producer as
+ * the gateway is, where the first ingest runs as fast as the machine allows.
  * Prints ingest rows/s, bytes per row on disk (call_logs and each rollup), and the
  * largest resident memory of the process seen (chDB runs in it). Figures, never
  * assertions. No Postgres here: bench:usage and bench:logs compare with it.
@@ -13,7 +16,7 @@
  * again the rows such a run (or one that stopped before it removed them) left there,
  * without seeding.
  *
- *   npm run bench:scale -- [--rows 100000000] [--runs 20] [--ingest-rows 5000000] [--days 30] [--users 300] [--keep] [--data-dir /tmp/bench-scale-x]
+ *   npm run bench:scale -- [--rows 100000000] [--runs 20] [--ingest-rows 5000000] [--ingest-rate 5000] [--days 30] [--users 300] [--keep] [--data-dir /tmp/bench-scale-x]
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -31,6 +34,7 @@ const { values } = parseArgs({
     rows: { type: 'string', default: '100000000' },
     runs: { type: 'string', default: '20' },
     'ingest-rows': { type: 'string', default: '5000000' },
+    'ingest-rate': { type: 'string', default: '5000' },
     days: { type: 'string', default: '30' },
     users: { type: 'string', default: '300' },
     'data-dir': { type: 'string' },
@@ -39,6 +43,7 @@ const { values } = parseArgs({
 });
 const ROWS = Number(values.rows);
 const RUNS = Number(values.runs);
+const INGEST_RATE = Number(values['ingest-rate']);
 const out = (line: string) => process.stdout.write(line + '\n');
 const MiB = 1024 * 1024;
 
@@ -123,28 +128,47 @@ async function measureAll(): Promise<Figures> {
   return figures;
 }
 
+/** The shapes again while up to `--ingest-rows` rows go into another workspace, as fast as they can or at `rate` rows/s; the ingest stops when they are done. */
+async function measureDuringIngest(rate: number | undefined): Promise<Figures> {
+  out(`measuring during ingest ${rate ? `at ${rate} rows/s` : 'at full speed'} into another workspace (${loadAverage()})`);
+  const other = await createWorkspace(services.db, { name: `ingesting ${rate ?? 'full'}`, adminEmail: 'ingest@example.test' });
+  const stop = new AbortController();
+  const started = performance.now();
+  let done = 0;
+  const ingest = seedCallLogs(services, {
+    organizationGuid: other.organizationGuid,
+    rows: Number(values['ingest-rows']),
+    days: 1,
+    rowsPerSecond: rate,
+    signal: stop.signal,
+    onProgress: (d) => (done = d),
+  });
+  const figures = await measureAll();
+  const seconds = (performance.now() - started) / 1000;
+  const rows = done;
+  stop.abort();
+  await ingest;
+  out(`  ingest during the measurements: ${rows} rows in ${seconds.toFixed(0)} s = ${Math.round(rows / seconds)} rows/s (${loadAverage()})`);
+  return figures;
+}
+
 out(`measuring, quiet (${loadAverage()})`);
 const quiet = await measureAll();
-out(`measuring during ingest of ${values['ingest-rows']} rows into another workspace (${loadAverage()})`);
-const other = await createWorkspace(services.db, { name: 'ingesting', adminEmail: 'ingest@example.test' });
-const ingestRows = Number(values['ingest-rows']);
-const ingestStarted = performance.now();
-let ingestDone = 0;
-const ingest = seedCallLogs(services, { organizationGuid: other.organizationGuid, rows: ingestRows, days: 1, onProgress: (d) => (ingestDone = d) });
-const busy = await measureAll();
-const rowsDuring = ingestDone;
-const secondsDuring = (performance.now() - ingestStarted) / 1000;
-await ingest;
-out(
-  `ingest during the measurements: ${rowsDuring} rows in ${secondsDuring.toFixed(0)} s = ${Math.round(rowsDuring / secondsDuring)} rows/s (${loadAverage()})`,
-);
+const busy = await measureDuringIngest(undefined);
+const paced = await measureDuringIngest(INGEST_RATE);
 
 out('');
-out(`at ${rawRows} rows in call_logs (all workspaces), ${RUNS} runs each, through REST, p50 / p99 ms; quiet, then during ingest; p99 ratio = during / quiet.`);
-out(`${'shape'.padEnd(26)} ${'quiet'.padStart(15)} | ${'during ingest'.padStart(15)} | p99 ratio`);
+out(
+  `at ${rawRows} rows in call_logs (all workspaces), ${RUNS} runs each, through REST, p50 / p99 ms; quiet, then during ingest at full speed, ` +
+    `then during ingest at ${INGEST_RATE} rows/s; each p99 ratio = during / quiet.`,
+);
+out(`${'shape'.padEnd(26)} ${'quiet'.padStart(15)} | ${'full-speed ingest'.padStart(15)} | ratio | ${`${INGEST_RATE} rows/s`.padStart(15)} | ratio`);
 const pair = (r: { p50: number; p99: number }) => `${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}`;
+const ratio = (during: { p99: number }, of: { p99: number }) => (during.p99 / of.p99).toFixed(2).padStart(5);
 for (const name of Object.keys(quiet))
-  out(`${name.padEnd(26)} ${pair(quiet[name]!)} | ${pair(busy[name]!)} | ${(busy[name]!.p99 / quiet[name]!.p99).toFixed(2)}`);
+  out(
+    `${name.padEnd(26)} ${pair(quiet[name]!)} | ${pair(busy[name]!).padStart(17)} | ${ratio(busy[name]!, quiet[name]!)} | ${pair(paced[name]!)} | ${ratio(paced[name]!, quiet[name]!)}`,
+  );
 out(`largest resident memory of the process: ${(maxRss / MiB).toFixed(0)} MiB (${atMax})`);
 clearInterval(sampler);
 await app.close();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runAdminCommand } from '../src/core/admin-commands.js';
 import { newGuid } from '../src/core/ids.js';
+import { seedCallLogs } from '../src/core/logs/seed.js';
 import { invoke, newWorkspace, type TestApp } from './helpers/harness.js';
 import { useTestApp } from './helpers/lifecycle.js';
 import { countRows } from './helpers/call-logs.js';
@@ -94,6 +95,38 @@ describe('seed-logs', () => {
     expect(new Set(byUserGateway.map((i) => `${i.user_guid} ${i.outbound_gateway_guid}`)).size).toBe(byUserGateway.length);
     // A few users carry most calls too.
     expect(byUser.slice(0, 8).reduce((sum, i) => sum + i.calls, 0) / 60_000).toBeGreaterThan(0.5);
+  });
+
+  it('paces its rows when asked (a steady producer, as a gateway is) and stops when its signal aborts, keeping what it wrote', async () => {
+    const ws = await newWorkspace(t);
+    const progress: { done: number; at: number }[] = [];
+    const started = performance.now();
+    // 1,500 rows at 5,000 a second: chunks of 100, each due 20 ms after the one before.
+    const paced = await seedCallLogs(t.runtime.services, {
+      organizationGuid: ws.organizationGuid,
+      rows: 1_500,
+      days: 1,
+      rowsPerSecond: 5_000,
+      onProgress: (done) => progress.push({ done, at: performance.now() }),
+    });
+    expect(paced.rows).toBe(1_500);
+    expect(progress.map((p) => p.done)).toEqual(Array.from({ length: 15 }, (_, i) => (i + 1) * 100));
+    // Never ahead of its rate (a slow machine only makes it later): the 15th chunk waited for the 14 before it.
+    expect(progress.at(-1)!.at - started).toBeGreaterThanOrEqual(14 * 20 - 1);
+    expect(await countRows(t, ws.organizationGuid)).toBe(1_500);
+
+    const other = await newWorkspace(t);
+    const stop = new AbortController();
+    const stopped = await seedCallLogs(t.runtime.services, {
+      organizationGuid: other.organizationGuid,
+      rows: 100_000,
+      days: 1,
+      rowsPerSecond: 5_000,
+      signal: stop.signal,
+      onProgress: (done) => done >= 300 && stop.abort(),
+    });
+    expect(stopped.rows).toBe(300);
+    expect(await countRows(t, other.organizationGuid)).toBe(300);
   });
 
   it('refuses an unknown workspace and bad counts', async () => {

@@ -1,4 +1,4 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { newGuid } from '../ids.js';
 import type { Services } from '../services.js';
 import type { CallLogInput, LogType } from './call-log-row.js';
@@ -14,6 +14,10 @@ export interface SeedOptions {
   users?: number;
   /** Called after each chunk is accepted, with the rows written so far. */
   onProgress?: (done: number, total: number) => void;
+  /** At most this many rows a second, spread evenly, as a gateway's calls arrive; as fast as it can without. */
+  rowsPerSecond?: number | undefined;
+  /** Stops after the chunk in flight: the rows written so far stay. */
+  signal?: AbortSignal | undefined;
 }
 
 const ERRORS = [
@@ -34,6 +38,8 @@ const TIMEOUT_MS = 30_000;
  * asked meanwhile waited for it (docs/call-logs.md, "a seed that yields").
  */
 const CHUNK = 2000;
+/** A paced seed writes a fiftieth of its second's rows at a time (20 ms apart). */
+const PACED_CHUNKS_PER_SECOND = 50;
 const HOUR = 3_600_000;
 
 const TYPES: LogType[] = ['tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'];
@@ -181,18 +187,23 @@ export async function seedCallLogs(services: Pick<Services, 'db' | 'callLogs' | 
   const end = Date.now();
   const hours = timeline(end - opts.days * 86_400_000, end, opts.rows, opts.days, population.servers, random);
   const makeRow = rowMaker(population, opts.organizationGuid, random);
+  const rate = opts.rowsPerSecond;
+  const chunkRows = rate ? Math.max(1, Math.min(CHUNK, Math.round(rate / PACED_CHUNKS_PER_SECOND))) : CHUNK;
+  const writingFrom = performance.now();
   let chunk: CallLogInput[] = [];
   let done = 0;
-  for (const hour of hours) {
+  rows: for (const hour of hours) {
     for (let j = 0; j < hour.rows; j++) {
       // Rows spread over the hour in time order, each at a random point of its own slot.
       chunk.push(makeRow(hour.startMs + Math.floor(((j + random()) * hour.lengthMs) / hour.rows), hour));
-      if (chunk.length === CHUNK) {
+      if (chunk.length === chunkRows) {
         await services.callLogs.write(chunk);
         done += chunk.length;
         chunk = [];
         opts.onProgress?.(done, opts.rows);
-        await nextTurn();
+        if (opts.signal?.aborted) break rows;
+        const wait = rate ? writingFrom + (done / rate) * 1000 - performance.now() : 0;
+        await (wait > 0 ? sleep(wait) : nextTurn());
       }
     }
   }
