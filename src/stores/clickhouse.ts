@@ -138,7 +138,10 @@ interface ChdbConnection {
  * Parallel parsing is off: in-process, the engine shares the service's cores, and
  * splitting a body across parser threads cost about 10 % more CPU per row than one
  * parser (chDB 3.4, 50k-row bodies; the writer overlaps inserts with producing anyway).
- * The insert's threads and its views' run at WRITE_NICE.
+ * The rollup views of an insert run side by side instead of one after another: the
+ * writer inserts one segment at a time, so that was a single thread's work while a core
+ * stood partly idle (about 15 % more rows/s, the same CPU a row: docs/call-logs.md,
+ * "Session 12"). The insert's threads and its views' run at WRITE_NICE.
  */
 function chdbRawInsert(connection: ChdbConnection): InsertEncoded {
   return async ({ table, columns, body, settings }) => {
@@ -150,6 +153,7 @@ function chdbRawInsert(connection: ChdbConnection): InsertEncoded {
         values: body,
         settings: {
           input_format_parallel_parsing: 0,
+          parallel_view_processing: 1,
           os_threads_nice_value_query: WRITE_NICE,
           os_threads_nice_value_materialized_view: WRITE_NICE,
           ...settings,
