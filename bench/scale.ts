@@ -173,6 +173,7 @@ out(`largest resident memory of the process: ${(maxRss / MiB).toFixed(0)} MiB ($
 clearInterval(sampler);
 await app.close();
 await runtime.close();
+// With --data-dir, benchConfig's fresh directory went unused (empty): it goes too, as in bench:usage.
+if (reused || !values.keep) fs.rmSync(dataDir, { recursive: true, force: true });
 if (values.keep) out(`data directory kept: --data-dir ${reused ?? dataDir}`);
-else if (!reused) fs.rmSync(dataDir, { recursive: true, force: true });
 process.exit(0);
