@@ -30,6 +30,7 @@ const ONCE = [
 export default defineConfig({
   test: {
     maxWorkers: 2,
+    globalSetup: ['test/global-setup.ts'],
     projects: [
       { test: { ...common, name: 'pglite', env: { TEST_STORE: 'pglite' } } },
       ...(process.env.DATABASE_URL

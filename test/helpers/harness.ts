@@ -14,6 +14,7 @@ import { createWorkspace, type CreatedWorkspace } from '../../src/core/workspace
 import { buildApp } from '../../src/http/app.js';
 import { ADMIN_PREFIX } from '../../src/http/openapi.js';
 import { openRuntime, type Runtime } from '../../src/runtime/open.js';
+import { STORE_TEMPLATE_MANIFEST, type StoreTemplateManifest } from '../global-setup.js';
 
 export type Surface = 'rest' | 'mcp' | 'mcp2026';
 export const SURFACES: Surface[] = ['rest', 'mcp'];
@@ -68,6 +69,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { own
       : {}),
     ...env,
   });
+  copyStoreTemplate(config);
   const log = new CapturedLog();
   const runtime = await openRuntime(config, { logger: log });
   const httpLog: string[] = [];
@@ -87,6 +89,21 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { own
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The run's migrated embedded stores (test/global-setup.ts) copied into a new data
+ * directory, each where this test uses it and, for chDB, where its tables' retention
+ * is the config's: openRuntime then finds every migration applied, as on a restart.
+ * Without a template (a helper run by hand) the stores start empty.
+ */
+function copyStoreTemplate(config: Config): void {
+  const dir = process.env.TEST_STORE_TEMPLATE;
+  if (!dir) return;
+  const made = JSON.parse(fs.readFileSync(path.join(dir, STORE_TEMPLATE_MANIFEST), 'utf8')) as StoreTemplateManifest;
+  const copy = (store: string) => fs.cpSync(path.join(dir, store), path.join(config.dataDir, store), { recursive: true });
+  if (!config.databaseUrl) copy('pg');
+  if (!config.clickhouse && config.logRetentionDays === made.logRetentionDays) copy('clickhouse');
 }
 
 /**
