@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { connectionCallSummary } from '../src/core/logs/connection-summary.js';
 import type { CallLogInput } from '../src/core/logs/call-log-row.js';
-import { FILTER_COLUMNS } from '../src/core/logs/query-logs.js';
+import { FILTER_COLUMNS, LOG_COLUMNS } from '../src/core/logs/query-logs.js';
 import { closeClients, invoke, newWorkspace, SURFACES, startTestApp, type TestApp } from './helpers/harness.js';
 import { ingest, logRow } from './helpers/call-logs.js';
 import { newMember } from './helpers/members.js';
@@ -105,6 +105,8 @@ describe.each(SURFACES)('query_logs on %s', (surface) => {
         'protocol_version',
       ].sort(),
     );
+    // In response order: the declaration's (call-log-schema.ts), guid and created_at first.
+    expect(Object.keys(row)).toEqual([...LOG_COLUMNS]);
     expect(row.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(row).not.toHaveProperty('request_body');
   });

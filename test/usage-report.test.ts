@@ -58,6 +58,9 @@ function percentile(sorted: number[], p: number): number {
   return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
 }
 
+/** A report item's measures, in the order the API gives them (contract 8.3). */
+const MEASURE_NAMES = ['calls', 'errors', 'p50Ms', 'p95Ms', 'p99Ms', 'requestBytes', 'responseBytes'];
+
 interface Expected {
   calls: number;
   errors: number;
@@ -146,6 +149,8 @@ async function checkReport(input: {
   // Ties on calls may order either way only when the group values tie too, which they cannot.
   expected.forEach((g, i) => {
     const item = body.items[i];
+    // The bucket, the keys in groupBy order, then the measures.
+    expect(Object.keys(item), where).toEqual([...(input.interval ? ['bucket'] : []), ...(input.groupBy ?? []), ...MEASURE_NAMES]);
     if (input.interval) expect(item.bucket, where).toBe(g.bucket);
     (input.groupBy ?? []).forEach((k, j) => expect(item[k], `${where} item ${i} ${k}`).toBe(g.keys[j]));
     expectMeasures(item, measure(g.rows), `${where} item ${i}`);

@@ -120,11 +120,8 @@ async function readScoped<S extends z.ZodType>(
         return { names: (rows[0] ?? []) as string[], data: rows.slice(1), totals: undefined };
       });
       span.setAttribute('db.response.returned_rows', result.data.length);
-      const parse = (values: unknown[]): z.output<S> => {
-        const record: Record<string, unknown> = {};
-        for (let c = 0; c < result.names.length; c++) record[result.names[c]!] = values[c];
-        return q.row.parse(record);
-      };
+      const record = recordMaker(result.names);
+      const parse = (values: unknown[]): z.output<S> => q.row.parse(record(values));
       return { rows: result.data.map(parse), totals: result.totals ? parse(result.totals) : undefined };
     } catch (err) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
@@ -134,6 +131,29 @@ async function readScoped<S extends z.ZodType>(
       span.end();
     }
   });
+}
+
+type RecordMaker = (values: unknown[]) => Record<string, unknown>;
+const recordMakers = new Map<string, RecordMaker>();
+
+/**
+ * A result row's values as an object of its column names: one object literal per
+ * list of names, generated at its first use and kept (the lists are the code's own
+ * queries', a few dozen). Assigning the names in a loop took V8's generic property
+ * stores, several times slower (docs/call-logs.md, "Session 13: rows and items as one
+ * object literal each").
+ */
+function recordMaker(names: readonly string[]): RecordMaker {
+  const key = JSON.stringify(names);
+  let make = recordMakers.get(key);
+  if (!make) {
+    // Each name is a JSON string literal and each value an index: no text of a result becomes code.
+    // In a literal, "__proto__" would set the prototype instead of a property; no query names a column so.
+    if (names.includes('__proto__')) throw new Error('a result column is named __proto__');
+    make = new Function('v', `return { ${names.map((n, i) => `${JSON.stringify(n)}: v[${i}]`).join(', ')} };`) as RecordMaker;
+    recordMakers.set(key, make);
+  }
+  return make;
 }
 
 /**
