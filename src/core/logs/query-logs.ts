@@ -247,6 +247,8 @@ async function attachDetail(
     let truncated = false;
     const cut = (text: string, storedBytes: number): string | null => {
       if (storedBytes === 0) return null;
+      // A blob of at most the limit's bytes came whole (its head is the first DETAIL_LIMIT_BYTES characters).
+      if (storedBytes <= DETAIL_LIMIT_BYTES) return text;
       const t = truncateUtf8(text, DETAIL_LIMIT_BYTES);
       if (t.truncated || storedBytes > DETAIL_LIMIT_BYTES) truncated = true;
       return t.text;
