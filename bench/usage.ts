@@ -210,7 +210,7 @@ await db.close();
 // 5. The table.
 out('');
 out(
-  `get_usage_report at ${ROWS} rows (+${seeded.noiseRows} noise), ${RUNS} runs each, p50 / p99 ms. ClickHouse: through REST. Postgres: ${db.label}, SQL only.`,
+  `get_usage_report at ${ROWS} rows (${Number.isNaN(seeded.noiseRows) ? 'a kept directory' : `+${seeded.noiseRows} noise`}), ${RUNS} runs each, p50 / p99 ms. ClickHouse: through REST. Postgres: ${db.label}, SQL only.`,
 );
 out(`ratio = Postgres p50 / ClickHouse REST p50. check: both stores counted the same calls and items, and their p50 durations agree within 5 %.`);
 out(`${'shape'.padEnd(20)} ${'CH REST'.padStart(15)}  items | ${'Postgres'.padStart(17)} | ratio | check`);
