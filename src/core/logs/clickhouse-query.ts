@@ -2,6 +2,7 @@ import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { z } from 'zod';
 import type { ClickhouseStore } from '../../stores/clickhouse.js';
 import { AppError, STORE_RETRY_AFTER_SECONDS, validationFailed, type FieldError } from '../errors.js';
+import { objectLiteralBuilder } from './object-literal.js';
 
 const tracer = trace.getTracer('call-logs');
 
@@ -138,19 +139,17 @@ const recordMakers = new Map<string, RecordMaker>();
 
 /**
  * A result row's values as an object of its column names: one object literal per
- * list of names, generated at its first use and kept (the lists are the code's own
- * queries', a few dozen). Assigning the names in a loop took V8's generic property
- * stores, several times slower (docs/call-logs.md, "Session 13: rows and items as one
- * object literal each").
+ * list of names (objectLiteralBuilder), made at its first use and kept (the lists are
+ * the code's own queries', a few dozen).
  */
 function recordMaker(names: readonly string[]): RecordMaker {
   const key = JSON.stringify(names);
   let make = recordMakers.get(key);
   if (!make) {
-    // Each name is a JSON string literal and each value an index: no text of a result becomes code.
-    // In a literal, "__proto__" would set the prototype instead of a property; no query names a column so.
-    if (names.includes('__proto__')) throw new Error('a result column is named __proto__');
-    make = new Function('v', `return { ${names.map((n, i) => `${JSON.stringify(n)}: v[${i}]`).join(', ')} };`) as RecordMaker;
+    make = objectLiteralBuilder<RecordMaker>(
+      ['v'],
+      names.map((name, i) => [name, `v[${i}]`]),
+    );
     recordMakers.set(key, make);
   }
   return make;

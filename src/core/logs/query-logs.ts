@@ -3,6 +3,7 @@ import type { ClickhouseStore } from '../../stores/clickhouse.js';
 import { truncateUtf8 } from './call-log-row.js';
 import { COLUMN, DETAIL_ONLY_COLUMNS, FILTER_COLUMNS, isLowercaseId, readSchema, RETURNED_COLUMNS, type ReturnedValues } from './call-log-schema.js';
 import { NARROW_WINDOW, queryScoped, timeBounds } from './clickhouse-query.js';
+import { objectLiteralBuilder } from './object-literal.js';
 
 /** Columns of a query_logs row (contract section 4, plus protocol_version), in response order (call-log-schema.ts). */
 export const LOG_COLUMNS = RETURNED_COLUMNS;
@@ -59,16 +60,15 @@ const OTHER_COLUMNS = LOG_COLUMNS.filter((c): c is Exclude<LogColumn, 'guid' | '
 
 /**
  * A page row as the API returns it: guid and created_at first, then the other columns
- * in response order. One object literal, generated once from the column list: V8
- * builds it with one shape, where assigning the columns by name in a loop, or
- * spreading the row's rest, took its generic paths to build and to serialise
- * (docs/call-logs.md, "Session 13: rows and items as one object literal each").
+ * in response order, as one object literal (objectLiteralBuilder) made from the column
+ * list.
  */
-// Code from the column declaration only (never input), built once.
-const itemOf = new Function(
-  'iso',
-  `return (row) => ({ guid: row.guid, created_at: iso(row.created_ms), ${OTHER_COLUMNS.map((c) => `${c}: row.${c}`).join(', ')} });`,
-)((ms: number) => new Date(ms).toISOString()) as (row: ThinValues) => LogRow;
+const itemFromRow = objectLiteralBuilder<(row: ThinValues, iso: (ms: number) => string) => LogRow>(
+  ['row', 'iso'],
+  [['guid', 'row.guid'], ['created_at', 'iso(row.created_ms)'], ...OTHER_COLUMNS.map((c) => [c, `row[${JSON.stringify(c)}]`] as const)],
+);
+const isoOf = (ms: number): string => new Date(ms).toISOString();
+const itemOf = (row: ThinValues): LogRow => itemFromRow(row, isoOf);
 
 export interface LogPage {
   items: LogRow[];
@@ -249,9 +249,8 @@ async function attachDetail(
       if (storedBytes === 0) return null;
       // A blob of at most the limit's bytes came whole (its head is the first DETAIL_LIMIT_BYTES characters).
       if (storedBytes <= DETAIL_LIMIT_BYTES) return text;
-      const t = truncateUtf8(text, DETAIL_LIMIT_BYTES);
-      if (t.truncated || storedBytes > DETAIL_LIMIT_BYTES) truncated = true;
-      return t.text;
+      truncated = true;
+      return truncateUtf8(text, DETAIL_LIMIT_BYTES).text;
     };
     for (const c of DETAIL_BLOBS) item[c] = d ? cut(d[`${c}_head`], d[`${c}_bytes`]) : null;
     item.detail_truncated = truncated;
