@@ -46,6 +46,7 @@ describe('ClickHouse DDL', () => {
       '0012_call_log_usage_granules.sql',
       '0013_call_log_usage_hourly_tools.sql',
       '0014_call_log_storage.sql',
+      '0015_call_log_usage_summaries.sql',
     ]);
   });
 
@@ -207,6 +208,46 @@ describe('ClickHouse DDL', () => {
     it('on a cluster: a Replicated local table fed by the local hourly rollup, and a Distributed table over it', () => {
       const sql = ofTools('logs_cluster');
       expectRebuiltOnEveryShard(sql, { table, source: 'call_log_usage_hourly' });
+      for (const s of sql) expect(s).not.toMatch(/\$\{/);
+    });
+  });
+
+  describe('0015_call_log_usage_summaries.sql', () => {
+    const ofSummaries = rebuilding('0015_call_log_usage_summaries.sql');
+    /** Each summary, the rollup whose inserts feed it, and the keys after organization and time. */
+    const SUMMARIES = [
+      { table: 'call_log_usage_daily_totals', source: 'call_log_usage_daily', time: 'day', keys: [] },
+      { table: 'call_log_usage_daily_servers', source: 'call_log_usage_daily', time: 'day', keys: ['inbound_server_guid', 'type', 'status'] },
+      { table: 'call_log_usage_hourly_totals', source: 'call_log_usage_hourly_tools', time: 'hour', keys: [] },
+      { table: 'call_log_usage_hourly_tool_names', source: 'call_log_usage_hourly_tools', time: 'hour', keys: ['tool_name'] },
+    ];
+
+    it('builds each summary from the rollup it summarises: every view and table dropped first, then each made, fed by its inserts and backfilled', () => {
+      const sql = ofSummaries();
+      const firstCreate = sql.findIndex((s) => s.startsWith('CREATE'));
+      expect(sql.slice(0, firstCreate)).toEqual([
+        ...SUMMARIES.map(({ table }) => `DROP VIEW IF EXISTS ${table}_mv SYNC`),
+        ...SUMMARIES.map(({ table }) => `DROP TABLE IF EXISTS ${table} SYNC`),
+      ]);
+      expect(sql.slice(firstCreate)).toHaveLength(3 * SUMMARIES.length);
+      for (const { table, source, time, keys } of SUMMARIES) {
+        const own = sql.slice(firstCreate).filter((s) => new RegExp(`^(CREATE TABLE IF NOT EXISTS|INSERT INTO) ${table} |TO ${table} AS`).test(s));
+        expect(own).toHaveLength(3);
+        const [create, view, backfill] = own;
+        expect(create).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL ${time} \\+ INTERVAL 30 DAY`));
+        expect(create).toContain(`durations ${DURATION_STATE_TYPE}`);
+        expect(create).toContain(`ORDER BY (${['organization_guid', time, ...keys].join(', ')})`);
+        expect(create).toMatch(/ SETTINGS ttl_only_drop_parts = 1, index_granularity = 256$/);
+        const groupBy = `GROUP BY ${['organization_guid', time, ...keys].join(', ')}`;
+        expect(view).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM ${source} ${groupBy}$`));
+        expect(backfill).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM ${source} ${groupBy}$`));
+        for (const s of [view!, backfill!]) expect(s).toContain(bare(usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'states')));
+      }
+    });
+
+    it('on a cluster: Replicated local tables fed by the local rollups, and Distributed tables over them', () => {
+      const sql = ofSummaries('logs_cluster');
+      for (const summary of SUMMARIES) expectRebuiltOnEveryShard(sql, summary);
       for (const s of sql) expect(s).not.toMatch(/\$\{/);
     });
   });

@@ -8,6 +8,15 @@ import { epochMs } from '../src/forwarder/call-log-row.js';
 import { CallLogSource } from '../src/forwarder/call-log-source.js';
 import { listDdlFiles, migrateClickhouse, openClickhouse, type ClickhouseStore } from '../src/stores/clickhouse.js';
 
+const ORG = '01a21a14-aaf4-72cd-9769-ad62f2cadb8f';
+
+/** A directory with the DDL files `keep` selects: what an older version shipped. */
+function ddlDir(keep: (name: string) => boolean): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-ddl-'));
+  for (const file of listDdlFiles()) if (keep(file.name)) fs.writeFileSync(path.join(dir, file.name), file.sql);
+  return dir;
+}
+
 /**
  * clickhouse/0014 changes call_logs in place (session_id's type, the guid codec, the
  * trace filter, the forwarder's projection): applied to a table that already holds
@@ -15,7 +24,6 @@ import { listDdlFiles, migrateClickhouse, openClickhouse, type ClickhouseStore }
  * the rows written before and after it.
  */
 const UPGRADE = '0014_call_log_storage.sql';
-const ORG = '01a21a14-aaf4-72cd-9769-ad62f2cadb8f';
 
 interface Row {
   guid: string;
@@ -26,20 +34,21 @@ interface Row {
 describe('clickhouse/0014 on call_logs that hold rows', () => {
   let dataDir: string;
   let ddlBefore: string;
+  let ddlThrough: string;
   let store: ClickhouseStore;
   let n = 0;
   const started = Date.now();
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-upgrade-'));
-    ddlBefore = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-ddl-'));
-    for (const file of listDdlFiles()) if (file.name < UPGRADE) fs.writeFileSync(path.join(ddlBefore, file.name), file.sql);
+    ddlBefore = ddlDir((name) => name < UPGRADE);
+    ddlThrough = ddlDir((name) => name <= UPGRADE);
     store = await openClickhouse({ dataDir });
     await migrateClickhouse(store, { retentionDays: 30 }, ddlBefore);
   }, 120_000);
   afterAll(async () => {
     await store?.close();
-    for (const dir of [dataDir, ddlBefore]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    for (const dir of [dataDir, ddlBefore, ddlThrough]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   /** One INSERT through the writer's encoder and insert path of `count` rows, two by two sharing a trace, three session ids in turn. */
@@ -103,7 +112,7 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
     const orderBefore = await forwarded(4);
     expect(orderBefore).toHaveLength(written.length);
 
-    expect(await migrateClickhouse(store, { retentionDays: 30 })).toEqual([UPGRADE]);
+    expect(await migrateClickhouse(store, { retentionDays: 30 }, ddlThrough)).toEqual([UPGRADE]);
 
     const columns = await (
       await store.client.query({
@@ -132,5 +141,94 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
       })
     ).json<{ guid: string }>();
     expect(traced.map((r) => r.guid)).toEqual(written.filter((r) => r.trace_id === trace).map((r) => r.guid));
+  });
+});
+
+/**
+ * clickhouse/0015 adds summaries of the traffic rollups, backfilled from them: on
+ * rollups that hold rows, as on an upgrade, each summary holds exactly what the rollup
+ * it summarises holds for its keys, and the rows inserted after it reach both alike.
+ */
+describe('clickhouse/0015 on usage rollups that hold rows', () => {
+  const SUMMARIES = '0015_call_log_usage_summaries.sql';
+  /** Each summary, the rollup it summarises, its time column and its keys. */
+  const SUMMARISED = [
+    { table: 'call_log_usage_daily_totals', source: 'call_log_usage_daily', time: 'day', keys: [] },
+    { table: 'call_log_usage_daily_servers', source: 'call_log_usage_daily', time: 'day', keys: ['inbound_server_guid', 'type', 'status'] },
+    { table: 'call_log_usage_hourly_totals', source: 'call_log_usage_hourly_tools', time: 'hour', keys: [] },
+    { table: 'call_log_usage_hourly_tool_names', source: 'call_log_usage_hourly_tools', time: 'hour', keys: ['tool_name'] },
+  ];
+  let dataDir: string;
+  let ddlBefore: string;
+  let store: ClickhouseStore;
+  let n = 0;
+  const started = Date.now();
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-upgrade-'));
+    ddlBefore = ddlDir((name) => name < SUMMARIES);
+    store = await openClickhouse({ dataDir });
+    await migrateClickhouse(store, { retentionDays: 30 }, ddlBefore);
+  }, 120_000);
+  afterAll(async () => {
+    await store?.close();
+    for (const dir of [dataDir, ddlBefore]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** One INSERT of `count` rows 97 minutes apart over three tools of two servers, every fifth an error, durations from 1 ms to about 9 s. */
+  async function insertBatch(count: number): Promise<void> {
+    const lines: string[] = [];
+    for (let i = 0; i < count; i++, n++) {
+      lines.push(
+        encodeCallLog({
+          organizationGuid: ORG,
+          guid: `01a21a15-${String(n).padStart(4, '0')}-7000-8000-000000000000`,
+          createdAt: started - 10 * 86_400_000 + n * 97 * 60_000,
+          type: n % 7 === 0 ? 'tool_list' : 'tool_call',
+          method: n % 7 === 0 ? 'tools/list' : 'tools/call',
+          toolName: n % 7 === 0 ? undefined : ['echo', 'search', 'fetch'][n % 3],
+          inboundServerGuid: n % 3 === 2 ? '01a21a15-0000-7000-8000-00000000000b' : '01a21a15-0000-7000-8000-00000000000a',
+          status: n % 5 === 0 ? 'error' : 'ok',
+          durationMs: (n * 7919) % 9_000,
+          requestBytes: 100 + n,
+          responseBytes: 1000 + 3 * n,
+        }).thin,
+      );
+    }
+    await store.insertEncoded({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
+  }
+
+  /** A table's measures grouped by `time` and `keys`, the duration arrays merged, in one order. */
+  async function measures(table: string, time: string, keys: readonly string[]): Promise<unknown[]> {
+    const by = [time, ...keys].join(', ');
+    const result = await store.client.query({
+      query: `SELECT ${by}, sum(calls) AS calls, sum(errors) AS errors, sumForEachMerge(durations) AS durations,
+        sum(request_bytes_sum) AS request_bytes, sum(response_bytes_sum) AS response_bytes
+        FROM ${table} WHERE organization_guid = {org:String} GROUP BY ${by} ORDER BY ${by}`,
+      query_params: { org: ORG },
+      format: 'JSONEachRow',
+    });
+    return result.json();
+  }
+
+  it('backfills each summary with what its rollup holds, and feeds both alike afterwards', async () => {
+    await insertBatch(60);
+    await insertBatch(45);
+    expect(await migrateClickhouse(store, { retentionDays: 30 })).toEqual([SUMMARIES]);
+    await insertBatch(30);
+    for (const { table, source, time, keys } of SUMMARISED) {
+      const summary = await measures(table, time, keys);
+      expect(summary.length, table).toBeGreaterThan(keys.length ? 10 : 5);
+      expect(summary, table).toEqual(await measures(source, time, keys));
+    }
+    // Every call counted once: the daily totals against the raw rows.
+    const [calls] = await (
+      await store.client.query({
+        query: 'SELECT sum(calls) AS calls FROM call_log_usage_daily_totals WHERE organization_guid = {org:String}',
+        query_params: { org: ORG },
+        format: 'JSONEachRow',
+      })
+    ).json<{ calls: string | number }>();
+    expect(Number(calls!.calls)).toBe(135);
   });
 });

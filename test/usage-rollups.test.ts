@@ -8,12 +8,12 @@ const D0 = Date.UTC(2026, 10, 1);
 const table = (p: WindowPart) => (p.from === 'raw' ? 'raw' : p.from.table);
 
 describe('which usage rollups serve a report', () => {
-  it('no keys: one rollup a grain, coarsest first', () => {
-    expect(servingRollups([], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly_tools', 'call_log_usage_minute']);
+  it('no keys: one rollup a grain, coarsest first, the smallest of each grain (the totals)', () => {
+    expect(servingRollups([], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily_totals', 'call_log_usage_hourly_totals', 'call_log_usage_minute']);
   });
 
   it('never coarser than the buckets', () => {
-    expect(servingRollups([], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_tools', 'call_log_usage_minute']);
+    expect(servingRollups([], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_totals', 'call_log_usage_minute']);
     expect(servingRollups(['outbound_gateway_guid'], 'minute').map((r) => r.table)).toEqual(['call_log_usage_minute']);
   });
 
@@ -21,6 +21,13 @@ describe('which usage rollups serve a report', () => {
     expect(servingRollups(['user_guid'], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily_people', 'call_log_usage_hourly_people']);
     expect(servingRollups(['user_guid', 'team_guid'], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_people']);
     expect(servingRollups(['tool_name', 'status'], 'day').map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly_tools']);
+    // The summaries (clickhouse/0015) serve what they keep: by server or status, by tool name alone.
+    expect(servingRollups(['inbound_server_guid', 'status'], undefined).map((r) => r.table)).toEqual([
+      'call_log_usage_daily_servers',
+      'call_log_usage_hourly_tools',
+    ]);
+    expect(servingRollups(['tool_name'], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_tool_names']);
+    expect(servingRollups(['inbound_server_guid', 'tool_name'], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_tools']);
     // The hourly rollup without the gateway serves whatever does not need the gateway; the one with it, the rest.
     expect(servingRollups(['outbound_gateway_guid', 'tool_name'], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly']);
     expect(servingRollups(['user_guid', 'tool_name'], undefined)).toEqual([]);
@@ -42,9 +49,9 @@ describe('cutting a window into parts', () => {
     expect(parts.map((p) => [table(p), p.fromMs - D0, p.toMs - D0])).toEqual([
       ['raw', 5 * HOUR + 17 * MIN + 12_345, 5 * HOUR + 18 * MIN - 1],
       ['call_log_usage_minute', 5 * HOUR + 18 * MIN, 6 * HOUR - 1],
-      ['call_log_usage_hourly_tools', 6 * HOUR, DAY - 1],
-      ['call_log_usage_daily', DAY, 3 * DAY - 1],
-      ['call_log_usage_hourly_tools', 3 * DAY, 3 * DAY + 2 * HOUR - 1],
+      ['call_log_usage_hourly_totals', 6 * HOUR, DAY - 1],
+      ['call_log_usage_daily_totals', DAY, 3 * DAY - 1],
+      ['call_log_usage_hourly_totals', 3 * DAY, 3 * DAY + 2 * HOUR - 1],
       ['call_log_usage_minute', 3 * DAY + 2 * HOUR, 3 * DAY + 2 * HOUR + 3 * MIN - 1],
       ['raw', 3 * DAY + 2 * HOUR + 3 * MIN, 3 * DAY + 2 * HOUR + 3 * MIN + 999],
     ]);
@@ -53,8 +60,8 @@ describe('cutting a window into parts', () => {
 
   it('a window shorter than every grain is read raw; aligned windows need no raw part', () => {
     expect(cutWindow(D0 + 1000, D0 + 50_000, every).map(table)).toEqual(['raw']);
-    expect(cutWindow(D0, D0 + 2 * DAY - 1, every).map(table)).toEqual(['call_log_usage_daily']);
-    expect(cutWindow(D0, D0 + 2 * DAY, every).map(table)).toEqual(['call_log_usage_daily', 'raw']);
+    expect(cutWindow(D0, D0 + 2 * DAY - 1, every).map(table)).toEqual(['call_log_usage_daily_totals']);
+    expect(cutWindow(D0, D0 + 2 * DAY, every).map(table)).toEqual(['call_log_usage_daily_totals', 'raw']);
   });
 
   it('by person: partial days from the hourly people rollup; with no finer rollup, the partial hours are read raw', () => {

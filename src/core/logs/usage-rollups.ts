@@ -3,7 +3,7 @@ import type { CallLogColumnName } from './call-log-schema.js';
 export type UsageGrain = 'minute' | 'hour' | 'day';
 export const GRAIN_MS: Readonly<Record<UsageGrain, number>> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
 
-/** A usage rollup table (clickhouse/0005, 0008-0013): its grain, its time column and the group keys it keeps. */
+/** A usage rollup table (clickhouse/0005, 0008-0013, 0015): its grain, its time column and the group keys it keeps. */
 export interface UsageRollup {
   table: string;
   grain: UsageGrain;
@@ -15,6 +15,9 @@ const TRAFFIC_KEYS = ['outbound_gateway_guid', 'inbound_server_guid', 'tool_name
 /** The traffic keys but the gateway: a third of the hourly rollup's rows (clickhouse/0013). */
 const TOOL_KEYS = TRAFFIC_KEYS.filter((key) => key !== 'outbound_gateway_guid');
 const PEOPLE_KEYS = ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid'] as const;
+/** The summaries of the traffic rollups (clickhouse/0015): the keys of a report by server or status, and by tool. */
+const SERVER_KEYS = ['inbound_server_guid', 'type', 'status'] as const;
+const TOOL_NAME_KEYS = ['tool_name'] as const;
 
 /**
  * Every usage rollup, coarsest grain first; of two of the same grain, the smaller
@@ -22,8 +25,12 @@ const PEOPLE_KEYS = ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_
  * its keys and filters and is no coarser than its buckets (usage-report.ts).
  */
 export const USAGE_ROLLUPS: readonly UsageRollup[] = [
+  { table: 'call_log_usage_daily_totals', grain: 'day', timeColumn: 'day', keys: [] },
+  { table: 'call_log_usage_daily_servers', grain: 'day', timeColumn: 'day', keys: SERVER_KEYS },
   { table: 'call_log_usage_daily', grain: 'day', timeColumn: 'day', keys: TRAFFIC_KEYS },
   { table: 'call_log_usage_daily_people', grain: 'day', timeColumn: 'day', keys: PEOPLE_KEYS },
+  { table: 'call_log_usage_hourly_totals', grain: 'hour', timeColumn: 'hour', keys: [] },
+  { table: 'call_log_usage_hourly_tool_names', grain: 'hour', timeColumn: 'hour', keys: TOOL_NAME_KEYS },
   { table: 'call_log_usage_hourly_tools', grain: 'hour', timeColumn: 'hour', keys: TOOL_KEYS },
   { table: 'call_log_usage_hourly', grain: 'hour', timeColumn: 'hour', keys: TRAFFIC_KEYS },
   { table: 'call_log_usage_hourly_people', grain: 'hour', timeColumn: 'hour', keys: PEOPLE_KEYS },
