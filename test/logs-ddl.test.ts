@@ -47,6 +47,7 @@ describe('ClickHouse DDL', () => {
       '0013_call_log_usage_hourly_tools.sql',
       '0014_call_log_storage.sql',
       '0015_call_log_usage_summaries.sql',
+      '0016_call_log_usage_weekly_people.sql',
     ]);
   });
 
@@ -186,68 +187,85 @@ describe('ClickHouse DDL', () => {
     }
   });
 
-  describe('0013_call_log_usage_hourly_tools.sql', () => {
-    const ofTools = rebuilding('0013_call_log_usage_hourly_tools.sql');
-    const table = 'call_log_usage_hourly_tools';
+  /** A rollup a later file builds from a coarser rollup's source: its table, the rollup whose inserts feed it, its time column and keys. */
+  interface Derived {
+    table: string;
+    source: string;
+    time: string;
+    keys: string[];
+    /** How the view and the backfill make the time column from the source's, when it is not the source's own. */
+    timeFrom?: string;
+  }
 
-    it('builds the hourly rollup without the gateway from the hourly rollup: dropped first, then made, fed by its inserts and backfilled', () => {
-      const sql = ofTools();
-      expect(sql.slice(0, 2)).toEqual([`DROP VIEW IF EXISTS ${table}_mv SYNC`, `DROP TABLE IF EXISTS ${table} SYNC`]);
-      const [create, view, backfill, ...rest] = sql.slice(2);
-      expect(rest).toEqual([]);
-      expect(create).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL hour \\+ INTERVAL 30 DAY`));
+  /**
+   * The rollups of one file (single node): every view, then every table dropped first,
+   * then each one made, fed by its source's inserts and backfilled from it, the states
+   * made as the reports merge them.
+   */
+  function expectDerivedRollups(sql: string[], derived: Derived[]) {
+    const firstCreate = sql.findIndex((s) => s.startsWith('CREATE'));
+    expect(sql.slice(0, firstCreate)).toEqual([
+      ...derived.map(({ table }) => `DROP VIEW IF EXISTS ${table}_mv SYNC`),
+      ...derived.map(({ table }) => `DROP TABLE IF EXISTS ${table} SYNC`),
+    ]);
+    expect(sql.slice(firstCreate)).toHaveLength(3 * derived.length);
+    for (const { table, source, time, keys, timeFrom } of derived) {
+      const own = sql.slice(firstCreate).filter((s) => new RegExp(`^(CREATE TABLE IF NOT EXISTS|INSERT INTO) ${table} |TO ${table} AS`).test(s));
+      expect(own).toHaveLength(3);
+      const [create, view, backfill] = own;
+      expect(create).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL ${time} \\+ INTERVAL 30 DAY`));
       expect(create).toContain(`durations ${DURATION_STATE_TYPE}`);
-      expect(create).toContain('ORDER BY (organization_guid, hour, inbound_server_guid, tool_name, type, status)');
+      expect(create).toContain(`ORDER BY (${['organization_guid', time, ...keys].join(', ')})`);
       expect(create).toMatch(/ SETTINGS ttl_only_drop_parts = 1, index_granularity = 256$/);
-      expect(create).not.toContain('outbound_gateway_guid');
-      expect(view).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM call_log_usage_hourly GROUP BY`));
-      expect(backfill).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM call_log_usage_hourly GROUP BY`));
-      for (const s of [view!, backfill!]) expect(s).toContain(bare(usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'states')));
-    });
-
-    it('on a cluster: a Replicated local table fed by the local hourly rollup, and a Distributed table over it', () => {
-      const sql = ofTools('logs_cluster');
-      expectRebuiltOnEveryShard(sql, { table, source: 'call_log_usage_hourly' });
-      for (const s of sql) expect(s).not.toMatch(/\$\{/);
-    });
-  });
-
-  describe('0015_call_log_usage_summaries.sql', () => {
-    const ofSummaries = rebuilding('0015_call_log_usage_summaries.sql');
-    /** Each summary, the rollup whose inserts feed it, and the keys after organization and time. */
-    const SUMMARIES = [
-      { table: 'call_log_usage_daily_totals', source: 'call_log_usage_daily', time: 'day', keys: [] },
-      { table: 'call_log_usage_daily_servers', source: 'call_log_usage_daily', time: 'day', keys: ['inbound_server_guid', 'type', 'status'] },
-      { table: 'call_log_usage_hourly_totals', source: 'call_log_usage_hourly_tools', time: 'hour', keys: [] },
-      { table: 'call_log_usage_hourly_tool_names', source: 'call_log_usage_hourly_tools', time: 'hour', keys: ['tool_name'] },
-    ];
-
-    it('builds each summary from the rollup it summarises: every view and table dropped first, then each made, fed by its inserts and backfilled', () => {
-      const sql = ofSummaries();
-      const firstCreate = sql.findIndex((s) => s.startsWith('CREATE'));
-      expect(sql.slice(0, firstCreate)).toEqual([
-        ...SUMMARIES.map(({ table }) => `DROP VIEW IF EXISTS ${table}_mv SYNC`),
-        ...SUMMARIES.map(({ table }) => `DROP TABLE IF EXISTS ${table} SYNC`),
-      ]);
-      expect(sql.slice(firstCreate)).toHaveLength(3 * SUMMARIES.length);
-      for (const { table, source, time, keys } of SUMMARIES) {
-        const own = sql.slice(firstCreate).filter((s) => new RegExp(`^(CREATE TABLE IF NOT EXISTS|INSERT INTO) ${table} |TO ${table} AS`).test(s));
-        expect(own).toHaveLength(3);
-        const [create, view, backfill] = own;
-        expect(create).toMatch(new RegExp(`^CREATE TABLE IF NOT EXISTS ${table} \\(.*\\) ENGINE = AggregatingMergeTree .* TTL ${time} \\+ INTERVAL 30 DAY`));
-        expect(create).toContain(`durations ${DURATION_STATE_TYPE}`);
-        expect(create).toContain(`ORDER BY (${['organization_guid', time, ...keys].join(', ')})`);
-        expect(create).toMatch(/ SETTINGS ttl_only_drop_parts = 1, index_granularity = 256$/);
-        const groupBy = `GROUP BY ${['organization_guid', time, ...keys].join(', ')}`;
-        expect(view).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM ${source} ${groupBy}$`));
-        expect(backfill).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM ${source} ${groupBy}$`));
-        for (const s of [view!, backfill!]) expect(s).toContain(bare(usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'states')));
+      const groupBy = `GROUP BY ${['organization_guid', time, ...keys].join(', ')}`;
+      expect(view).toMatch(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${table}_mv TO ${table} AS SELECT .* FROM ${source} ${groupBy}$`));
+      expect(backfill).toMatch(new RegExp(`^INSERT INTO ${table} SELECT .* FROM ${source} ${groupBy}( SETTINGS [^()]*)?$`));
+      for (const s of [view!, backfill!]) {
+        expect(s).toContain(bare(usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'states')));
+        if (timeFrom) expect(s).toContain(`${timeFrom} AS ${time}`);
       }
+    }
+  }
+
+  describe.each([
+    {
+      file: '0013_call_log_usage_hourly_tools.sql',
+      derived: [
+        { table: 'call_log_usage_hourly_tools', source: 'call_log_usage_hourly', time: 'hour', keys: ['inbound_server_guid', 'tool_name', 'type', 'status'] },
+      ],
+    },
+    {
+      file: '0015_call_log_usage_summaries.sql',
+      derived: [
+        { table: 'call_log_usage_daily_totals', source: 'call_log_usage_daily', time: 'day', keys: [] },
+        { table: 'call_log_usage_daily_servers', source: 'call_log_usage_daily', time: 'day', keys: ['inbound_server_guid', 'type', 'status'] },
+        { table: 'call_log_usage_hourly_totals', source: 'call_log_usage_hourly_tools', time: 'hour', keys: [] },
+        { table: 'call_log_usage_hourly_tool_names', source: 'call_log_usage_hourly_tools', time: 'hour', keys: ['tool_name'] },
+      ],
+    },
+    {
+      file: '0016_call_log_usage_weekly_people.sql',
+      derived: [
+        {
+          table: 'call_log_usage_weekly_people',
+          source: 'call_log_usage_daily_people',
+          time: 'week',
+          keys: ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid'],
+          // Weeks of 7 days from the epoch, as usage-rollups.ts cuts a window.
+          timeFrom: "toDateTime(intDiv(toUInt32(day), 604800) * 604800, 'UTC')",
+        },
+      ],
+    },
+  ] satisfies { file: string; derived: Derived[] }[])('$file', ({ file, derived }) => {
+    const ofFile = rebuilding(file);
+
+    it('builds each rollup from the one whose inserts feed it: every view and table dropped first, then each made, fed and backfilled', () => {
+      expectDerivedRollups(ofFile(), derived);
     });
 
     it('on a cluster: Replicated local tables fed by the local rollups, and Distributed tables over them', () => {
-      const sql = ofSummaries('logs_cluster');
-      for (const summary of SUMMARIES) expectRebuiltOnEveryShard(sql, summary);
+      const sql = ofFile('logs_cluster');
+      for (const rollup of derived) expectRebuiltOnEveryShard(sql, rollup);
       for (const s of sql) expect(s).not.toMatch(/\$\{/);
     });
   });

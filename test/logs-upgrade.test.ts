@@ -145,18 +145,28 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
 });
 
 /**
- * clickhouse/0015 adds summaries of the traffic rollups, backfilled from them: on
- * rollups that hold rows, as on an upgrade, each summary holds exactly what the rollup
- * it summarises holds for its keys, and the rows inserted after it reach both alike.
+ * clickhouse/0015 and 0016 add summaries of the rollups (the traffic's totals, servers
+ * and tools, the people by week), backfilled from them: on rollups that hold rows, as
+ * on an upgrade, each summary holds exactly what the rollup it summarises holds for its
+ * keys, and the rows inserted after it reach both alike.
  */
-describe('clickhouse/0015 on usage rollups that hold rows', () => {
+describe('clickhouse/0015 and 0016 on usage rollups that hold rows', () => {
   const SUMMARIES = '0015_call_log_usage_summaries.sql';
+  const WEEKLY_PEOPLE = '0016_call_log_usage_weekly_people.sql';
   /** Each summary, the rollup it summarises, its time column and its keys. */
   const SUMMARISED = [
     { table: 'call_log_usage_daily_totals', source: 'call_log_usage_daily', time: 'day', keys: [] },
     { table: 'call_log_usage_daily_servers', source: 'call_log_usage_daily', time: 'day', keys: ['inbound_server_guid', 'type', 'status'] },
     { table: 'call_log_usage_hourly_totals', source: 'call_log_usage_hourly_tools', time: 'hour', keys: [] },
     { table: 'call_log_usage_hourly_tool_names', source: 'call_log_usage_hourly_tools', time: 'hour', keys: ['tool_name'] },
+    {
+      table: 'call_log_usage_weekly_people',
+      source: 'call_log_usage_daily_people',
+      time: 'week',
+      // The daily people rollup's days counted into weeks as 0016's view does.
+      sourceTime: "toDateTime(intDiv(toUInt32(day), 604800) * 604800, 'UTC') AS week",
+      keys: ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid'],
+    },
   ];
   let dataDir: string;
   let ddlBefore: string;
@@ -175,7 +185,7 @@ describe('clickhouse/0015 on usage rollups that hold rows', () => {
     for (const dir of [dataDir, ddlBefore]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  /** One INSERT of `count` rows 97 minutes apart over three tools of two servers, every fifth an error, durations from 1 ms to about 9 s. */
+  /** One INSERT of `count` rows 97 minutes apart over three tools of two servers and four users, every fifth an error, durations from 1 ms to about 9 s. */
   async function insertBatch(count: number): Promise<void> {
     const lines: string[] = [];
     for (let i = 0; i < count; i++, n++) {
@@ -188,6 +198,9 @@ describe('clickhouse/0015 on usage rollups that hold rows', () => {
           method: n % 7 === 0 ? 'tools/list' : 'tools/call',
           toolName: n % 7 === 0 ? undefined : ['echo', 'search', 'fetch'][n % 3],
           inboundServerGuid: n % 3 === 2 ? '01a21a15-0000-7000-8000-00000000000b' : '01a21a15-0000-7000-8000-00000000000a',
+          userGuid: `01a21a15-0000-7000-8000-00000000001${n % 4}`,
+          teamGuid: `01a21a15-0000-7000-8000-00000000002${n % 2}`,
+          gatewayConnectionGuid: `01a21a15-0000-7000-8000-00000000003${n % 4}`,
           status: n % 5 === 0 ? 'error' : 'ok',
           durationMs: (n * 7919) % 9_000,
           requestBytes: 100 + n,
@@ -199,10 +212,10 @@ describe('clickhouse/0015 on usage rollups that hold rows', () => {
   }
 
   /** A table's measures grouped by `time` and `keys`, the duration arrays merged, in one order. */
-  async function measures(table: string, time: string, keys: readonly string[]): Promise<unknown[]> {
+  async function measures(table: string, time: string, keys: readonly string[], timeExpr = time): Promise<unknown[]> {
     const by = [time, ...keys].join(', ');
     const result = await store.client.query({
-      query: `SELECT ${by}, sum(calls) AS calls, sum(errors) AS errors, sumForEachMerge(durations) AS durations,
+      query: `SELECT ${[timeExpr, ...keys].join(', ')}, sum(calls) AS calls, sum(errors) AS errors, sumForEachMerge(durations) AS durations,
         sum(request_bytes_sum) AS request_bytes, sum(response_bytes_sum) AS response_bytes
         FROM ${table} WHERE organization_guid = {org:String} GROUP BY ${by} ORDER BY ${by}`,
       query_params: { org: ORG },
@@ -214,12 +227,12 @@ describe('clickhouse/0015 on usage rollups that hold rows', () => {
   it('backfills each summary with what its rollup holds, and feeds both alike afterwards', async () => {
     await insertBatch(60);
     await insertBatch(45);
-    expect(await migrateClickhouse(store, { retentionDays: 30 })).toEqual([SUMMARIES]);
+    expect(await migrateClickhouse(store, { retentionDays: 30 })).toEqual([SUMMARIES, WEEKLY_PEOPLE]);
     await insertBatch(30);
-    for (const { table, source, time, keys } of SUMMARISED) {
+    for (const { table, source, time, keys, ...rest } of SUMMARISED) {
       const summary = await measures(table, time, keys);
-      expect(summary.length, table).toBeGreaterThan(keys.length ? 10 : 5);
-      expect(summary, table).toEqual(await measures(source, time, keys));
+      expect(summary.length, table).toBeGreaterThan(time === 'week' ? 4 : keys.length ? 10 : 5);
+      expect(summary, table).toEqual(await measures(source, time, keys, 'sourceTime' in rest ? rest.sourceTime : time));
     }
     // Every call counted once: the daily totals against the raw rows.
     const [calls] = await (

@@ -128,19 +128,22 @@ async function report(input: Record<string, unknown>, surface: Surface = 'rest',
 }
 
 /** Checks one report's items and totals against the rows it selects. */
-async function checkReport(input: {
-  fromMs: number;
-  toMs: number;
-  groupBy?: UsageGroupKey[];
-  interval?: 'minute' | 'hour' | 'day';
-  filters?: Record<string, string>;
-}) {
+async function checkReport(
+  input: {
+    fromMs: number;
+    toMs: number;
+    groupBy?: UsageGroupKey[];
+    interval?: 'minute' | 'hour' | 'day';
+    filters?: Record<string, string>;
+  },
+  of: { rows: CallLogInput[]; token: string } = { rows, token },
+) {
   const norm = (key: string, v: string | null) => (key.endsWith('_guid') || key === 'trace_id' ? v?.toLowerCase() : v);
-  const selected = rows
+  const selected = of.rows
     .filter(inWindow(input.fromMs, input.toMs))
     .filter((r) => Object.entries(input.filters ?? {}).every(([k, v]) => norm(k, valueOf(r, k as keyof typeof snake)) === norm(k, v)));
   expect(selected.length, 'a filter that selects nothing proves little').toBeGreaterThan(0);
-  const body = await report({ ...input, take: 10_000 });
+  const body = await report({ ...input, take: 10_000 }, 'rest', of.token);
   const where = JSON.stringify(input);
   expectMeasures(body.totals, measure(selected), `${where} totals`);
   const expected = expectedItems(selected, input.groupBy ?? [], input.interval);
@@ -248,6 +251,34 @@ describe('get_usage_report exactness', () => {
       expect(body.totals).toEqual({ calls: 0, errors: 0, p50Ms: 0, p95Ms: 0, p99Ms: 0, requestBytes: 0, responseBytes: 0 });
       expect(body.nextSkip).toBeNull();
     }
+  });
+
+  it('by person over weeks (the people by week, by day, by hour and raw rows), in a workspace of its own', async () => {
+    const ws = await newWorkspace(t);
+    const random = lcg(7);
+    const people = Array.from({ length: 5 }, () => newGuid());
+    // 25 days from 13:00 UTC: at least two whole weeks from the epoch (Thursday to Wednesday) lie inside.
+    const from = Math.floor((START - 40 * DAY) / DAY) * DAY + 13 * HOUR;
+    const weeks = Array.from({ length: 600 }, (_, i) =>
+      logRow(ws.organizationGuid, {
+        createdAt: from + Math.floor(random() * 25 * DAY),
+        durationMs: Math.floor(3 + 60 * random() + (random() < 0.05 ? 3000 * random() : 0)),
+        requestBytes: Math.floor(random() * 4000),
+        responseBytes: Math.floor(random() * 40_000),
+        status: random() < 0.1 ? 'error' : 'ok',
+        userGuid: people[i % 5],
+        teamGuid: people[i % 2],
+        gatewayConnectionGuid: people[i % 5],
+      }),
+    );
+    await ingest(t, weeks);
+    const of = { rows: weeks, token: ws.token };
+    await checkReport({ fromMs: from + 12_345, toMs: from + 25 * DAY - 7 * HOUR - 1 }, of);
+    await checkReport({ fromMs: from + 12_345, toMs: from + 25 * DAY - 7 * HOUR - 1, groupBy: ['user_guid'] }, of);
+    await checkReport(
+      { fromMs: from + 30 * HOUR + 999, toMs: from + 24 * DAY, groupBy: ['team_guid', 'user_guid'], filters: { gateway_connection_guid: people[3]! } },
+      of,
+    );
   });
 
   it('pages with skip/take and nextSkip', async () => {

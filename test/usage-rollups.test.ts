@@ -12,13 +12,22 @@ describe('which usage rollups serve a report', () => {
     expect(servingRollups([], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily_totals', 'call_log_usage_hourly_totals', 'call_log_usage_minute']);
   });
 
+  it('people by week only for the reports by person: a report without keys reads the totals', () => {
+    expect(servingRollups([], undefined).map((r) => r.table)).not.toContain('call_log_usage_weekly_people');
+    expect(servingRollups(['team_guid'], undefined)[0]!.table).toBe('call_log_usage_weekly_people');
+  });
+
   it('never coarser than the buckets', () => {
     expect(servingRollups([], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_totals', 'call_log_usage_minute']);
     expect(servingRollups(['outbound_gateway_guid'], 'minute').map((r) => r.table)).toEqual(['call_log_usage_minute']);
   });
 
   it('only rollups that keep every key', () => {
-    expect(servingRollups(['user_guid'], undefined).map((r) => r.table)).toEqual(['call_log_usage_daily_people', 'call_log_usage_hourly_people']);
+    expect(servingRollups(['user_guid'], undefined).map((r) => r.table)).toEqual([
+      'call_log_usage_weekly_people',
+      'call_log_usage_daily_people',
+      'call_log_usage_hourly_people',
+    ]);
     expect(servingRollups(['user_guid', 'team_guid'], 'hour').map((r) => r.table)).toEqual(['call_log_usage_hourly_people']);
     expect(servingRollups(['tool_name', 'status'], 'day').map((r) => r.table)).toEqual(['call_log_usage_daily', 'call_log_usage_hourly_tools']);
     // The summaries (clickhouse/0015) serve what they keep: by server or status, by tool name alone.
@@ -73,5 +82,21 @@ describe('cutting a window into parts', () => {
       'call_log_usage_hourly_people',
       'raw',
     ]);
+  });
+
+  it('by person over weeks: whole weeks from the epoch (Thursdays) in the middle, whole days around them', () => {
+    const people = servingRollups(['user_guid'], undefined);
+    expect(people.map((r) => r.table)).toEqual(['call_log_usage_weekly_people', 'call_log_usage_daily_people', 'call_log_usage_hourly_people']);
+    // D0 (2026-11-01) is a Sunday: the first week in the window starts on Thursday the 5th.
+    const firstWeek = Date.UTC(2026, 10, 5);
+    expect(new Date(firstWeek).getUTCDay()).toBe(4);
+    const parts = cutWindow(D0, D0 + 30 * DAY - 1, people);
+    expect(parts.map((p) => [table(p), p.fromMs - D0, p.toMs - D0])).toEqual([
+      ['call_log_usage_daily_people', 0, firstWeek - D0 - 1],
+      ['call_log_usage_weekly_people', firstWeek - D0, firstWeek - D0 + 21 * DAY - 1],
+      ['call_log_usage_daily_people', firstWeek - D0 + 21 * DAY, 30 * DAY - 1],
+    ]);
+    // Day buckets are never read from weeks.
+    expect(servingRollups(['user_guid'], 'day').map((r) => r.table)).toEqual(['call_log_usage_daily_people', 'call_log_usage_hourly_people']);
   });
 });

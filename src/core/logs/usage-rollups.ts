@@ -1,14 +1,21 @@
 import type { CallLogColumnName } from './call-log-schema.js';
 
-export type UsageGrain = 'minute' | 'hour' | 'day';
-export const GRAIN_MS: Readonly<Record<UsageGrain, number>> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+/** A rollup's unit of time; a week is 7 days from the Unix epoch (Thursdays, 00:00 UTC), as cutWindow counts it, and no report's bucket. */
+export type UsageGrain = 'minute' | 'hour' | 'day' | 'week';
+export const GRAIN_MS: Readonly<Record<UsageGrain, number>> = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 604_800_000 };
 
-/** A usage rollup table (clickhouse/0005, 0008-0013, 0015): its grain, its time column and the group keys it keeps. */
+/** A usage rollup table (clickhouse/0005, 0008-0013, 0015, 0016): its grain, its time column and the group keys it keeps. */
 export interface UsageRollup {
   table: string;
   grain: UsageGrain;
   timeColumn: string;
   keys: readonly CallLogColumnName[];
+  /**
+   * Serves only the reports that group or filter by one of its keys: a report without
+   * them reads the finer summaries of the workspace's totals instead, which hold a row
+   * a unit of time where this holds one a person.
+   */
+  keyedOnly?: true;
 }
 
 const TRAFFIC_KEYS = ['outbound_gateway_guid', 'inbound_server_guid', 'tool_name', 'type', 'status'] as const;
@@ -25,6 +32,7 @@ const TOOL_NAME_KEYS = ['tool_name'] as const;
  * its keys and filters and is no coarser than its buckets (usage-report.ts).
  */
 export const USAGE_ROLLUPS: readonly UsageRollup[] = [
+  { table: 'call_log_usage_weekly_people', grain: 'week', timeColumn: 'week', keys: PEOPLE_KEYS, keyedOnly: true },
   { table: 'call_log_usage_daily_totals', grain: 'day', timeColumn: 'day', keys: [] },
   { table: 'call_log_usage_daily_servers', grain: 'day', timeColumn: 'day', keys: SERVER_KEYS },
   { table: 'call_log_usage_daily', grain: 'day', timeColumn: 'day', keys: TRAFFIC_KEYS },
@@ -65,12 +73,13 @@ export function cutWindow(fromMs: number, toMs: number, rollups: readonly UsageR
   ];
 }
 
-/** The rollups that may serve a report: they keep every key it groups or filters by, and are no coarser than its buckets; one per grain. */
+/** The rollups that may serve a report: they keep every key it groups or filters by (a keyedOnly one, at least one), and are no coarser than its buckets; one per grain. */
 export function servingRollups(keys: readonly string[], interval: UsageGrain | undefined, among: readonly UsageRollup[] = USAGE_ROLLUPS): UsageRollup[] {
   const serving: UsageRollup[] = [];
   for (const rollup of among) {
     if (interval && GRAIN_MS[rollup.grain] > GRAIN_MS[interval]) continue;
     if (!keys.every((k) => (rollup.keys as readonly string[]).includes(k))) continue;
+    if (rollup.keyedOnly && keys.length === 0) continue;
     if (serving.some((r) => r.grain === rollup.grain)) continue;
     serving.push(rollup);
   }
