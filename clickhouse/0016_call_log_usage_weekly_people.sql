@@ -8,8 +8,8 @@
 -- are by theirs. Dropped first and built again from that rollup, so the file can run
 -- again after a failure without counting a row twice (upgrade replicas together).
 -- Measures as src/stores/usage-rollup-sql.ts spells them (test/logs-ddl.test.ts holds
--- them equal). A week is dropped with its first day's retention: a report reads a week
--- only when the whole of it lies in its window.
+-- them equal). Rows expire with their week's first day, a month's part at a time
+-- (ttl_only_drop_parts), as the daily rollups' expire with their day.
 
 DROP VIEW IF EXISTS ${TABLE:call_log_usage_weekly_people_mv} ${ON_CLUSTER} SYNC;
 
