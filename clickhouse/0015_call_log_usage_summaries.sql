@@ -9,8 +9,9 @@
 -- Each is fed by the inserts of the rollup it summarises, as the daily rollup is: the
 -- views merge that insert's states again, a few hundred rows for a 50,000-row insert
 -- into call_logs. Dropped first and built again from those rollups, so the file can run
--- again after a failure without counting a row twice; rows another process inserts
--- while this runs miss them (upgrade replicas together, as for 0011 to 0013). Measures
+-- again after a failure without counting a row twice; a row another process inserts
+-- between a view's creation and its backfill counts twice (upgrade replicas together,
+-- as for 0011 to 0013). Measures
 -- as src/stores/usage-rollup-sql.ts spells them (test/logs-ddl.test.ts holds them equal).
 
 DROP VIEW IF EXISTS ${TABLE:call_log_usage_daily_totals_mv} ${ON_CLUSTER} SYNC;
