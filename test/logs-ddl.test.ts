@@ -12,6 +12,7 @@ import {
   usageMeasuresOfStates,
 } from '../src/stores/usage-rollup-sql.js';
 import { listDdlFiles, renderDdlFile } from '../src/stores/clickhouse.js';
+import { DERIVED_ROLLUPS, type DerivedRollup } from './helpers/derived-rollups.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
 
 /** The cluster variant (CLICKHOUSE_CLUSTER) is checked by its generated DDL: no cluster runs here. */
@@ -187,22 +188,12 @@ describe('ClickHouse DDL', () => {
     }
   });
 
-  /** A rollup a later file builds from a coarser rollup's source: its table, the rollup whose inserts feed it, its time column and keys. */
-  interface Derived {
-    table: string;
-    source: string;
-    time: string;
-    keys: string[];
-    /** How the view and the backfill make the time column from the source's, when it is not the source's own. */
-    timeFrom?: string;
-  }
-
   /**
    * The rollups of one file (single node): every view, then every table dropped first,
    * then each one made, fed by its source's inserts and backfilled from it, the states
    * made as the reports merge them.
    */
-  function expectDerivedRollups(sql: string[], derived: Derived[]) {
+  function expectDerivedRollups(sql: string[], derived: readonly DerivedRollup[]) {
     const firstCreate = sql.findIndex((s) => s.startsWith('CREATE'));
     expect(sql.slice(0, firstCreate)).toEqual([
       ...derived.map(({ table }) => `DROP VIEW IF EXISTS ${table}_mv SYNC`),
@@ -227,36 +218,7 @@ describe('ClickHouse DDL', () => {
     }
   }
 
-  describe.each([
-    {
-      file: '0013_call_log_usage_hourly_tools.sql',
-      derived: [
-        { table: 'call_log_usage_hourly_tools', source: 'call_log_usage_hourly', time: 'hour', keys: ['inbound_server_guid', 'tool_name', 'type', 'status'] },
-      ],
-    },
-    {
-      file: '0015_call_log_usage_summaries.sql',
-      derived: [
-        { table: 'call_log_usage_daily_totals', source: 'call_log_usage_daily', time: 'day', keys: [] },
-        { table: 'call_log_usage_daily_servers', source: 'call_log_usage_daily', time: 'day', keys: ['inbound_server_guid', 'type', 'status'] },
-        { table: 'call_log_usage_hourly_totals', source: 'call_log_usage_hourly_tools', time: 'hour', keys: [] },
-        { table: 'call_log_usage_hourly_tool_names', source: 'call_log_usage_hourly_tools', time: 'hour', keys: ['tool_name'] },
-      ],
-    },
-    {
-      file: '0016_call_log_usage_weekly_people.sql',
-      derived: [
-        {
-          table: 'call_log_usage_weekly_people',
-          source: 'call_log_usage_daily_people',
-          time: 'week',
-          keys: ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid'],
-          // Weeks of 7 days from the epoch, as usage-rollups.ts cuts a window.
-          timeFrom: "toDateTime(intDiv(toUInt32(day), 604800) * 604800, 'UTC')",
-        },
-      ],
-    },
-  ] satisfies { file: string; derived: Derived[] }[])('$file', ({ file, derived }) => {
+  describe.each(Object.entries(DERIVED_ROLLUPS).map(([file, derived]) => ({ file, derived })))('$file', ({ file, derived }) => {
     const ofFile = rebuilding(file);
 
     it('builds each rollup from the one whose inserts feed it: every view and table dropped first, then each made, fed and backfilled', () => {

@@ -7,14 +7,48 @@ import { THIN_INSERT_COLUMNS } from '../src/core/logs/call-log-schema.js';
 import { epochMs } from '../src/forwarder/call-log-row.js';
 import { CallLogSource } from '../src/forwarder/call-log-source.js';
 import { listDdlFiles, migrateClickhouse, openClickhouse, type ClickhouseStore } from '../src/stores/clickhouse.js';
+import { DERIVED_ROLLUPS } from './helpers/derived-rollups.js';
 
 const ORG = '01a21a14-aaf4-72cd-9769-ad62f2cadb8f';
 
-/** A directory with the DDL files `keep` selects: what an older version shipped. */
-function ddlDir(keep: (name: string) => boolean): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-ddl-'));
-  for (const file of listDdlFiles()) if (keep(file.name)) fs.writeFileSync(path.join(dir, file.name), file.sql);
-  return dir;
+/**
+ * For one describe: a store migrated with the DDL files before `file`, as an older
+ * version left it; `upgrade(through)` then applies the files after those, up to
+ * `through` (default: every one), as an upgrade does.
+ */
+function storeBefore(file: string): { store: ClickhouseStore; upgrade: (through?: string) => Promise<string[]> } {
+  const dirs: string[] = [];
+  /** A directory with the DDL files `keep` selects. */
+  const ddlDir = (keep: (name: string) => boolean): string => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-ddl-'));
+    dirs.push(dir);
+    for (const ddl of listDdlFiles()) if (keep(ddl.name)) fs.writeFileSync(path.join(dir, ddl.name), ddl.sql);
+    return dir;
+  };
+  const db = {
+    store: undefined as unknown as ClickhouseStore,
+    upgrade: (through?: string) =>
+      migrateClickhouse(
+        db.store,
+        { retentionDays: 30 },
+        ddlDir((name) => through === undefined || name <= through),
+      ),
+  };
+  beforeAll(async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-upgrade-'));
+    dirs.push(dataDir);
+    db.store = await openClickhouse({ dataDir });
+    await migrateClickhouse(
+      db.store,
+      { retentionDays: 30 },
+      ddlDir((name) => name < file),
+    );
+  }, 120_000);
+  afterAll(async () => {
+    await db.store?.close();
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return db;
 }
 
 /**
@@ -32,24 +66,9 @@ interface Row {
 }
 
 describe('clickhouse/0014 on call_logs that hold rows', () => {
-  let dataDir: string;
-  let ddlBefore: string;
-  let ddlThrough: string;
-  let store: ClickhouseStore;
+  const db = storeBefore(UPGRADE);
   let n = 0;
   const started = Date.now();
-
-  beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-upgrade-'));
-    ddlBefore = ddlDir((name) => name < UPGRADE);
-    ddlThrough = ddlDir((name) => name <= UPGRADE);
-    store = await openClickhouse({ dataDir });
-    await migrateClickhouse(store, { retentionDays: 30 }, ddlBefore);
-  }, 120_000);
-  afterAll(async () => {
-    await store?.close();
-    for (const dir of [dataDir, ddlBefore, ddlThrough]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  });
 
   /** One INSERT through the writer's encoder and insert path of `count` rows, two by two sharing a trace, three session ids in turn. */
   async function insertBatch(count: number): Promise<Row[]> {
@@ -78,12 +97,12 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
       lines.push(encoded.thin);
       rows.push(row);
     }
-    await store.insertEncoded({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
+    await db.store.insertEncoded({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
     return rows;
   }
 
   async function stored(): Promise<Row[]> {
-    const result = await store.client.query({
+    const result = await db.store.client.query({
       query: 'SELECT toString(guid) AS guid, trace_id, session_id FROM call_logs ORDER BY guid',
       format: 'JSONEachRow',
     });
@@ -92,7 +111,7 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
 
   /** Every row as the forwarder reads them, in batches of `limit`, from the start. */
   async function forwarded(limit: number): Promise<string[]> {
-    const source = new CallLogSource(store);
+    const source = new CallLogSource(db.store);
     const horizon = await source.deliveryHorizon(0);
     const guids: string[] = [];
     let after = { at: new Date(0), guid: '' };
@@ -112,10 +131,10 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
     const orderBefore = await forwarded(4);
     expect(orderBefore).toHaveLength(written.length);
 
-    expect(await migrateClickhouse(store, { retentionDays: 30 }, ddlThrough)).toEqual([UPGRADE]);
+    expect(await db.upgrade(UPGRADE)).toEqual([UPGRADE]);
 
     const columns = await (
-      await store.client.query({
+      await db.store.client.query({
         query: "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'call_logs' AND name IN ('guid', 'session_id')",
         format: 'JSONEachRow',
       })
@@ -134,7 +153,7 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
     expect(all.slice(orderBefore.length).sort()).toEqual(later.map((r) => r.guid).sort());
     const trace = written[6]!.trace_id;
     const traced = await (
-      await store.client.query({
+      await db.store.client.query({
         query: 'SELECT toString(guid) AS guid FROM call_logs WHERE organization_guid = {org:String} AND trace_id = {trace:String} ORDER BY guid',
         query_params: { org: ORG, trace },
         format: 'JSONEachRow',
@@ -151,39 +170,13 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
  * keys, and the rows inserted after it reach both alike.
  */
 describe('clickhouse/0015 and 0016 on usage rollups that hold rows', () => {
-  const SUMMARIES = '0015_call_log_usage_summaries.sql';
-  const WEEKLY_PEOPLE = '0016_call_log_usage_weekly_people.sql';
+  const SUMMARIES = '0015_call_log_usage_summaries.sql' as const;
+  const WEEKLY_PEOPLE = '0016_call_log_usage_weekly_people.sql' as const;
   /** Each summary, the rollup it summarises, its time column and its keys. */
-  const SUMMARISED = [
-    { table: 'call_log_usage_daily_totals', source: 'call_log_usage_daily', time: 'day', keys: [] },
-    { table: 'call_log_usage_daily_servers', source: 'call_log_usage_daily', time: 'day', keys: ['inbound_server_guid', 'type', 'status'] },
-    { table: 'call_log_usage_hourly_totals', source: 'call_log_usage_hourly_tools', time: 'hour', keys: [] },
-    { table: 'call_log_usage_hourly_tool_names', source: 'call_log_usage_hourly_tools', time: 'hour', keys: ['tool_name'] },
-    {
-      table: 'call_log_usage_weekly_people',
-      source: 'call_log_usage_daily_people',
-      time: 'week',
-      // The daily people rollup's days counted into weeks as 0016's view does.
-      sourceTime: "toDateTime(intDiv(toUInt32(day), 604800) * 604800, 'UTC') AS week",
-      keys: ['user_guid', 'team_guid', 'host_guid', 'gateway_connection_guid'],
-    },
-  ];
-  let dataDir: string;
-  let ddlBefore: string;
-  let store: ClickhouseStore;
+  const SUMMARISED = [...DERIVED_ROLLUPS[SUMMARIES], ...DERIVED_ROLLUPS[WEEKLY_PEOPLE]];
+  const db = storeBefore(SUMMARIES);
   let n = 0;
   const started = Date.now();
-
-  beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-upgrade-'));
-    ddlBefore = ddlDir((name) => name < SUMMARIES);
-    store = await openClickhouse({ dataDir });
-    await migrateClickhouse(store, { retentionDays: 30 }, ddlBefore);
-  }, 120_000);
-  afterAll(async () => {
-    await store?.close();
-    for (const dir of [dataDir, ddlBefore]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  });
 
   /** One INSERT of `count` rows 97 minutes apart over three tools of two servers and four users, every fifth an error, durations from 1 ms to about 9 s. */
   async function insertBatch(count: number): Promise<void> {
@@ -208,13 +201,13 @@ describe('clickhouse/0015 and 0016 on usage rollups that hold rows', () => {
         }).thin,
       );
     }
-    await store.insertEncoded({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
+    await db.store.insertEncoded({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
   }
 
   /** A table's measures grouped by `time` and `keys`, the duration arrays merged, in one order. */
   async function measures(table: string, time: string, keys: readonly string[], timeExpr = time): Promise<unknown[]> {
     const by = [time, ...keys].join(', ');
-    const result = await store.client.query({
+    const result = await db.store.client.query({
       query: `SELECT ${[timeExpr, ...keys].join(', ')}, sum(calls) AS calls, sum(errors) AS errors, sumForEachMerge(durations) AS durations,
         sum(request_bytes_sum) AS request_bytes, sum(response_bytes_sum) AS response_bytes
         FROM ${table} WHERE organization_guid = {org:String} GROUP BY ${by} ORDER BY ${by}`,
@@ -227,16 +220,17 @@ describe('clickhouse/0015 and 0016 on usage rollups that hold rows', () => {
   it('backfills each summary with what its rollup holds, and feeds both alike afterwards', async () => {
     await insertBatch(60);
     await insertBatch(45);
-    expect(await migrateClickhouse(store, { retentionDays: 30 })).toEqual([SUMMARIES, WEEKLY_PEOPLE]);
+    expect(await db.upgrade()).toEqual([SUMMARIES, WEEKLY_PEOPLE]);
     await insertBatch(30);
-    for (const { table, source, time, keys, ...rest } of SUMMARISED) {
+    for (const { table, source, time, keys, timeFrom } of SUMMARISED) {
       const summary = await measures(table, time, keys);
       expect(summary.length, table).toBeGreaterThan(time === 'week' ? 4 : keys.length ? 10 : 5);
-      expect(summary, table).toEqual(await measures(source, time, keys, 'sourceTime' in rest ? rest.sourceTime : time));
+      // The source's rows counted into the summary's time units as its view does.
+      expect(summary, table).toEqual(await measures(source, time, keys, timeFrom ? `${timeFrom} AS ${time}` : time));
     }
     // Every call counted once: the daily totals against the raw rows.
     const [calls] = await (
-      await store.client.query({
+      await db.store.client.query({
         query: 'SELECT sum(calls) AS calls FROM call_log_usage_daily_totals WHERE organization_guid = {org:String}',
         query_params: { org: ORG },
         format: 'JSONEachRow',
