@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ProtocolError } from '@modelcontextprotocol/server';
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
 import type { GatewayCaller } from './access.js';
 import { INPUT_METHODS, isInputRequired, missingCapability, toInputRequest } from './bridge-input-requests.js';
 import type { RequestStateBinding, RequestStateContent, RequestStates } from './bridge-request-state.js';

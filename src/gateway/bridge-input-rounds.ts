@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { isInputRequired, missingCapability, toServerRequest, type InputRequest } from './bridge-input-requests.js';
 import { isAnswerTo } from './relay.js';
 

@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import type { GatewayCaller } from './access.js';
 import type { CallRecord } from './call-record.js';
 import type { Catalog } from './catalog.js';

@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import type { CallRecord } from './call-record.js';
 import type { HostReply, Outcome } from './call-model.js';
 import { isAnswerTo } from './relay.js';

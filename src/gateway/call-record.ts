@@ -1,4 +1,4 @@
-import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { CallLogInput, LogType } from '../core/logs/call-log-row.js';
 import { isSensitiveHeaderName, REDACTED, redactSecretValues } from '../core/redaction.js';
 import type { Services } from '../core/services.js';

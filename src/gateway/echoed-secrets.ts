@@ -1,4 +1,4 @@
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { REDACTED, redactSearchTerms, secretSearchTerms } from '../core/redaction.js';
 
 /** Nesting deeper than this is not walked: such a part is searched as text, and goes as the marker when it holds a secret. */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { Catalog, Catalogs } from './catalog.js';

@@ -1,5 +1,4 @@
-import type { LoggingLevel } from '@modelcontextprotocol/server';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, LoggingLevel } from '@modelcontextprotocol/server';
 import type { HostIdentity } from './modern-upstream.js';
 import type { GatewaySession } from './session-id.js';
 import { PerSessionStore } from './session-store.js';

@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { isInputRequired } from './bridge-input-requests.js';
 import { inputRounds, type InputWaiters } from './bridge-input-rounds.js';
 import { ERRORS, errorResponse, thenDone, type HostContext, type Outcome } from './call-model.js';

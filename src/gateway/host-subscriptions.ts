@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { routeForUri } from './aggregate.js';
 import { ERRORS, GatewayCallError, type HostContext, type Outcome } from './call-model.js';
 import { MODERN_REVISION } from './modern-upstream.js';

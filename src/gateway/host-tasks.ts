@@ -1,5 +1,5 @@
 import { hkdfSync } from 'node:crypto';
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { ERRORS, GATEWAY_CAPABILITIES, GatewayCallError, type HostContext, type Outcome } from './call-model.js';
 import type { Catalog, Route } from './catalog.js';
 import type { HostRelay } from './host-relay.js';

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { ServerEvent, SubscriptionFilter } from '@modelcontextprotocol/server';
+import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage, type ServerEvent, type SubscriptionFilter } from '@modelcontextprotocol/server';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';

@@ -1,5 +1,5 @@
 import { ERRORS } from './call-model.js';
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { resolveExposedName } from './aggregate.js';
 import type { Catalog } from './catalog.js';
 

@@ -5,10 +5,10 @@ import {
   LOG_LEVEL_META_KEY,
   PROTOCOL_VERSION_META_KEY,
   Server,
+  type JSONRPCMessage,
   type McpHttpHandler,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';

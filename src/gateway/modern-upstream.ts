@@ -1,5 +1,4 @@
-import type { LoggingLevel } from '@modelcontextprotocol/server';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, LoggingLevel } from '@modelcontextprotocol/server';
 import { encodeValue, paramHeaders, type ParamHeaderDeclaration } from './mcp-param-headers.js';
 
 /** The revision an upstream learned at validation speaks without sessions or initialize. */

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { LoggingLevel } from '@modelcontextprotocol/server';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type LoggingLevel, type RequestId } from '@modelcontextprotocol/server';
 import type { Services } from '../core/services.js';
 import {
   exposeItems,

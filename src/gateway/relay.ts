@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 
 /**
  * Requests an upstream sends to the host (sampling, elicitation, roots) travel with

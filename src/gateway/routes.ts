@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { bearerToken } from '../core/auth/tokens.js';
 import { AppError, STORE_RETRY_AFTER_SECONDS } from '../core/errors.js';
 import type { Services } from '../core/services.js';

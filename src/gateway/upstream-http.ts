@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { readSseEvents } from './sse.js';
 import type { UpstreamFetch, UpstreamHttpResponse } from './upstream-client.js';
 

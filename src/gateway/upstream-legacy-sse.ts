@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { thenDone } from './call-model.js';
 import { readSseEvents } from './sse.js';
 import { UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';

@@ -1,4 +1,4 @@
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import { AppError } from '../core/errors.js';
 import { redactSecretValues } from '../core/redaction.js';
 import { rememberProtocolVersion } from '../core/servers/learned-revision.js';

@@ -1,4 +1,4 @@
-import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Services } from '../../core/services.js';
 import { thenDone, type HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';

@@ -1,4 +1,4 @@
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
 import { initializeLegacyUpstream, sendToLegacyUpstream } from '../upstream-legacy-sse.js';

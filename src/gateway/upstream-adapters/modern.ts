@@ -1,4 +1,4 @@
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { MAX_LIST_PAGES } from '../aggregate.js';
 import { GATEWAY_VERSION, type HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';

@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import type { HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
 import { setUpstreamLogLevel } from '../host-log-levels.js';

@@ -1,4 +1,4 @@
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { SessionExpired, type HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
 import { deleteUpstreamSession, initializeUpstream, postToUpstream, UpstreamHttpError } from '../upstream-http.js';
