@@ -24,6 +24,8 @@ let everything: Upstream;
 let url: string;
 let token: string;
 let sessionId: string;
+/** The headers of a second session, of revision 2025-03-26: the one revision whose hosts may batch. */
+let batchingSession: Record<string, string>;
 const tally: Record<string, number> = { sent: 0 };
 
 beforeAll(async () => {
@@ -40,18 +42,8 @@ beforeAll(async () => {
   const issued = (await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gateway.guid })).body;
   token = issued.token;
   url = issued.url.replace(t.config.publicBaseUrl, base);
-  const init = await post(
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } },
-    }),
-    { 'mcp-session-id': '' },
-  );
-  sessionId = init.headers.get('mcp-session-id')!;
-  expect(sessionId).toBeTruthy();
-  await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  sessionId = await initialize('2025-06-18');
+  batchingSession = { 'mcp-session-id': await initialize('2025-03-26'), 'mcp-protocol-version': '2025-03-26' };
   await expectNormalCall();
 }, 120_000);
 
@@ -60,6 +52,23 @@ afterAll(async () => {
   await t?.close();
   await everything?.close();
 });
+
+/** Opens a session of `revision` as a host without an SDK does; its id. */
+async function initialize(revision: string): Promise<string> {
+  const init = await post(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } },
+    }),
+    { 'mcp-session-id': '', 'mcp-protocol-version': '' },
+  );
+  const id = init.headers.get('mcp-session-id')!;
+  expect(id).toBeTruthy();
+  await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), { 'mcp-session-id': id, 'mcp-protocol-version': revision });
+  return id;
+}
 
 interface RawAnswer {
   status: number;
@@ -106,7 +115,7 @@ function answerDefect(res: RawAnswer): string | null {
     messages = res.contentType.startsWith('text/event-stream')
       ? [...res.text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!))
       : res.contentType.startsWith('application/json')
-        ? [JSON.parse(res.text)]
+        ? [JSON.parse(res.text)].flat()
         : [];
   } catch {
     return 'a body that is not JSON';
@@ -335,7 +344,7 @@ describe(`JSON-RPC fuzz of a gateway (${RUNS_NOTE})`, () => {
   );
 
   it(
-    'refuses batches',
+    'refuses batches in a 2025-06-18 session, and answers them in a 2025-03-26 one',
     async () => {
       await assertProperty(
         fc.asyncProperty(fc.array(rpcish, { maxLength: 4 }), async (batch) => {
@@ -345,6 +354,15 @@ describe(`JSON-RPC fuzz of a gateway (${RUNS_NOTE})`, () => {
           expect(res.status).toBe(400);
         }),
         Math.ceil(RUNS / 4),
+      );
+      await assertProperty(
+        fc.asyncProperty(fc.array(rpcish, { maxLength: 4 }), async (batch) => {
+          const text = toJsonText(batch);
+          const res = await post(text, batchingSession);
+          expectWellFormed(res, text);
+          expect([200, 202, 400]).toContain(res.status);
+        }),
+        RUNS,
       );
       await expectNormalCall();
     },

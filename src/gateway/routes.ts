@@ -28,6 +28,7 @@ import { malformedRequestParams } from '../mcp/request-params.js';
 import { isStoreUnreachable } from '../stores/store-errors.js';
 import { EndedSessions } from './ended-sessions.js';
 import { envelopeProblem } from './message-envelope.js';
+import { batchProblem, replyToBatch } from './batch.js';
 
 const SESSION_HEADER = 'mcp-session-id';
 const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({
@@ -72,16 +73,19 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       await reply.code(err.status).send(rpcError(ERRORS.invalidRequest, err.message));
       return null;
     }
+    return (await withinRateLimits(caller, reply)) ? caller : null;
+  };
+
+  /** Counts one message against the caller's rate limits; answers the refusal itself and returns false. */
+  const withinRateLimits = async (caller: GatewayCaller, reply: FastifyReply): Promise<boolean> => {
     const decision = limits.check(caller.organizationGuid, caller.connectionGuid);
-    if (!decision.allowed) {
-      const message = `Rate limit exceeded: at most ${decision.limitPerMinute} requests a minute per ${decision.scope}. Retry after ${decision.retryAfterSeconds} s.`;
-      await reply
-        .code(429)
-        .header('retry-after', String(decision.retryAfterSeconds))
-        .send(rpcError(ERRORS.rateLimited, message, { code: 'rate_limited', retryAfterSeconds: decision.retryAfterSeconds }));
-      return null;
-    }
-    return caller;
+    if (decision.allowed) return true;
+    const message = `Rate limit exceeded: at most ${decision.limitPerMinute} requests a minute per ${decision.scope}. Retry after ${decision.retryAfterSeconds} s.`;
+    await reply
+      .code(429)
+      .header('retry-after', String(decision.retryAfterSeconds))
+      .send(rpcError(ERRORS.rateLimited, message, { code: 'rate_limited', retryAfterSeconds: decision.retryAfterSeconds }));
+    return false;
   };
 
   /** The session the request names; answers 404 itself when the id is not one of ours for this connection. */
@@ -144,6 +148,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const caller = await admit(request, reply);
     if (!caller) return reply;
     const body = request.body as unknown;
+    if (Array.isArray(body)) return serveBatch(request, reply, caller, body);
     const invalid = envelopeProblem(body);
     if (invalid) return reply.code(400).send(rpcError(ERRORS.invalidRequest, invalid));
     const message = body as JSONRPCMessage;
@@ -166,6 +171,33 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
     return render(reply, answer, found.id, (message as { id?: unknown }).id, acceptsJson(request), found.session);
   });
+
+  /**
+   * A JSON-RPC batch, which only a host in a 2025-03-26 session may send (batch.ts): each message counts against the
+   * rate limits and is served as if it came alone (a host in a session does not cancel by disconnecting).
+   */
+  const serveBatch = async (request: FastifyRequest<{ Params: { gatewayGuid: string } }>, reply: FastifyReply, caller: GatewayCaller, batch: unknown[]) => {
+    const found = await sessionOf(request, reply, caller);
+    if (!found) return reply;
+    const problem = batchProblem(batch, found.session);
+    if (problem) return reply.code(400).send(rpcError(ERRORS.invalidRequest, problem));
+    const session = found.session!;
+    for (let counted = 1; counted < batch.length; counted++) if (!(await withinRateLimits(caller, reply))) return reply;
+    const catalog = await catalogs.forCaller(caller);
+    const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
+    const signal = new AbortController().signal;
+    const handle = (message: JSONRPCMessage) => {
+      const record = new CallRecord(services, caller, trace, message, Buffer.byteLength(JSON.stringify(message)), request.headers, session.id);
+      record.protocolVersion = session.protocolVersion;
+      return proxy.handle({ caller, catalog, session, trace, signal, record }, message);
+    };
+    return replyToBatch(reply, batch, handle, {
+      sessionId: found.id!,
+      jsonAccepted: acceptsJson(request),
+      openStream: () => replay.open(session.id),
+      sessionExpired: () => sessionExpiredUpstream(reply),
+    });
+  };
 
   /** A 2026-07-28 request: the SDK's handler serves the revision, the same proxy serves the request. */
   const modern = createModernHostHandler(proxy, { services, catalogs, fetch: upstreams.fetch });
@@ -308,7 +340,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     session: GatewaySession | null = null,
   ): Promise<FastifyReply> {
     if (answer.kind === 'accepted') return reply.code(202).send();
-    if (answer.kind === 'session-expired') return reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
+    if (answer.kind === 'session-expired') return sessionExpiredUpstream(reply);
     if (answer.kind === 'json') {
       return sendJson(reply, answer.status ?? 200, answer.newSession ? sessionIds.seal(answer.newSession) : sessionId, answer.message);
     }
@@ -340,6 +372,10 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return reply;
   }
 }
+
+/** The answer when the session names an upstream session that no longer exists: the host must initialize again. */
+const sessionExpiredUpstream = (reply: FastifyReply): FastifyReply =>
+  reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
 
 /** One JSON-RPC message as the whole answer, with the session header when there is a session. */
 function sendJson(reply: FastifyReply, status: number, sessionId: string | null, message: unknown): FastifyReply {
