@@ -161,6 +161,35 @@ describe('JSON-RPC batches (revision 2025-03-26)', () => {
     expect(events.map((e) => textOf(e as never)).sort()).toEqual(['Echo: first', 'Echo: second']);
   });
 
+  it('streams a batch whose call reports progress: the notifications and every answer in one event stream, a row per call', async () => {
+    const host = await openSession('2025-03-26');
+    const longRunning = {
+      jsonrpc: '2.0',
+      id: 'long',
+      method: 'tools/call',
+      params: { name: echo.replace(/__echo$/, '__trigger-long-running-operation'), arguments: { duration: 0.3, steps: 3 }, _meta: { progressToken: 'p1' } },
+    };
+    const res = await host.post([longRunning, call('short', 'beside')]);
+    expect(res.status).toBe(200);
+    expect(res.contentType).toContain('text/event-stream');
+    const messages = [...res.text.matchAll(/^data: (.*)$/gm)].map(
+      (m) => JSON.parse(m[1]!) as { id?: string; method?: string; params?: { progressToken?: string } },
+    );
+    const progress = messages.filter((m) => m.method === 'notifications/progress');
+    expect(progress).toHaveLength(3);
+    expect(progress.every((m) => m.params?.progressToken === 'p1')).toBe(true);
+    expect(
+      messages
+        .filter((m) => m.id !== undefined)
+        .map((m) => m.id)
+        .sort(),
+    ).toEqual(['long', 'short']);
+    // The stream ends after the last answer: the long call's, which comes after its progress.
+    expect(messages.at(-1)!.id).toBe('long');
+    const calls = (await rowsOf(host.connectionGuid)).filter((row) => row.type === 'tool_call');
+    expect(calls.map((row) => row.tool_name).sort()).toEqual(['echo', 'trigger-long-running-operation']);
+  });
+
   it('refuses a batch outside a 2025-03-26 session, an empty one and one too large, serving nothing of it', async () => {
     for (const revision of ['2025-06-18', '2025-11-25']) {
       const host = await openSession(revision);
