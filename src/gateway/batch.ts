@@ -25,7 +25,7 @@ export function batchProblem(batch: readonly unknown[], session: GatewaySession 
   return null;
 }
 
-/** What the host gets for one message of a batch: its answer, or its refusal (an answer too) when it cannot be served. */
+/** Serves one valid message of a batch as if it came alone: what the host gets back for it. */
 export type BatchMessageHandler = (message: JSONRPCMessage) => Promise<HostReply>;
 
 export interface BatchReplyOptions {
