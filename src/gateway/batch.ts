@@ -41,15 +41,13 @@ export interface BatchReplyOptions {
 /** What one message of the batch got back, with its request id (null for a notification or a response). */
 interface Reply {
   id: RequestId | null;
+  /** Refused before it was served: its reply is its error answer, whatever its id. */
   refused: boolean;
   reply: HostReply;
 }
 
-/** One message's part of the batch: its request id (null for a notification or a response), and what it got back. */
-interface Part {
-  id: RequestId | null;
-  /** Refused before it was served: `first` is its error answer, whatever its id. */
-  refused: boolean;
+/** One message's part of the batch, its reply read up to its first message (`first`: a refusal's is its error answer). */
+interface Part extends Omit<Reply, 'reply'> {
   first: JSONRPCMessage | undefined;
   rest: AsyncIterator<JSONRPCMessage> | null;
 }
@@ -121,12 +119,10 @@ function messageProblem(message: unknown): { id: RequestId | null; reason: strin
   return null;
 }
 
-/** The id of a message that is a request (a method and an id), or null. */
+/** The id of a message envelopeProblem accepted when it is a request (a method and an id), else null. */
 function requestIdOf(message: unknown): RequestId | null {
-  if (!message || typeof message !== 'object' || Array.isArray(message)) return null;
-  const m = message as { id?: unknown; method?: unknown };
-  if (typeof m.method !== 'string') return null;
-  return typeof m.id === 'string' || (typeof m.id === 'number' && Number.isSafeInteger(m.id)) ? m.id : null;
+  const m = message as { id?: RequestId; method?: string };
+  return m.method !== undefined && m.id !== undefined ? m.id : null;
 }
 
 function errorAnswer(id: RequestId | null, message: string): JSONRPCMessage {

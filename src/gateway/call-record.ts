@@ -3,6 +3,7 @@ import type { CallLogInput, LogType } from '../core/logs/call-log-row.js';
 import { isSensitiveHeaderName, REDACTED, redactSecretValues } from '../core/redaction.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
+import type { GatewaySession } from './session-id.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import type { TraceContext } from './trace-context.js';
 
@@ -30,12 +31,14 @@ export class CallRecord {
   /** Header names of the credential used (redacted from stored headers). */
   headerNames: string[] = [];
   /**
-   * The host's MCP protocol revision: its session's (set by the routes), 2026-07-28
+   * The host's MCP protocol revision: its session's, 2026-07-28
    * for a host of that revision, else the revision its MCP-Protocol-Version header
    * names; an initialize's is the one its answer negotiates.
    */
   protocolVersion: string | null;
   private done = false;
+  /** The host's session id, logged with the row (null without a session). */
+  private readonly sessionId: string | null;
   /** The host's headers as kept (see keptRequestHeaders). */
   private readonly requestHeaders: Record<string, string>;
 
@@ -46,10 +49,12 @@ export class CallRecord {
     private readonly request: JSONRPCMessage,
     private readonly requestBytes: number,
     hostHeaders: Record<string, string | string[] | undefined>,
-    private readonly sessionId: string | null,
+    /** The host's session, when it has one: its id is logged, and its negotiated revision is the host's. */
+    session: Pick<GatewaySession, 'id' | 'protocolVersion'> | null,
   ) {
-    this.requestHeaders = keptRequestHeaders(hostHeaders, sessionId);
-    this.protocolVersion = knownRevision(hostHeaders['mcp-protocol-version']);
+    this.sessionId = session?.id ?? null;
+    this.requestHeaders = keptRequestHeaders(hostHeaders, this.sessionId);
+    this.protocolVersion = session?.protocolVersion ?? knownRevision(hostHeaders['mcp-protocol-version']);
   }
 
   get method(): string {

@@ -101,8 +101,7 @@ export function registerLegacyGatewayRoutes(
       const message = body as JSONRPCMessage;
       const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
       const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
-      const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, stream.session?.id ?? null);
-      if (stream.session) record.protocolVersion = stream.session.protocolVersion;
+      const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, stream.session);
       const catalog = await deps.catalogs.forCaller(caller);
       // Answered on the stream: the POST is accepted at once, the work goes on while the stream is open.
       void (async () => {

@@ -166,8 +166,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       if (!reply.raw.writableFinished && !found.session) abort.abort();
     });
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
-    const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, found.session?.id ?? null);
-    if (found.session) record.protocolVersion = found.session.protocolVersion;
+    const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, found.session);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
     return render(reply, answer, found.id, (message as { id?: unknown }).id, acceptsJson(request), found.session);
   });
@@ -187,8 +186,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
     const signal = new AbortController().signal;
     const handle = (message: JSONRPCMessage) => {
-      const record = new CallRecord(services, caller, trace, message, Buffer.byteLength(JSON.stringify(message)), request.headers, session.id);
-      record.protocolVersion = session.protocolVersion;
+      const record = new CallRecord(services, caller, trace, message, Buffer.byteLength(JSON.stringify(message)), request.headers, session);
       return proxy.handle({ caller, catalog, session, trace, signal, record }, message);
     };
     return replyToBatch(reply, batch, handle, {
