@@ -6,6 +6,7 @@ import type { Catalog, Catalogs } from './catalog.js';
 import { LIST_CHANGES } from './list-changes.js';
 import { withoutEchoedSecrets } from './echoed-secrets.js';
 import type { HostSubscriptions } from './host-subscriptions.js';
+import { isTaskStatus } from './host-tasks.js';
 import { followingRequest, followModernUpstreams } from './listen-upstreams.js';
 import { fromUpstream } from './relay.js';
 import type { GatewaySession } from './session-id.js';
@@ -55,7 +56,8 @@ export function followHostEvents(opts: HostEventsOptions, deliver: (message: JSO
           protocolVersion: upstream.protocolVersion,
         });
         if (!messages) return;
-        for await (const message of messages) deliver(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(message, credential.secrets)));
+        for await (const message of messages)
+          if (!isTaskStatus(message)) deliver(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(message, credential.secrets)));
       } catch (err) {
         if (!abort.signal.aborted)
           opts.services.logger.debug(

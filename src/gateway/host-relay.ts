@@ -4,6 +4,7 @@ import { inputRounds, type InputWaiters } from './bridge-input-rounds.js';
 import { ERRORS, errorResponse, thenDone, type HostContext, type Outcome } from './call-model.js';
 import type { Route } from './catalog.js';
 import { HostCancellations } from './host-cancellations.js';
+import { isTaskStatus } from './host-tasks.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { fromUpstream, isAnswerTo } from './relay.js';
 import type { Upstreams } from './upstreams.js';
@@ -77,7 +78,7 @@ export class HostRelay {
       for await (const msg of messages) {
         if (answered) continue;
         if (!isAnswerTo(hostId, msg)) {
-          yield fromUpstream(route.assignmentGuid, msg);
+          if (!isTaskStatus(msg)) yield fromUpstream(route.assignmentGuid, msg);
           continue;
         }
         answered = true;

@@ -10,23 +10,56 @@ import { openJson, sealJson } from './sealed.js';
 /** The tasks extension of revision 2026-07-28 (SEP-2663), as hosts and servers declare it under `capabilities.extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
-/** The requests of the extension that name a task; `tasks/list` and `tasks/result` are not in it (the result comes inline in tasks/get). */
-export const TASK_METHODS = ['tasks/get', 'tasks/update', 'tasks/cancel'] as const;
-export type TaskMethod = (typeof TASK_METHODS)[number];
+/** The revision whose core has tasks (SEP-1686): a `tasks` capability, `params.task` on tools/call, tasks/get, tasks/result, tasks/cancel. */
+export const CORE_TASKS_REVISION = '2025-11-25';
 
-/** What a host's task id holds: the caller it was issued to, the upstream it lives on, the upstream's own id, the tool. */
+/** Where revision 2025-11-25 names the task a message is about, in `_meta`. */
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+/** What the gateway offers a 2025-11-25 host when one of its upstreams has core tasks: task-augmented tools/call and tasks/cancel; no tasks/list (below). */
+const CORE_TASKS_CAPABILITY = { cancel: {}, requests: { tools: { call: {} } } };
+
+/** The requests that name a task, in either era: the extension has tasks/update, 2025-11-25's core tasks/result. */
+export const TASK_METHODS = ['tasks/get', 'tasks/update', 'tasks/cancel', 'tasks/result'] as const;
+export type TaskMethod = (typeof TASK_METHODS)[number];
+const MODERN_METHODS: readonly TaskMethod[] = ['tasks/get', 'tasks/update', 'tasks/cancel'];
+const CORE_METHODS: readonly TaskMethod[] = ['tasks/get', 'tasks/result', 'tasks/cancel'];
+
+/**
+ * What a host's task id holds: the caller it was issued to, the upstream it lives on,
+ * the upstream's own id, the tool; for a 2025-11-25 task also the host's session,
+ * since the task lives in the upstream session the gateway opened for it.
+ */
 interface SealedTask {
   c: string;
   a: string;
   t: string;
   n: string;
+  s?: string;
 }
+
+/**
+ * An upstream's notification of a task's status (2025-11-25's `notifications/tasks/status`),
+ * which names the task by the upstream's id: not relayed (see HostTasks).
+ */
+export const isTaskStatus = (message: JSONRPCMessage): boolean => (message as { method?: unknown }).method === 'notifications/tasks/status';
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Whether a route's upstream offers the tasks extension (learned at validation, in its features). */
 function offersTasks(route: Route): boolean {
   const extensions = route.features?.capabilities.extensions as Record<string, unknown> | undefined;
-  return route.features?.protocolVersion === MODERN_REVISION && typeof extensions?.[TASKS_EXTENSION] === 'object';
+  return route.features?.protocolVersion === MODERN_REVISION && isObject(extensions?.[TASKS_EXTENSION]);
 }
+
+/** Whether a route's upstream, learned as 2025-11-25, takes task-augmented tools/call. */
+function offersCoreTasks(route: Route): boolean {
+  const tasks = route.features?.capabilities.tasks as { requests?: { tools?: { call?: unknown } } } | undefined;
+  return route.features?.protocolVersion === CORE_TASKS_REVISION && isObject(tasks?.requests?.tools?.call);
+}
+
+/** Whether core tasks are relayed to this host: a 2025-11-25 session (tasks are held in its upstream sessions). */
+const coreTasksHost = (ctx: HostContext): boolean => !ctx.modern && ctx.session?.protocolVersion === CORE_TASKS_REVISION;
 
 /**
  * What a gateway offers a 2026-07-28 host (its server/discover): the tasks extension
@@ -36,17 +69,25 @@ export function modernCapabilities(catalog: Catalog): Record<string, unknown> {
   return catalog.routes.some(offersTasks) ? { ...GATEWAY_CAPABILITIES, extensions: { [TASKS_EXTENSION]: {} } } : GATEWAY_CAPABILITIES;
 }
 
+/** What a gateway offers a 2025 host at initialize: core tasks to a 2025-11-25 host when one of its upstreams has them. */
+export function sessionCapabilities(catalog: Catalog, protocolVersion: string): Record<string, unknown> {
+  return protocolVersion === CORE_TASKS_REVISION && catalog.routes.some(offersCoreTasks)
+    ? { ...GATEWAY_CAPABILITIES, tasks: CORE_TASKS_CAPABILITY }
+    : GATEWAY_CAPABILITIES;
+}
+
 /**
- * The tasks extension relayed for 2026-07-28 hosts (contract 8.1). An upstream that
- * answers a tools/call with a task (`resultType: 'task'`) keeps the task; the host
- * gets a task id the gateway seals (AES-256-GCM, sealed.ts, a key of its own derived
- * from the gateway's session key) over the caller's connection, the assignment, the
- * upstream's task id and the tool. tasks/get, tasks/update and tasks/cancel open it
- * (a forged id, or one issued to another connection, is refused with -32602) and go
- * to that upstream with its own id; any replica can serve them. The host's capability
- * envelope travels with each request, so the upstream decides on tasks as it would
- * for the host directly. Notifications of task status are not relayed (they ride on
- * an upstream's listen stream, which passes list changes only): hosts poll tasks/get.
+ * Tasks relayed in both eras (contract 8.1): the tasks extension between 2026-07-28
+ * hosts and upstreams, 2025-11-25's core tasks between 2025-11-25 hosts and upstreams.
+ * An upstream that answers a tools/call with a task keeps the task; the host gets a
+ * task id the gateway seals (AES-256-GCM, sealed.ts, a key of its own derived from the
+ * gateway's session key) over the caller's connection (and session, for a 2025-11-25
+ * task), the assignment, the upstream's task id and the tool. The requests naming a
+ * task open it (a forged id, or one issued to another connection, is refused with
+ * -32602) and go to that upstream with its own id; the answers, and the messages of a
+ * tasks/result stream that name the task, name it by the host's id again. Task status
+ * notifications are not relayed (their upstream ids cannot be sealed into the ids the
+ * host holds, which carry the tool): hosts poll tasks/get. docs/gateway.md, "Tasks".
  */
 export class HostTasks {
   private readonly key: Buffer;
@@ -58,36 +99,41 @@ export class HostTasks {
     this.key = Buffer.from(hkdfSync('sha256', gatewaySessionKey, Buffer.alloc(0), 'gateway-task-id', 32));
   }
 
-  /** A routed tools/call's outcome for a 2026-07-28 host: a task the upstream created is named by the gateway's id. */
-  issued(ctx: HostContext, route: Route, tool: string, requestId: RequestId, outcome: Outcome): Outcome {
-    return mapResult(outcome, requestId, (result) => {
-      if (result.resultType !== 'task' || typeof result.taskId !== 'string') return result;
-      const sealed: SealedTask = { c: ctx.caller.connectionGuid, a: route.assignmentGuid, t: result.taskId, n: tool };
-      return { ...result, taskId: sealJson(this.key, sealed) };
-    });
+  /**
+   * A tools/call's parameters as the route's upstream gets them: a 2025-11-25 host's
+   * task augmentation is kept for an upstream with core tasks and dropped otherwise (as
+   * the revision says of a receiver without the capability, the call runs as a plain
+   * one). Tasks of revision 2026-07-28 are the upstream's to create.
+   */
+  augmentation(ctx: HostContext, route: Route, params: Record<string, unknown>): Record<string, unknown> {
+    if (params.task === undefined || (coreTasksHost(ctx) && offersCoreTasks(route))) return params;
+    const { task: _dropped, ...plain } = params;
+    return plain;
   }
 
-  /** tasks/get, tasks/update or tasks/cancel of a 2026-07-28 host: to the upstream that holds the task, with its own id. */
+  /** A routed tools/call's outcome: a task the upstream created is named by the gateway's id. */
+  issued(ctx: HostContext, route: Route, tool: string, requestId: RequestId, outcome: Outcome): Outcome {
+    if (ctx.modern)
+      return mapResult(outcome, requestId, (result) =>
+        result.resultType === 'task' && typeof result.taskId === 'string' ? { ...result, taskId: this.seal(ctx, route, tool, result.taskId) } : result,
+      );
+    if (!coreTasksHost(ctx) || !offersCoreTasks(route)) return outcome;
+    return mapResult(outcome, requestId, (result) =>
+      isObject(result.task) && typeof result.task.taskId === 'string'
+        ? { ...result, task: { ...result.task, taskId: this.seal(ctx, route, tool, result.task.taskId) } }
+        : result,
+    );
+  }
+
+  /** A request naming a task (TASK_METHODS): to the upstream that holds the task, with its own id. */
   async serve(ctx: HostContext, message: JSONRPCMessage, method: TaskMethod, params: Record<string, unknown>): Promise<Outcome> {
-    // Not offered, not served: a 2025 host (whose revision had tasks in core) and a caller none of whose upstreams has tasks.
-    if (!ctx.modern || !ctx.catalog.routes.some(offersTasks))
-      throw new GatewayCallError(
-        ERRORS.methodNotFound,
-        `Method not found: ${method} (no server of this gateway offers the ${TASKS_EXTENSION} extension to this host).`,
-      );
-    const extensions = ctx.modern.identity.clientCapabilities.extensions as Record<string, unknown> | undefined;
-    if (typeof extensions?.[TASKS_EXTENSION] !== 'object')
-      throw new GatewayCallError(
-        ERRORS.missingClientCapability,
-        `${method} needs the ${TASKS_EXTENSION} extension: declare it in the request's client capabilities.`,
-        { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
-      );
+    this.checkOffered(ctx, method);
     const hostTaskId = params.taskId;
     if (typeof hostTaskId !== 'string' || hostTaskId === '')
       throw new GatewayCallError(ERRORS.invalidParams, `${method} needs params.taskId: the id of a task this gateway returned.`);
     const task = openJson<SealedTask>(this.key, hostTaskId);
-    // Forged, altered, or issued to another connection: the same answer, so a host learns nothing of other callers' tasks.
-    if (!task || task.c !== ctx.caller.connectionGuid)
+    // Forged, altered, or issued to another connection or session: the same answer, so a host learns nothing of other callers' tasks.
+    if (!task || task.c !== ctx.caller.connectionGuid || task.s !== (ctx.modern ? undefined : ctx.session?.id))
       throw new GatewayCallError(ERRORS.invalidParams, `Invalid taskId: it was not issued by this gateway for this connection.`);
     ctx.record.toolName = task.n.slice(0, 500);
     const route = ctx.catalog.byAssignment.get(task.a);
@@ -95,15 +141,71 @@ export class HostTasks {
     const requestId = (message as { id: RequestId }).id;
     const outcome = await this.relays.relay(ctx, route, { ...message, params: { ...params, taskId: task.t } } as JSONRPCMessage);
     // The upstream names the task by its own id: the host knows it by the gateway's.
-    return mapResult(outcome, requestId, (result) => (typeof result.taskId === 'string' ? { ...result, taskId: hostTaskId } : result));
+    const named = (value: Record<string, unknown>): Record<string, unknown> => renameTask(value, task.t, hostTaskId);
+    return mapMessages(outcome, requestId, named, named);
   }
+
+  /** Refuses a task request the host's era or upstreams do not offer it, as the revision says. */
+  private checkOffered(ctx: HostContext, method: TaskMethod): void {
+    if (ctx.modern) {
+      if (!MODERN_METHODS.includes(method) || !ctx.catalog.routes.some(offersTasks))
+        throw new GatewayCallError(
+          ERRORS.methodNotFound,
+          `Method not found: ${method} (no server of this gateway offers it in the ${TASKS_EXTENSION} extension to this host).`,
+        );
+      const extensions = ctx.modern.identity.clientCapabilities.extensions as Record<string, unknown> | undefined;
+      if (!isObject(extensions?.[TASKS_EXTENSION]))
+        throw new GatewayCallError(
+          ERRORS.missingClientCapability,
+          `${method} needs the ${TASKS_EXTENSION} extension: declare it in the request's client capabilities.`,
+          { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+        );
+      return;
+    }
+    if (!CORE_METHODS.includes(method) || !coreTasksHost(ctx) || !ctx.catalog.routes.some(offersCoreTasks))
+      throw new GatewayCallError(
+        ERRORS.methodNotFound,
+        `Method not found: ${method} (tasks are offered to hosts of revision ${CORE_TASKS_REVISION} in a session, when a server of this gateway has them).`,
+      );
+  }
+
+  private seal(ctx: HostContext, route: Route, tool: string, upstreamTaskId: string): string {
+    const sealed: SealedTask = { c: ctx.caller.connectionGuid, a: route.assignmentGuid, t: upstreamTaskId, n: tool };
+    if (!ctx.modern && ctx.session) sealed.s = ctx.session.id;
+    return sealJson(this.key, sealed);
+  }
+}
+
+/**
+ * A task's answer or message with the upstream's task id replaced by the host's where
+ * the revisions put it: `taskId` of a task's fields (tasks/get, tasks/cancel, the
+ * extension's results) and the related-task `_meta` of 2025-11-25 (tasks/result, and
+ * the requests and notifications of its stream).
+ */
+function renameTask(value: Record<string, unknown>, upstreamId: string, hostId: string): Record<string, unknown> {
+  let renamed = value.taskId === upstreamId ? { ...value, taskId: hostId } : value;
+  const related = isObject(value._meta) ? value._meta[RELATED_TASK] : undefined;
+  if (isObject(related) && related.taskId === upstreamId)
+    renamed = { ...renamed, _meta: { ...(value._meta as Record<string, unknown>), [RELATED_TASK]: { ...related, taskId: hostId } } };
+  return renamed;
 }
 
 /** An outcome with the result of its answer (a JSON answer, or a stream's last message) passed through `map`. */
 function mapResult(outcome: Outcome, requestId: RequestId, map: (result: Record<string, unknown>) => Record<string, unknown>): Outcome {
+  return mapMessages(outcome, requestId, map, (params) => params);
+}
+
+/** An outcome with its answer's result passed through `result`, and the params of the stream's other messages through `params`. */
+function mapMessages(
+  outcome: Outcome,
+  requestId: RequestId,
+  result: (result: Record<string, unknown>) => Record<string, unknown>,
+  params: (params: Record<string, unknown>) => Record<string, unknown>,
+): Outcome {
   const mapped = (message: JSONRPCMessage): JSONRPCMessage => {
-    const result = (message as { result?: unknown }).result;
-    return typeof result === 'object' && result !== null ? ({ ...message, result: map(result as Record<string, unknown>) } as JSONRPCMessage) : message;
+    const m = message as { result?: unknown; params?: unknown };
+    if (isAnswerTo(requestId, message)) return isObject(m.result) ? ({ ...message, result: result(m.result) } as JSONRPCMessage) : message;
+    return isObject(m.params) ? ({ ...message, params: params(m.params) } as JSONRPCMessage) : message;
   };
   if (outcome.kind === 'answer') return { ...outcome, message: mapped(outcome.message) };
   if (outcome.kind !== 'stream') return outcome;
@@ -111,7 +213,7 @@ function mapResult(outcome: Outcome, requestId: RequestId, map: (result: Record<
   return {
     ...outcome,
     messages: (async function* () {
-      for await (const message of messages) yield isAnswerTo(requestId, message) ? mapped(message) : message;
+      for await (const message of messages) yield mapped(message);
     })(),
   };
 }

@@ -13,22 +13,12 @@ import {
   type ListMethod,
 } from './aggregate.js';
 import { InputWaiters } from './bridge-input-rounds.js';
-import {
-  ERRORS,
-  errorResponse,
-  GATEWAY_CAPABILITIES,
-  GATEWAY_VERSION,
-  GatewayCallError,
-  SessionExpired,
-  type HostContext,
-  type HostReply,
-  type Outcome,
-} from './call-model.js';
+import { ERRORS, errorResponse, GATEWAY_VERSION, GatewayCallError, SessionExpired, type HostContext, type HostReply, type Outcome } from './call-model.js';
 import { settle } from './call-outcome.js';
 import type { Catalogs, Route } from './catalog.js';
 import { HostRelay } from './host-relay.js';
 import { HostSubscriptions } from './host-subscriptions.js';
-import { HostTasks } from './host-tasks.js';
+import { HostTasks, sessionCapabilities } from './host-tasks.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
 import type { ParamHeaderSchemas } from './mcp-param-headers.js';
 import { MODERN_REVISION } from './modern-upstream.js';
@@ -63,7 +53,7 @@ export class GatewayProxy {
   private readonly inputWaiters = new InputWaiters();
   private readonly upstreams: Upstreams;
   private readonly relays: HostRelay;
-  /** The tasks extension, relayed for 2026-07-28 hosts (host-tasks.ts). */
+  /** Tasks relayed for 2026-07-28 hosts (the extension) and 2025-11-25 hosts (core tasks): host-tasks.ts. */
   private readonly tasks: HostTasks;
   /** 2025 hosts' subscriptions to resources of 2026-07-28 upstreams, which their event streams follow. */
   readonly subscriptions: HostSubscriptions;
@@ -137,6 +127,7 @@ export class GatewayProxy {
         case 'tasks/get':
         case 'tasks/update':
         case 'tasks/cancel':
+        case 'tasks/result':
           return await this.tasks.serve(ctx, message, m.method, m.params ?? {});
         case 'logging/setLevel':
           // A 2026-07-28 upstream keeps no session: the level goes with each later request of the session instead.
@@ -194,7 +185,7 @@ export class GatewayProxy {
     }
     const result = {
       protocolVersion,
-      capabilities: GATEWAY_CAPABILITIES,
+      capabilities: sessionCapabilities(ctx.catalog, protocolVersion),
       serverInfo: { name: ctx.caller.gatewayName, version: GATEWAY_VERSION },
       ...(instructions.length
         ? { instructions: `Tools, prompts and resources of several servers, each named <server>__<name>.\n\n${instructions.join('\n\n')}` }
@@ -267,11 +258,9 @@ export class GatewayProxy {
     }
     ctx.record.toolName = resolved.name;
     if (method === 'prompts/get') return this.relays.relay(ctx, resolved.route, { ...message, params: { ...params, name: resolved.name } } as JSONRPCMessage);
-    // A 2025 task augmentation is dropped: the gateway declares no `tasks` capability, so the call runs as a plain one
-    // (as the 2025-11-25 revision says of a receiver without it). Tasks of revision 2026-07-28 are the upstream's to create.
-    const { task: _augmentation, ...plain } = params;
-    const outcome = await this.relays.relay(ctx, resolved.route, { ...message, params: { ...plain, name: resolved.name } } as JSONRPCMessage);
-    return ctx.modern ? this.tasks.issued(ctx, resolved.route, resolved.name, (message as { id: RequestId }).id, outcome) : outcome;
+    const routed = { ...this.tasks.augmentation(ctx, resolved.route, params), name: resolved.name };
+    const outcome = await this.relays.relay(ctx, resolved.route, { ...message, params: routed } as JSONRPCMessage);
+    return this.tasks.issued(ctx, resolved.route, resolved.name, (message as { id: RequestId }).id, outcome);
   }
 
   private async callByUri(ctx: HostContext, message: JSONRPCMessage, uri: string): Promise<Outcome> {
