@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
@@ -187,6 +189,27 @@ describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, 
     expect(await client.experimental.tasks.getTask(taskId)).toMatchObject({ taskId, status: 'working' });
     await client.experimental.tasks.cancelTask(taskId);
   });
+
+  it('relays a task the host runs for the upstream (a task-augmented elicitation, polled by the upstream)', async () => {
+    const client = new Client(
+      { name: 'task-runner', version: '1' },
+      { capabilities: { elicitation: { form: {} }, tasks: { requests: { elicitation: { create: {} } } } }, taskStore: new InMemoryTaskStore() },
+    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(at.url), { requestInit: { headers: { authorization: `Bearer ${at.token}` } } }));
+    clients.push(client);
+    client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+      if (!request.params.task) return { action: 'accept', content: { name: 'sync' } };
+      const task = await extra.taskStore!.createTask({ ttl: 60_000 });
+      setTimeout(() => void extra.taskStore!.storeTaskResult(task.taskId, 'completed', { action: 'accept', content: { name: 'Ada' } }), 300);
+      return { task };
+    });
+    // server-everything lists the tool only to a host that can run elicitations as tasks.
+    const result = await client.callTool({ name: 'everything__trigger-elicitation-request-async', arguments: {} }, undefined, { timeout: 30_000 });
+    const text = (result.content as { text: string }[]).map((c) => c.text).join('\n');
+    expect(text).toMatch(/\[COMPLETED\][\s\S]*Name: Ada/);
+    // The upstream polled the host's task by the host's own id (the gateway relays these requests as they are).
+    expect(text).toMatch(/Poll \d+: completed/);
+  }, 40_000);
 
   it('logs each tasks request with the task’s tool and server', async () => {
     await t.runtime.services.callLogs.flush();
