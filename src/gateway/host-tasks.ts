@@ -111,13 +111,18 @@ export class HostTasks {
     return plain;
   }
 
-  /** A routed tools/call's outcome: a task the upstream created is named by the gateway's id. */
-  issued(ctx: HostContext, route: Route, tool: string, requestId: RequestId, outcome: Outcome): Outcome {
+  /**
+   * A routed tools/call's outcome: a task the upstream created is named by the gateway's
+   * id. A 2025 upstream creates one only when asked (`routed` kept the augmentation);
+   * other outcomes pass untouched.
+   */
+  issued(ctx: HostContext, route: Route, tool: string, routed: JSONRPCMessage, outcome: Outcome): Outcome {
+    const { id: requestId, params } = routed as { id: RequestId; params: Record<string, unknown> };
     if (ctx.modern)
       return mapResult(outcome, requestId, (result) =>
         result.resultType === 'task' && typeof result.taskId === 'string' ? { ...result, taskId: this.seal(ctx, route, tool, result.taskId) } : result,
       );
-    if (!coreTasksHost(ctx) || !offersCoreTasks(route)) return outcome;
+    if (params.task === undefined) return outcome;
     return mapResult(outcome, requestId, (result) =>
       isObject(result.task) && typeof result.task.taskId === 'string'
         ? { ...result, task: { ...result.task, taskId: this.seal(ctx, route, tool, result.task.taskId) } }

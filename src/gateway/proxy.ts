@@ -258,9 +258,8 @@ export class GatewayProxy {
     }
     ctx.record.toolName = resolved.name;
     if (method === 'prompts/get') return this.relays.relay(ctx, resolved.route, { ...message, params: { ...params, name: resolved.name } } as JSONRPCMessage);
-    const routed = { ...this.tasks.augmentation(ctx, resolved.route, params), name: resolved.name };
-    const outcome = await this.relays.relay(ctx, resolved.route, { ...message, params: routed } as JSONRPCMessage);
-    return this.tasks.issued(ctx, resolved.route, resolved.name, (message as { id: RequestId }).id, outcome);
+    const routed = { ...message, params: { ...this.tasks.augmentation(ctx, resolved.route, params), name: resolved.name } } as JSONRPCMessage;
+    return this.tasks.issued(ctx, resolved.route, resolved.name, routed, await this.relays.relay(ctx, resolved.route, routed));
   }
 
   private async callByUri(ctx: HostContext, message: JSONRPCMessage, uri: string): Promise<Outcome> {
