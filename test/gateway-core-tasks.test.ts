@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -7,6 +8,7 @@ import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
 import { gatewayClient, gatewayServing, legacySseClient, listenLoopback } from './helpers/gateway.js';
 import { startUpstreamTap, type UpstreamTap } from './helpers/upstream-tap.js';
+import { startTasksUpstream, TASKS_EXTENSION } from './helpers/tasks-upstream.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
 
 /**
@@ -83,6 +85,20 @@ async function startResearch(client: Client, topic: string): Promise<string> {
     CreateTaskResultSchema,
   );
   return created.task.taskId;
+}
+
+/**
+ * The answered tasks requests of a gateway's call log, after checking that each of
+ * tasks/get, tasks/result and tasks/cancel has rows, typed `other`, with a tool and a server.
+ */
+async function tasksRows(gatewayGuid: string): Promise<{ method: string; tool_name: string | null }[]> {
+  await t.runtime.services.callLogs.flush();
+  const logs = await invoke(t, 'rest', ws.token, 'query_logs', { filters: { outbound_gateway_guid: gatewayGuid }, take: 1000 });
+  const items = logs.body.items as { type: string; method: string; tool_name: string | null; status: string; inbound_server_guid: string | null }[];
+  const rows = items.filter((r) => r.method.startsWith('tasks/') && r.status === 'ok');
+  for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) expect(rows.filter((r) => r.method === method).length, method).toBeGreaterThan(0);
+  expect(rows.every((r) => r.type === 'other' && r.tool_name !== null && r.inbound_server_guid !== null)).toBe(true);
+  return rows;
 }
 
 describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, server-everything)', () => {
@@ -212,13 +228,117 @@ describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, 
   }, 40_000);
 
   it('logs each tasks request with the task’s tool and server', async () => {
-    await t.runtime.services.callLogs.flush();
-    const logs = await invoke(t, 'rest', ws.token, 'query_logs', { filters: { outbound_gateway_guid: at.gatewayGuid }, take: 1000 });
-    const items = logs.body.items as { type: string; method: string; tool_name: string | null; status: string }[];
-    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
-      const rows = items.filter((r) => r.method === method && r.status === 'ok');
-      expect(rows.length, method).toBeGreaterThan(0);
-      expect(rows.every((r) => r.type === 'other' && r.tool_name === 'simulate-research-query')).toBe(true);
-    }
+    const rows = await tasksRows(at.gatewayGuid);
+    expect(rows.every((r) => r.tool_name === 'simulate-research-query')).toBe(true);
+  });
+});
+
+describe('a 2025-11-25 host’s tasks on a 2026-07-28 upstream with the tasks extension, bridged', () => {
+  let modern: Awaited<ReturnType<typeof startTasksUpstream>>;
+  let jobs: { url: string; token: string; gatewayGuid: string };
+  const JOBS = 'jobs__';
+
+  beforeAll(async () => {
+    modern = await startTasksUpstream();
+    const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    jobs = await gatewayServing(t, ws, base, 'Tasks bridged', [['Jobs', modern.url]]);
+  }, 60_000);
+
+  afterAll(async () => {
+    await modern?.close();
+  });
+
+  async function jobsHost(capabilities: Record<string, unknown> = {}): Promise<Client> {
+    const client = await gatewayClient(jobs.url, jobs.token, { capabilities });
+    clients.push(client);
+    return client;
+  }
+
+  /** callToolStream's messages for one tool called as a task. */
+  async function follow(client: Client, name: string, args: Record<string, unknown>) {
+    const messages: { type: string; task?: { taskId: string; status: string }; result?: Record<string, any>; error?: { code: number; message: string } }[] = [];
+    for await (const message of client.experimental.tasks.callToolStream({ name: `${JOBS}${name}`, arguments: args }, CallToolResultSchema, {
+      task: { ttl: 60_000 },
+    }))
+      messages.push(message as (typeof messages)[number]);
+    return messages;
+  }
+
+  it('offers tasks, and runs one to its result: the upstream hears the extension declared, the host gets 2025-11-25 shapes', async () => {
+    const client = await jobsHost();
+    expect(client.getServerCapabilities()?.tasks).toEqual({ cancel: {}, requests: { tools: { call: {} } } });
+    const messages = await follow(client, 'slow_compute', { seconds: 0.3, label: 'bridged' });
+    const created = messages[0]!;
+    expect(created).toMatchObject({ type: 'taskCreated', task: { status: 'working', ttl: 600_000, createdAt: expect.any(String) } });
+    expect(created.task!.taskId).not.toMatch(/^task-/);
+    expect(messages.at(-1)).toMatchObject({ type: 'result', result: { content: [{ type: 'text', text: 'computed bridged' }] } });
+    expect(messages.at(-1)!.result!._meta?.[RELATED_TASK]).toEqual({ taskId: created.task!.taskId });
+    const call = modern.requests.findLast((r) => r.method === 'tools/call')!;
+    expect(call.params.task).toBeUndefined();
+    expect((call.params._meta as Record<string, unknown>)['io.modelcontextprotocol/clientCapabilities']).toMatchObject({
+      extensions: { [TASKS_EXTENSION]: {} },
+    });
+    // tasks/result is not a method of the upstream's revision: it was polled with its own tasks/get and its own id.
+    expect(modern.requests.some((r) => r.method === 'tasks/result')).toBe(false);
+    expect(modern.requests.findLast((r) => r.method === 'tasks/get')!.params.taskId).toMatch(/^task-/);
+  }, 30_000);
+
+  it('asks the host what an input_required task asks, on the tasks/result stream, and answers with tasks/update', async () => {
+    const asked: ElicitRequest[] = [];
+    const client = await jobsHost({ elicitation: { form: {} } });
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request);
+      return { action: 'accept', content: { confirm: true } };
+    });
+    const messages = await follow(client, 'confirm_delete', { filename: 'notes.txt' });
+    expect(messages.map((m) => m.task?.status).filter(Boolean)).toContain('input_required');
+    expect(messages.at(-1)).toMatchObject({ type: 'result', result: { content: [{ text: 'deleted notes.txt' }] } });
+    expect(asked.map((r) => r.params.message)).toEqual(['Delete notes.txt?']);
+    expect(modern.requests.findLast((r) => r.method === 'tasks/update')!.params).toMatchObject({
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+    });
+  }, 30_000);
+
+  it('refuses an input_required task’s request to a host without the capability, in words', async () => {
+    const client = await jobsHost();
+    const messages = await follow(client, 'confirm_delete', { filename: 'kept.txt' });
+    expect(messages.at(-1)).toMatchObject({ type: 'error' });
+    expect(String(messages.at(-1)!.error!.message)).toMatch(/needs elicitation\/create from the host, which did not declare the elicitation capability/);
+  }, 30_000);
+
+  it('gives a tool error as the result and a protocol error as the error', async () => {
+    const client = await jobsHost();
+    expect((await follow(client, 'failing_job', {})).at(-1)).toMatchObject({
+      type: 'result',
+      result: { isError: true, content: [{ text: 'the job failed' }] },
+    });
+    // The SDK's client says a failed task failed without asking; tasks/result gives the task's own error (held until it ends).
+    const created = await client.request(
+      { method: 'tools/call', params: { name: `${JOBS}protocol_error_job`, arguments: {}, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    await expect(client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema)).rejects.toThrow(/-32603.*the job crashed/);
+  }, 30_000);
+
+  it('cancels a task and answers tasks/get and tasks/cancel with the task as it is', async () => {
+    const client = await jobsHost();
+    const created = await client.request(
+      { method: 'tools/call', params: { name: `${JOBS}slow_compute`, arguments: { seconds: 600, label: 'long' }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    const taskId = created.task.taskId;
+    expect(await client.experimental.tasks.getTask(taskId)).toMatchObject({ taskId, status: 'working' });
+    expect(await client.experimental.tasks.cancelTask(taskId)).toMatchObject({ taskId, status: 'cancelled' });
+    await expect(client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)).rejects.toThrow(/was cancelled/);
+    // Another session's request never reaches the upstream.
+    const other = await jobsHost();
+    const asked = modern.requests.length;
+    await expect(other.experimental.tasks.getTask(taskId)).rejects.toThrow(/-32602/);
+    expect(modern.requests.length).toBe(asked);
+  }, 30_000);
+
+  it('logs each bridged tasks request with the task’s tool and server', async () => {
+    const rows = await tasksRows(jobs.gatewayGuid);
+    expect(rows.filter((r) => r.method === 'tasks/result').map((r) => r.tool_name)).toContain('confirm_delete');
   });
 });

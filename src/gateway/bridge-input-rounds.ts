@@ -125,6 +125,49 @@ export interface InputRoundsContext {
   relayed(message: JSONRPCMessage): JSONRPCMessage;
 }
 
+/** What asking the host gave: its answers by the upstream's keys, or why there are none (said to the host). */
+export type HostAnswers = { inputResponses: Record<string, unknown> } | { refused: string };
+
+/**
+ * Asks a 2025 host what an upstream's `inputRequests` ask (the requests of an
+ * input_required result, or of an input_required task): yields them as server-to-client
+ * requests for the host's stream, and returns the host's results by the upstream's keys.
+ */
+export async function* askHost(
+  x: Omit<InputRoundsContext, 'retry' | 'relayed'>,
+  entries: [string, InputRequest][],
+): AsyncGenerator<JSONRPCMessage, HostAnswers> {
+  if (!x.hostCapabilities)
+    return {
+      refused: `Server ${x.slug} needs input from the host (${entries[0]![1].method}), which a request without a session cannot give: initialize first.`,
+    };
+  for (const [, entry] of entries) {
+    const missing = missingCapability(entry, x.hostCapabilities);
+    if (missing) return { refused: `Server ${x.slug} needs ${entry.method} from the host, which did not declare the ${missing} capability.` };
+  }
+  const waiting = x.waiters.open(entries.length, x.serverGuid, x.connectionGuid);
+  let answers: JSONRPCMessage[];
+  try {
+    for (const [i, [, entry]] of entries.entries()) {
+      const asked = toServerRequest(entry);
+      yield { jsonrpc: '2.0', id: waiting.idOf(i), method: asked.method, ...(asked.params ? { params: asked.params } : {}) } as JSONRPCMessage;
+    }
+    answers = await waiting.wait(x.timeoutMs, x.signal);
+  } catch (err) {
+    return { refused: `Server ${x.slug} needs input from the host, but ${err instanceof Error ? err.message : String(err)}.` };
+  } finally {
+    x.waiters.close(waiting);
+  }
+  const inputResponses: Record<string, unknown> = {};
+  for (const [i, [key, entry]] of entries.entries()) {
+    const answer = answers[i] as { result?: unknown; error?: { message?: string } };
+    if (answer.error || typeof answer.result !== 'object' || answer.result === null)
+      return { refused: `The host refused ${entry.method} for server ${x.slug}: ${String(answer.error?.message ?? 'no result')}.` };
+    inputResponses[key] = answer.result;
+  }
+  return { inputResponses };
+}
+
 /** How the rounds end: the upstream's final answer, or why the gateway could not get one (said to the host). */
 export type InputRoundsEnd = { final: JSONRPCMessage } | { refused: string };
 
@@ -150,34 +193,9 @@ export async function* inputRounds(
       if (requestState === undefined) return { refused: `Server ${x.slug} answered input_required with nothing to ask and no requestState.` };
       await new Promise((resolve) => setTimeout(resolve, STATE_ONLY_PACING_MS));
     } else {
-      if (!x.hostCapabilities)
-        return {
-          refused: `Server ${x.slug} needs input from the host (${entries[0]![1].method}), which a request without a session cannot give: initialize first.`,
-        };
-      for (const [, entry] of entries) {
-        const missing = missingCapability(entry, x.hostCapabilities);
-        if (missing) return { refused: `Server ${x.slug} needs ${entry.method} from the host, which did not declare the ${missing} capability.` };
-      }
-      const waiting = x.waiters.open(entries.length, x.serverGuid, x.connectionGuid);
-      let answers: JSONRPCMessage[];
-      try {
-        for (const [i, [, entry]] of entries.entries()) {
-          const asked = toServerRequest(entry);
-          yield { jsonrpc: '2.0', id: waiting.idOf(i), method: asked.method, ...(asked.params ? { params: asked.params } : {}) } as JSONRPCMessage;
-        }
-        answers = await waiting.wait(x.timeoutMs, x.signal);
-      } catch (err) {
-        return { refused: `Server ${x.slug} needs input from the host, but ${err instanceof Error ? err.message : String(err)}.` };
-      } finally {
-        x.waiters.close(waiting);
-      }
-      inputResponses = {};
-      for (const [i, [key, entry]] of entries.entries()) {
-        const answer = answers[i] as { result?: unknown; error?: { message?: string } };
-        if (answer.error || typeof answer.result !== 'object' || answer.result === null)
-          return { refused: `The host refused ${entry.method} for server ${x.slug}: ${String(answer.error?.message ?? 'no result')}.` };
-        inputResponses[key] = answer.result;
-      }
+      const asked = yield* askHost(x, entries);
+      if ('refused' in asked) return asked;
+      inputResponses = asked.inputResponses;
     }
     const retried = {
       ...request,

@@ -1,6 +1,6 @@
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { isInputRequired } from './bridge-input-requests.js';
-import { inputRounds, type InputWaiters } from './bridge-input-rounds.js';
+import { inputRounds, type InputRoundsContext, type InputWaiters } from './bridge-input-rounds.js';
 import { ERRORS, errorResponse, thenDone, type HostContext, type Outcome } from './call-model.js';
 import type { Route } from './catalog.js';
 import { HostCancellations } from './host-cancellations.js';
@@ -43,6 +43,32 @@ export class HostRelay {
       return outcome;
     }
     return { ...outcome, messages: thenDone(outcome.messages, tracked.done) };
+  }
+
+  /** A request of the gateway's own to an upstream (for the host's request): the upstream's answer, its stream read through. */
+  async answerOf(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<JSONRPCMessage> {
+    const id = (message as { id: RequestId }).id;
+    let final: JSONRPCMessage | null = null;
+    try {
+      for await (const msg of (await this.upstreams.send(ctx, route, message)).messages) if (isAnswerTo(id, msg)) final = msg;
+    } catch (err) {
+      throw this.upstreams.failed(ctx, route, message, err);
+    }
+    if (!final) throw this.upstreams.failed(ctx, route, message, new Error('the upstream gave no answer'));
+    return final;
+  }
+
+  /** What asking a 2025 host for an upstream's input needs (bridge-input-rounds.ts). */
+  askingContext(ctx: HostContext, route: Route): Omit<InputRoundsContext, 'retry' | 'relayed'> {
+    return {
+      slug: route.slug,
+      serverGuid: route.serverGuid,
+      connectionGuid: ctx.caller.connectionGuid,
+      hostCapabilities: ctx.session?.clientCapabilities ?? null,
+      signal: ctx.signal,
+      timeoutMs: this.timeoutMs,
+      waiters: this.waiters,
+    };
   }
 
   private async exchange(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<Outcome> {
@@ -107,13 +133,7 @@ export class HostRelay {
     try {
       const rounds = inputRounds(
         {
-          slug: route.slug,
-          serverGuid: route.serverGuid,
-          connectionGuid: ctx.caller.connectionGuid,
-          hostCapabilities: ctx.session?.clientCapabilities ?? null,
-          signal: ctx.signal,
-          timeoutMs: this.timeoutMs,
-          waiters: this.waiters,
+          ...this.askingContext(ctx, route),
           retry: async (retried) => (await this.upstreams.send(ctx, route, retried)).messages,
           relayed: (notification) => fromUpstream(route.assignmentGuid, notification),
         },

@@ -2,6 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { ERRORS, GATEWAY_CAPABILITIES, GatewayCallError, type HostContext, type Outcome } from './call-model.js';
 import type { Catalog, Route } from './catalog.js';
+import { RELATED_TASK, serveBridged, toCoreTask } from './bridge-core-tasks.js';
 import type { HostRelay } from './host-relay.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { isAnswerTo } from './relay.js';
@@ -13,10 +14,7 @@ export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 /** The revision whose core has tasks (SEP-1686): a `tasks` capability, `params.task` on tools/call, tasks/get, tasks/result, tasks/cancel. */
 export const CORE_TASKS_REVISION = '2025-11-25';
 
-/** Where revision 2025-11-25 names the task a message is about, in `_meta`. */
-const RELATED_TASK = 'io.modelcontextprotocol/related-task';
-
-/** What the gateway offers a 2025-11-25 host when one of its upstreams has core tasks: task-augmented tools/call and tasks/cancel; no tasks/list (below). */
+/** What the gateway offers a 2025-11-25 host when one of its upstreams has tasks: task-augmented tools/call and tasks/cancel; no tasks/list (docs/gateway.md). */
 const CORE_TASKS_CAPABILITY = { cancel: {}, requests: { tools: { call: {} } } };
 
 /** The requests that name a task, in either era: the extension has tasks/update, 2025-11-25's core tasks/result. */
@@ -58,8 +56,18 @@ function offersCoreTasks(route: Route): boolean {
   return route.features?.protocolVersion === CORE_TASKS_REVISION && isObject(tasks?.requests?.tools?.call);
 }
 
-/** Whether core tasks are relayed to this host: a 2025-11-25 session (tasks are held in its upstream sessions). */
+/** Whether a route's upstream can hold a 2025-11-25 host's task: its own core tasks, or the extension, bridged. */
+const offersTasksTo2025 = (route: Route): boolean => offersCoreTasks(route) || offersTasks(route);
+
+/** Whether this host is served 2025-11-25's core tasks: a 2025-11-25 session (a 2025 upstream holds its tasks in the upstream session of that session). */
 const coreTasksHost = (ctx: HostContext): boolean => !ctx.modern && ctx.session?.protocolVersion === CORE_TASKS_REVISION;
+
+/** A 2025 host's request context as a 2026-07-28 upstream hears it with the tasks extension declared (a bridged task). */
+function declaringTasks(ctx: HostContext): HostContext {
+  const capabilities = ctx.session!.clientCapabilities;
+  const extensions = { ...(capabilities.extensions as Record<string, unknown> | undefined), [TASKS_EXTENSION]: {} };
+  return { ...ctx, session: { ...ctx.session!, clientCapabilities: { ...capabilities, extensions } } };
+}
 
 /**
  * What a gateway offers a 2026-07-28 host (its server/discover): the tasks extension
@@ -69,16 +77,17 @@ export function modernCapabilities(catalog: Catalog): Record<string, unknown> {
   return catalog.routes.some(offersTasks) ? { ...GATEWAY_CAPABILITIES, extensions: { [TASKS_EXTENSION]: {} } } : GATEWAY_CAPABILITIES;
 }
 
-/** What a gateway offers a 2025 host at initialize: core tasks to a 2025-11-25 host when one of its upstreams has them. */
+/** What a gateway offers a 2025 host at initialize: core tasks to a 2025-11-25 host when one of its upstreams has tasks (of either era). */
 export function sessionCapabilities(catalog: Catalog, protocolVersion: string): Record<string, unknown> {
-  return protocolVersion === CORE_TASKS_REVISION && catalog.routes.some(offersCoreTasks)
+  return protocolVersion === CORE_TASKS_REVISION && catalog.routes.some(offersTasksTo2025)
     ? { ...GATEWAY_CAPABILITIES, tasks: CORE_TASKS_CAPABILITY }
     : GATEWAY_CAPABILITIES;
 }
 
 /**
  * Tasks relayed in both eras (contract 8.1): the tasks extension between 2026-07-28
- * hosts and upstreams, 2025-11-25's core tasks between 2025-11-25 hosts and upstreams.
+ * hosts and upstreams, 2025-11-25's core tasks between 2025-11-25 hosts and upstreams,
+ * and a 2025-11-25 host's tasks on a 2026-07-28 upstream bridged (bridge-core-tasks.ts).
  * An upstream that answers a tools/call with a task keeps the task; the host gets a
  * task id the gateway seals (AES-256-GCM, sealed.ts, a key of its own derived from the
  * gateway's session key) over the caller's connection (and session, for a 2025-11-25
@@ -87,7 +96,8 @@ export function sessionCapabilities(catalog: Catalog, protocolVersion: string): 
  * -32602) and go to that upstream with its own id; the answers, and the messages of a
  * tasks/result stream that name the task, name it by the host's id again. Task status
  * notifications are not relayed (their upstream ids cannot be sealed into the ids the
- * host holds, which carry the tool): hosts poll tasks/get. docs/gateway.md, "Tasks".
+ * host holds, which carry the tool): hosts poll tasks/get. docs/gateway.md, "The tasks
+ * extension" and "Core tasks of revision 2025-11-25".
  */
 export class HostTasks {
   private readonly key: Buffer;
@@ -100,29 +110,28 @@ export class HostTasks {
   }
 
   /**
-   * A tools/call's parameters as the route's upstream gets them: a 2025-11-25 host's
-   * task augmentation is kept for an upstream with core tasks and dropped otherwise (as
-   * the revision says of a receiver without the capability, the call runs as a plain
-   * one). Tasks of revision 2026-07-28 are the upstream's to create.
+   * A routed tools/call, as far as tasks go. A 2026-07-28 upstream decides on a task
+   * from the host's capabilities; a 2025-11-25 host's augmentation (`params.task`) goes
+   * to a 2025-11-25 upstream with core tasks, becomes the extension declared to a
+   * 2026-07-28 upstream that offers it (a bridged task), and is dropped otherwise (as the
+   * revision says of a receiver without the capability, the call runs as a plain one).
+   * A task the upstream created is named by the gateway's id.
    */
-  augmentation(ctx: HostContext, route: Route, params: Record<string, unknown>): Record<string, unknown> {
-    if (params.task === undefined || (coreTasksHost(ctx) && offersCoreTasks(route))) return params;
-    const { task: _dropped, ...plain } = params;
-    return plain;
-  }
-
-  /**
-   * A routed tools/call's outcome: a task the upstream created is named by the gateway's
-   * id. A 2025 upstream creates one only when asked (`routed` kept the augmentation);
-   * other outcomes pass untouched.
-   */
-  issued(ctx: HostContext, route: Route, tool: string, routed: JSONRPCMessage, outcome: Outcome): Outcome {
-    const { id: requestId, params } = routed as { id: RequestId; params: Record<string, unknown> };
-    if (ctx.modern)
-      return mapResult(outcome, requestId, (result) =>
-        result.resultType === 'task' && typeof result.taskId === 'string' ? { ...result, taskId: this.seal(ctx, route, tool, result.taskId) } : result,
-      );
-    if (params.task === undefined) return outcome;
+  async callTool(ctx: HostContext, route: Route, tool: string, message: JSONRPCMessage, params: Record<string, unknown>): Promise<Outcome> {
+    const requestId = (message as { id: RequestId }).id;
+    const { task: augmentation, ...plain } = params;
+    const asked = augmentation !== undefined && coreTasksHost(ctx);
+    const kept = asked && offersCoreTasks(route);
+    const bridged = asked && offersTasks(route);
+    const routed = { ...message, params: { ...(kept ? params : plain), name: tool } } as JSONRPCMessage;
+    const outcome = await this.relays.relay(bridged ? declaringTasks(ctx) : ctx, route, routed);
+    if (ctx.modern || bridged)
+      return mapResult(outcome, requestId, (result) => {
+        if (result.resultType !== 'task' || typeof result.taskId !== 'string') return result;
+        const hostTaskId = this.seal(ctx, route, tool, result.taskId);
+        return ctx.modern ? { ...result, taskId: hostTaskId } : { task: toCoreTask(result, hostTaskId) };
+      });
+    if (!kept) return outcome;
     return mapResult(outcome, requestId, (result) =>
       isObject(result.task) && typeof result.task.taskId === 'string'
         ? { ...result, task: { ...result.task, taskId: this.seal(ctx, route, tool, result.task.taskId) } }
@@ -144,6 +153,8 @@ export class HostTasks {
     const route = ctx.catalog.byAssignment.get(task.a);
     if (!route) throw new GatewayCallError(ERRORS.invalidParams, `Task of ${task.n}: its server is no longer available on this gateway.`);
     const requestId = (message as { id: RequestId }).id;
+    if (!ctx.modern && route.features?.protocolVersion === MODERN_REVISION)
+      return serveBridged(this.relays, declaringTasks(ctx), route, requestId, method, task.t, hostTaskId);
     const outcome = await this.relays.relay(ctx, route, { ...message, params: { ...params, taskId: task.t } } as JSONRPCMessage);
     // The upstream names the task by its own id: the host knows it by the gateway's.
     const named = (value: Record<string, unknown>): Record<string, unknown> => renameTask(value, task.t, hostTaskId);
@@ -167,7 +178,7 @@ export class HostTasks {
         );
       return;
     }
-    if (!CORE_METHODS.includes(method) || !coreTasksHost(ctx) || !ctx.catalog.routes.some(offersCoreTasks))
+    if (!CORE_METHODS.includes(method) || !coreTasksHost(ctx) || !ctx.catalog.routes.some(offersTasksTo2025))
       throw new GatewayCallError(
         ERRORS.methodNotFound,
         `Method not found: ${method} (tasks are offered to hosts of revision ${CORE_TASKS_REVISION} in a session, when a server of this gateway has them).`,

@@ -258,8 +258,7 @@ export class GatewayProxy {
     }
     ctx.record.toolName = resolved.name;
     if (method === 'prompts/get') return this.relays.relay(ctx, resolved.route, { ...message, params: { ...params, name: resolved.name } } as JSONRPCMessage);
-    const routed = { ...message, params: { ...this.tasks.augmentation(ctx, resolved.route, params), name: resolved.name } } as JSONRPCMessage;
-    return this.tasks.issued(ctx, resolved.route, resolved.name, routed, await this.relays.relay(ctx, resolved.route, routed));
+    return this.tasks.callTool(ctx, resolved.route, resolved.name, message, params);
   }
 
   private async callByUri(ctx: HostContext, message: JSONRPCMessage, uri: string): Promise<Outcome> {
