@@ -185,7 +185,12 @@ describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, 
     const taskId = await startResearch(client, 'glaciers');
     expect(await client.experimental.tasks.cancelTask(taskId)).toMatchObject({ taskId, status: 'cancelled' });
     expect(await client.experimental.tasks.getTask(taskId)).toMatchObject({ taskId, status: 'cancelled' });
-    expect(tap.messages.findLast((m) => m.method === 'tasks/cancel')?.params?.taskId).not.toBe(taskId);
+    const upstreamId = String(tap.messages.findLast((m) => m.method === 'tasks/cancel')?.params?.taskId);
+    expect(upstreamId).not.toBe(taskId);
+    // The upstream's answer for a task without a result names it: by the host's id.
+    const noResult = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema).catch((err: Error) => err);
+    expect(String(noResult)).toContain(`Task ${taskId} has no result stored`);
+    expect(String(noResult)).not.toContain(upstreamId);
   });
 
   it('refuses a forged id and one issued to another session or connection, before any upstream hears of it', async () => {

@@ -121,6 +121,9 @@ export class HostTasks {
     const requestId = (message as { id: RequestId }).id;
     const { task: augmentation, ...plain } = params;
     const asked = augmentation !== undefined && coreTasksHost(ctx);
+    // Refused here, in words, rather than forwarded for an upstream's schema to fail on.
+    if (asked && !(isObject(augmentation) && (augmentation.ttl === undefined || typeof augmentation.ttl === 'number')))
+      throw new GatewayCallError(ERRORS.invalidParams, 'tools/call params.task must be an object: { ttl?: milliseconds to keep the task }.');
     const kept = asked && offersCoreTasks(route);
     const bridged = asked && offersTasks(route);
     const routed = { ...message, params: { ...(kept ? params : plain), name: tool } } as JSONRPCMessage;
@@ -157,8 +160,7 @@ export class HostTasks {
       return serveBridged(this.relays, declaringTasks(ctx), route, requestId, method, task.t, hostTaskId);
     const outcome = await this.relays.relay(ctx, route, { ...message, params: { ...params, taskId: task.t } } as JSONRPCMessage);
     // The upstream names the task by its own id: the host knows it by the gateway's.
-    const named = (value: Record<string, unknown>): Record<string, unknown> => renameTask(value, task.t, hostTaskId);
-    return mapMessages(outcome, requestId, named, named);
+    return mapOutcome(outcome, (answer) => renamedTask(answer, task.t, hostTaskId));
   }
 
   /** Refuses a task request the host's era or upstreams do not offer it, as the revision says. */
@@ -195,9 +197,20 @@ export class HostTasks {
 /**
  * A task's answer or message with the upstream's task id replaced by the host's where
  * the revisions put it: `taskId` of a task's fields (tasks/get, tasks/cancel, the
- * extension's results) and the related-task `_meta` of 2025-11-25 (tasks/result, and
- * the requests and notifications of its stream).
+ * extension's results), the related-task `_meta` of 2025-11-25 (tasks/result, and the
+ * requests and notifications of its stream), and an error's words (an upstream may
+ * name its task there).
  */
+function renamedTask(message: JSONRPCMessage, upstreamId: string, hostId: string): JSONRPCMessage {
+  const m = message as { result?: unknown; params?: unknown; error?: { message?: unknown } };
+  if (isObject(m.result)) return { ...message, result: renameTask(m.result, upstreamId, hostId) } as JSONRPCMessage;
+  if (isObject(m.params)) return { ...message, params: renameTask(m.params, upstreamId, hostId) } as JSONRPCMessage;
+  // Only an id long enough not to be part of other words (the SDKs' are 32 hex digits).
+  if (isObject(m.error) && typeof m.error.message === 'string' && upstreamId.length >= 8 && m.error.message.includes(upstreamId))
+    return { ...message, error: { ...m.error, message: m.error.message.replaceAll(upstreamId, hostId) } } as JSONRPCMessage;
+  return message;
+}
+
 function renameTask(value: Record<string, unknown>, upstreamId: string, hostId: string): Record<string, unknown> {
   let renamed = value.taskId === upstreamId ? { ...value, taskId: hostId } : value;
   const related = isObject(value._meta) ? value._meta[RELATED_TASK] : undefined;
@@ -208,28 +221,21 @@ function renameTask(value: Record<string, unknown>, upstreamId: string, hostId: 
 
 /** An outcome with the result of its answer (a JSON answer, or a stream's last message) passed through `map`. */
 function mapResult(outcome: Outcome, requestId: RequestId, map: (result: Record<string, unknown>) => Record<string, unknown>): Outcome {
-  return mapMessages(outcome, requestId, map, (params) => params);
+  return mapOutcome(outcome, (message) => {
+    const result = (message as { result?: unknown }).result;
+    return isAnswerTo(requestId, message) && isObject(result) ? ({ ...message, result: map(result) } as JSONRPCMessage) : message;
+  });
 }
 
-/** An outcome with its answer's result passed through `result`, and the params of the stream's other messages through `params`. */
-function mapMessages(
-  outcome: Outcome,
-  requestId: RequestId,
-  result: (result: Record<string, unknown>) => Record<string, unknown>,
-  params: (params: Record<string, unknown>) => Record<string, unknown>,
-): Outcome {
-  const mapped = (message: JSONRPCMessage): JSONRPCMessage => {
-    const m = message as { result?: unknown; params?: unknown };
-    if (isAnswerTo(requestId, message)) return isObject(m.result) ? ({ ...message, result: result(m.result) } as JSONRPCMessage) : message;
-    return isObject(m.params) ? ({ ...message, params: params(m.params) } as JSONRPCMessage) : message;
-  };
-  if (outcome.kind === 'answer') return { ...outcome, message: mapped(outcome.message) };
+/** An outcome with its answer, or every message of its stream, passed through `map`. */
+function mapOutcome(outcome: Outcome, map: (message: JSONRPCMessage) => JSONRPCMessage): Outcome {
+  if (outcome.kind === 'answer') return { ...outcome, message: map(outcome.message) };
   if (outcome.kind !== 'stream') return outcome;
   const messages = outcome.messages;
   return {
     ...outcome,
     messages: (async function* () {
-      for await (const message of messages) yield mapped(message);
+      for await (const message of messages) yield map(message);
     })(),
   };
 }
