@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
@@ -117,7 +117,7 @@ describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, 
   it('runs a task to its result: the host knows it by the gateway’s id, the upstream by its own', async () => {
     const client = await host();
     // What the session hears besides its answers (its GET stream): the upstream's status notifications name its own ids.
-    const heard: unknown[] = [];
+    const heard: { method: string; params?: Record<string, any> }[] = [];
     client.fallbackNotificationHandler = async (notification) => void heard.push(notification);
     const before = upstreamTaskIds().length;
     const messages: { type: string; task?: { taskId: string; status: string }; result?: { content: { text?: string }[]; _meta?: Record<string, any> } }[] = [];
@@ -138,6 +138,10 @@ describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, 
     const asked = upstreamTaskIds().slice(before);
     expect(new Set(asked).size).toBe(1);
     expect(asked[0]).not.toBe(hostId);
+    // Its status notifications reach the session's event stream naming the task by the host's id.
+    const statuses = () => heard.filter((n) => n.method === 'notifications/tasks/status');
+    await vi.waitFor(() => expect(statuses().map((n) => n.params!.status)).toContain('completed'), { timeout: 10_000 });
+    expect(statuses().every((n) => n.params!.taskId === hostId)).toBe(true);
     expect(JSON.stringify([messages, heard])).not.toContain(asked[0]);
     expect(tap.messages.findLast((m) => m.method === 'tasks/result')?.params?.taskId).toBe(asked[0]);
   }, 30_000);

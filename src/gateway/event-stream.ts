@@ -6,7 +6,7 @@ import type { Catalog, Catalogs } from './catalog.js';
 import { LIST_CHANGES } from './list-changes.js';
 import { withoutEchoedSecrets } from './echoed-secrets.js';
 import type { HostSubscriptions } from './host-subscriptions.js';
-import { isTaskStatus } from './host-tasks.js';
+import type { HostTasks } from './host-tasks.js';
 import { followingRequest, followModernUpstreams } from './listen-upstreams.js';
 import { fromUpstream } from './relay.js';
 import type { GatewaySession } from './session-id.js';
@@ -25,6 +25,8 @@ export interface HostEventsOptions {
   session: GatewaySession;
   /** The session's resource subscriptions to 2026-07-28 upstreams, kept by this process. */
   subscriptions: HostSubscriptions;
+  /** The session's tasks, whose status notifications name them by the upstream's ids. */
+  tasks: HostTasks;
   fetch: UpstreamFetch;
 }
 
@@ -56,8 +58,10 @@ export function followHostEvents(opts: HostEventsOptions, deliver: (message: JSO
           protocolVersion: upstream.protocolVersion,
         });
         if (!messages) return;
-        for await (const message of messages)
-          if (!isTaskStatus(message)) deliver(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(message, credential.secrets)));
+        for await (const message of messages) {
+          const relayed = opts.tasks.statusFor(session, route.assignmentGuid, message);
+          if (relayed) deliver(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(relayed, credential.secrets)));
+        }
       } catch (err) {
         if (!abort.signal.aborted)
           opts.services.logger.debug(

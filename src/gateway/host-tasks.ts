@@ -7,6 +7,8 @@ import type { HostRelay } from './host-relay.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { isAnswerTo } from './relay.js';
 import { openJson, sealJson } from './sealed.js';
+import type { GatewaySession } from './session-id.js';
+import { TtlCache } from './ttl-cache.js';
 
 /** The tasks extension of revision 2026-07-28 (SEP-2663), as hosts and servers declare it under `capabilities.extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -36,9 +38,13 @@ interface SealedTask {
   s?: string;
 }
 
+/** How long, and how many, host ids of 2025-11-25 tasks a process keeps for their status notifications. */
+const TASK_IDS_KEPT_MS = 3_600_000;
+const MAX_TASK_IDS_KEPT = 10_000;
+
 /**
  * An upstream's notification of a task's status (2025-11-25's `notifications/tasks/status`),
- * which names the task by the upstream's id: not relayed (see HostTasks).
+ * which names the task by the upstream's id (HostTasks.statusFor).
  */
 export const isTaskStatus = (message: JSONRPCMessage): boolean => (message as { method?: unknown }).method === 'notifications/tasks/status';
 
@@ -94,13 +100,21 @@ export function sessionCapabilities(catalog: Catalog, protocolVersion: string): 
  * task), the assignment, the upstream's task id and the tool. The requests naming a
  * task open it (a forged id, or one issued to another connection, is refused with
  * -32602) and go to that upstream with its own id; the answers, and the messages of a
- * tasks/result stream that name the task, name it by the host's id again. Task status
- * notifications are not relayed (their upstream ids cannot be sealed into the ids the
- * host holds, which carry the tool): hosts poll tasks/get. docs/gateway.md, "The tasks
- * extension" and "Core tasks of revision 2025-11-25".
+ * tasks/result stream that name the task, name it by the host's id again. A status
+ * notification names a task by the upstream's id alone, from which the host's id (it
+ * carries the tool, under a random nonce) cannot be sealed again: a 2025 session's event
+ * stream relays those of the tasks this process issued or served (statusFor), and
+ * drops the rest; the extension's, on an upstream's listen, are not relayed. Hosts poll
+ * tasks/get. docs/gateway.md, "The tasks extension" and "Core tasks of revision 2025-11-25".
  */
 export class HostTasks {
   private readonly key: Buffer;
+  /**
+   * The host's ids of the 2025-11-25 tasks this process issued or served, by session,
+   * assignment and upstream id: an upstream's status notification names the task by
+   * its own id only, and the host's id cannot be sealed again from it.
+   */
+  private readonly hostIds = new TtlCache<string>(TASK_IDS_KEPT_MS, MAX_TASK_IDS_KEPT);
 
   constructor(
     gatewaySessionKey: Buffer,
@@ -153,6 +167,7 @@ export class HostTasks {
     if (!task || task.c !== ctx.caller.connectionGuid || task.s !== (ctx.modern ? undefined : ctx.session?.id))
       throw new GatewayCallError(ERRORS.invalidParams, `Invalid taskId: it was not issued by this gateway for this connection.`);
     ctx.record.toolName = task.n.slice(0, 500);
+    this.remember(ctx, task, hostTaskId);
     const route = ctx.catalog.byAssignment.get(task.a);
     if (!route) throw new GatewayCallError(ERRORS.invalidParams, `Task of ${task.n}: its server is no longer available on this gateway.`);
     const requestId = (message as { id: RequestId }).id;
@@ -187,10 +202,29 @@ export class HostTasks {
       );
   }
 
+  /**
+   * An upstream's message on a 2025 session's event stream, as the host gets it: a task
+   * status notification names the task by the host's id, and is dropped when this
+   * process does not know it (a task issued and served by other replicas only).
+   */
+  statusFor(session: Pick<GatewaySession, 'id'>, assignmentGuid: string, message: JSONRPCMessage): JSONRPCMessage | null {
+    if (!isTaskStatus(message)) return message;
+    const params = (message as { params?: { taskId?: unknown } }).params;
+    const hostId = typeof params?.taskId === 'string' ? this.hostIds.get(`${session.id}|${assignmentGuid}|${params.taskId}`) : undefined;
+    return hostId ? ({ ...message, params: { ...params, taskId: hostId } } as JSONRPCMessage) : null;
+  }
+
   private seal(ctx: HostContext, route: Route, tool: string, upstreamTaskId: string): string {
     const sealed: SealedTask = { c: ctx.caller.connectionGuid, a: route.assignmentGuid, t: upstreamTaskId, n: tool };
     if (!ctx.modern && ctx.session) sealed.s = ctx.session.id;
-    return sealJson(this.key, sealed);
+    const hostId = sealJson(this.key, sealed);
+    this.remember(ctx, sealed, hostId);
+    return hostId;
+  }
+
+  /** Keeps a 2025-11-25 task's host id for its status notifications (statusFor). */
+  private remember(ctx: HostContext, task: SealedTask, hostId: string): void {
+    if (task.s !== undefined) this.hostIds.set(`${task.s}|${task.a}|${task.t}`, ctx.caller.organizationGuid, hostId);
   }
 }
 

@@ -114,7 +114,16 @@ export function registerLegacyGatewayRoutes(
             if (stream.session) deps.proxy.forgetSession(stream.session);
             const session = (stream.session = answer.newSession);
             stream.stopFollowing = followHostEvents(
-              { services, catalogs: deps.catalogs, caller, catalog, session, subscriptions: deps.proxy.subscriptions, fetch: deps.fetch },
+              {
+                services,
+                catalogs: deps.catalogs,
+                caller,
+                catalog,
+                session,
+                subscriptions: deps.proxy.subscriptions,
+                tasks: deps.proxy.tasks,
+                fetch: deps.fetch,
+              },
               (event) => write(stream, event),
             );
           }

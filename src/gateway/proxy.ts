@@ -54,7 +54,7 @@ export class GatewayProxy {
   private readonly upstreams: Upstreams;
   private readonly relays: HostRelay;
   /** Tasks relayed for 2026-07-28 hosts (the extension) and 2025-11-25 hosts (core tasks): host-tasks.ts. */
-  private readonly tasks: HostTasks;
+  readonly tasks: HostTasks;
   /** 2025 hosts' subscriptions to resources of 2026-07-28 upstreams, which their event streams follow. */
   readonly subscriptions: HostSubscriptions;
 

@@ -295,6 +295,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       catalog: found.catalog,
       session: found.session,
       subscriptions: proxy.subscriptions,
+      tasks: proxy.tasks,
       out: reply.raw,
       fetch: upstreams.fetch,
     });
