@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -16,9 +15,12 @@ import { startEverything, type Upstream } from './helpers/upstreams.js';
  * `simulate-research-query` requires a task) behind a tap that records what the
  * upstream is sent, and the 1.x SDK's client as the 2025-11-25 host, following tasks
  * the way it does with a server directly (`callToolStream`: tasks/get until a
- * terminal or input_required status, then tasks/result).
+ * terminal or input_required status, then tasks/result). Then the same host's tasks on
+ * the v2-SDK upstream of gateway-tasks.test.ts, which has the tasks extension of
+ * revision 2026-07-28 only: bridged.
  */
 let t: TestApp;
+let base: string;
 let ws: CreatedWorkspace;
 let everything: Upstream;
 let tap: UpstreamTap;
@@ -31,7 +33,7 @@ const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 beforeAll(async () => {
   [t, everything] = await Promise.all([startTestApp(), startEverything('streamableHttp')]);
   tap = await startUpstreamTap(everything.url);
-  const base = await listenLoopback(t);
+  base = await listenLoopback(t);
   ws = await newWorkspace(t);
   at = await gatewayServing(t, ws, base, 'Tasks 2025', [['Everything', tap.url]]);
 }, 120_000);
@@ -249,7 +251,6 @@ describe('a 2025-11-25 host’s tasks on a 2026-07-28 upstream with the tasks ex
 
   beforeAll(async () => {
     modern = await startTasksUpstream();
-    const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     jobs = await gatewayServing(t, ws, base, 'Tasks bridged', [['Jobs', modern.url]]);
   }, 60_000);
 
