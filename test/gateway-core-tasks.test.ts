@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
@@ -25,7 +26,7 @@ let ws: CreatedWorkspace;
 let everything: Upstream;
 let tap: UpstreamTap;
 let at: { url: string; token: string; gatewayGuid: string };
-const clients: Client[] = [];
+const clients: { close(): Promise<void> }[] = [];
 
 const RESEARCH = 'everything__simulate-research-query';
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -169,6 +170,19 @@ describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, 
     expect(asked).toHaveLength(1);
     expect(asked[0]!.params._meta?.[RELATED_TASK]).toEqual({ taskId: hostId });
   }, 30_000);
+
+  it('tells a 2026-07-28 host in words that a tool which runs only as a 2025-11-25 task is not bridged', async () => {
+    const modern = new ModernClient({ name: 'modern-host', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await modern.connect(new ModernTransport(new URL(at.url), { requestInit: { headers: { authorization: `Bearer ${at.token}` } } }));
+    clients.push(modern);
+    const calls = tap.messages.length;
+    await expect(modern.callTool({ name: RESEARCH, arguments: { topic: 'tides' } })).rejects.toThrow(
+      /simulate-research-query of server everything runs only as a task of revision 2025-11-25, and this gateway does not bridge those to hosts of revision 2026-07-28/,
+    );
+    expect(tap.messages.slice(calls).filter((m) => m.method === 'tools/call')).toEqual([]);
+    // Its other tools serve it as ever.
+    expect(await modern.callTool({ name: 'everything__echo', arguments: { message: 'hi' } })).toMatchObject({ content: [{ text: 'Echo: hi' }] });
+  });
 
   it('runs a task for a host on the legacy HTTP+SSE endpoint (which negotiates 2025-11-25 too)', async () => {
     const client = await legacySseClient(at.url.replace(/\/mcp$/, '/sse'), at.token);

@@ -62,6 +62,12 @@ function offersCoreTasks(route: Route): boolean {
   return route.features?.protocolVersion === CORE_TASKS_REVISION && isObject(tasks?.requests?.tools?.call);
 }
 
+/** Whether a route's tool, as learned at validation, runs only as a task (`execution.taskSupport: 'required'`). */
+function requiresTask(route: Route, tool: string): boolean {
+  const learned = route.features?.tools.find((t) => t.name === tool) as { execution?: { taskSupport?: unknown } } | undefined;
+  return learned?.execution?.taskSupport === 'required';
+}
+
 /** Whether a route's upstream can hold a 2025-11-25 host's task: its own core tasks, or the extension, bridged. */
 const offersTasksTo2025 = (route: Route): boolean => offersCoreTasks(route) || offersTasks(route);
 
@@ -133,6 +139,12 @@ export class HostTasks {
    */
   async callTool(ctx: HostContext, route: Route, tool: string, message: JSONRPCMessage, params: Record<string, unknown>): Promise<Outcome> {
     const requestId = (message as { id: RequestId }).id;
+    // Not bridged (docs/decisions.md): said by the gateway, rather than the upstream's refusal of a call without a task.
+    if (ctx.modern && offersCoreTasks(route) && requiresTask(route, tool))
+      throw new GatewayCallError(
+        ERRORS.methodNotFound,
+        `Tool ${tool} of server ${route.slug} runs only as a task of revision ${CORE_TASKS_REVISION}, and this gateway does not bridge those to hosts of revision ${MODERN_REVISION}.`,
+      );
     const { task: augmentation, ...plain } = params;
     const asked = augmentation !== undefined && coreTasksHost(ctx);
     // Refused here, in words, rather than forwarded for an upstream's schema to fail on.
