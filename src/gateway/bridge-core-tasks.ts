@@ -21,6 +21,8 @@ export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const DEFAULT_POLL_MS = 500;
 const MIN_POLL_MS = 50;
 const MAX_POLL_MS = 5_000;
+/** The longest tasks/result waits for a task to end: the host may ask again (a host in a session that leaves does not end the wait). */
+const MAX_RESULT_WAIT_MS = 3_600_000;
 
 /** A 2026-07-28 task (a CreateTaskResult, or tasks/get's task) as a 2025-11-25 Task named `hostTaskId`. */
 export function toCoreTask(task: Record<string, unknown>, hostTaskId: string): Record<string, unknown> {
@@ -53,6 +55,7 @@ export interface TaskResultContext extends Omit<InputRoundsContext, 'retry' | 'r
 export async function* taskResult(x: TaskResultContext, requestId: RequestId, hostTaskId: string): AsyncGenerator<JSONRPCMessage, JSONRPCMessage> {
   const refused = (message: string) => errorResponse(requestId, ERRORS.upstream, message, { inboundServerGuid: x.serverGuid });
   const upstreamError = (answer: JSONRPCMessage) => ({ ...answer, id: requestId }) as JSONRPCMessage;
+  const deadline = Date.now() + MAX_RESULT_WAIT_MS;
   for (let rounds = 0; ;) {
     const got = await x.get();
     if ('error' in got) return upstreamError(got);
@@ -84,6 +87,8 @@ export async function* taskResult(x: TaskResultContext, requestId: RequestId, ho
       continue;
     }
     const pace = typeof task.pollIntervalMs === 'number' ? Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, task.pollIntervalMs)) : DEFAULT_POLL_MS;
+    if (Date.now() + pace > deadline)
+      return refused(`Task of server ${x.slug} had not ended after ${MAX_RESULT_WAIT_MS / 60_000} minutes: ask tasks/result again.`);
     if (!(await paused(pace, x.signal))) return refused('the host went away while the gateway waited for the task to end');
   }
 }
