@@ -183,9 +183,10 @@ export class HostTasks {
     const route = ctx.catalog.byAssignment.get(task.a);
     if (!route) throw new GatewayCallError(ERRORS.invalidParams, `Task of ${task.n}: its server is no longer available on this gateway.`);
     const requestId = (message as { id: RequestId }).id;
-    if (!ctx.modern && route.features?.protocolVersion === MODERN_REVISION)
-      return serveBridged(this.relays, declaringTasks(ctx), route, requestId, method, task.t, hostTaskId);
-    const outcome = await this.relays.relay(ctx, route, { ...message, params: { ...params, taskId: task.t } } as JSONRPCMessage);
+    const outcome =
+      !ctx.modern && route.features?.protocolVersion === MODERN_REVISION
+        ? await serveBridged(this.relays, declaringTasks(ctx), route, requestId, method, task.t, hostTaskId)
+        : await this.relays.relay(ctx, route, { ...message, params: { ...params, taskId: task.t } } as JSONRPCMessage);
     // The upstream names the task by its own id: the host knows it by the gateway's.
     return mapOutcome(outcome, (answer) => renamedTask(answer, task.t, hostTaskId));
   }
