@@ -6,7 +6,7 @@ import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, gatewayServing, legacySseClient, listenLoopback } from './helpers/gateway.js';
+import { answerOf, gatewayClient, gatewayServing, legacySseClient, listenLoopback } from './helpers/gateway.js';
 import { startUpstreamTap, type UpstreamTap } from './helpers/upstream-tap.js';
 import { startTasksUpstream, TASKS_EXTENSION } from './helpers/tasks-upstream.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
@@ -69,14 +69,7 @@ async function raw(
     },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
   });
-  const text = await res.text();
-  const json = res.headers.get('content-type')?.includes('text/event-stream')
-    ? text
-        .split('\n')
-        .find((l) => l.startsWith('data:'))!
-        .slice(5)
-    : text;
-  return { body: JSON.parse(json), sessionId: res.headers.get('mcp-session-id') };
+  return { body: await answerOf(res), sessionId: res.headers.get('mcp-session-id') };
 }
 
 /** The ids of the tasks the upstream was asked about, in the order asked: the upstream's own. */

@@ -3,7 +3,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { z } from 'zod';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
+import { answerOf, gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
 import { startTasksUpstream, TASKS_EXTENSION } from './helpers/tasks-upstream.js';
 import type { Upstream } from './helpers/upstreams.js';
@@ -107,15 +107,8 @@ async function raw(
       },
     }),
   });
-  const text = await res.text();
   // A 2026-07-28 server may answer with an event stream: the answer is its data line.
-  const json = res.headers.get('content-type')?.includes('text/event-stream')
-    ? text
-        .split('\n')
-        .find((l) => l.startsWith('data:'))!
-        .slice(5)
-    : text;
-  return { status: res.status, body: JSON.parse(json) };
+  return { status: res.status, body: await answerOf(res) };
 }
 
 async function createTask(tool: string, args: Record<string, unknown>): Promise<string> {

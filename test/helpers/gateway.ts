@@ -94,3 +94,15 @@ export function alternatingFetch(bases: string[], seen: string[] = []): typeof f
     return fetch(target + url.pathname + url.search, init);
   };
 }
+
+/** The JSON-RPC answer of a POST to an MCP endpoint: the body, or, for an event stream, its first data line. */
+export async function answerOf<T>(res: Response): Promise<T> {
+  const text = await res.text();
+  const json = res.headers.get('content-type')?.includes('text/event-stream')
+    ? text
+        .split('\n')
+        .find((l) => l.startsWith('data:'))!
+        .slice(5)
+    : text;
+  return JSON.parse(json) as T;
+}
