@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import type { InputRequest } from './bridge-input-requests.js';
 import { askHost, MAX_INPUT_ROUNDS, type InputRoundsContext } from './bridge-input-rounds.js';
@@ -89,7 +90,8 @@ export async function* taskResult(x: TaskResultContext, requestId: RequestId, ho
     const pace = typeof task.pollIntervalMs === 'number' ? Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, task.pollIntervalMs)) : DEFAULT_POLL_MS;
     if (Date.now() + pace > deadline)
       return refused(`Task of server ${x.slug} had not ended after ${MAX_RESULT_WAIT_MS / 60_000} minutes: ask tasks/result again.`);
-    if (!(await paused(pace, x.signal))) return refused('the host went away while the gateway waited for the task to end');
+    const paused = await sleep(pace, true, { signal: x.signal }).catch(() => false);
+    if (!paused) return refused('the host went away while the gateway waited for the task to end');
   }
 }
 
@@ -147,20 +149,4 @@ export async function serveBridged(
 /** A generator's yields and then what it returns: the messages of a stream whose answer comes last. */
 async function* untilReturned(messages: AsyncGenerator<JSONRPCMessage, JSONRPCMessage>): AsyncGenerator<JSONRPCMessage> {
   yield yield* messages;
-}
-
-/** Waits `ms`; false when the host went away first. */
-function paused(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -145,14 +145,15 @@ export class HostTasks {
         ERRORS.methodNotFound,
         `Tool ${tool} of server ${route.slug} runs only as a task of revision ${CORE_TASKS_REVISION}, and this gateway does not bridge those to hosts of revision ${MODERN_REVISION}.`,
       );
-    const { task: augmentation, ...plain } = params;
+    const augmentation = params.task;
     const asked = augmentation !== undefined && coreTasksHost(ctx);
     // Refused here, in words, rather than forwarded for an upstream's schema to fail on.
     if (asked && !(isObject(augmentation) && (augmentation.ttl === undefined || typeof augmentation.ttl === 'number')))
       throw new GatewayCallError(ERRORS.invalidParams, 'tools/call params.task must be an object: { ttl?: milliseconds to keep the task }.');
     const kept = asked && offersCoreTasks(route);
     const bridged = asked && offersTasks(route);
-    const routed = { ...message, params: { ...(kept ? params : plain), name: tool } } as JSONRPCMessage;
+    const routed = { ...message, params: { ...params, name: tool } } as { params: Record<string, unknown> } & JSONRPCMessage;
+    if (augmentation !== undefined && !kept) delete routed.params.task;
     const outcome = await this.relays.relay(bridged ? declaringTasks(ctx) : ctx, route, routed);
     if (ctx.modern || bridged)
       return mapResult(outcome, requestId, (result) => {
