@@ -82,10 +82,12 @@ export const BUCKET_COUNTS_OF_ROWS = `${DURATION_BUCKET_SQL} AS duration_bucket,
 
 /**
  * What a read makes of the durations: a rollup's view and backfill store states
- * (`sumForEachState`, `sumForEachMergeState`), which the table merges; a report works
- * with the bucket-count arrays themselves from the table read on (`sumForEach`,
- * `sumForEachMerge`): creating and finalising a state again at each level of its query
- * cost about as much as the merging.
+ * (`sumForEachState`, `sumForEachMergeState`), which the table merges, and so do a
+ * report's raw parts, which union with a rollup's rows as they are stored; a report's
+ * groups merge those states into the bucket-count arrays themselves (`sumForEachMerge`)
+ * once, or make the arrays straight from raw rows (`sumForEach`) when the whole window is
+ * read raw. Each level of grouping in between (a source's rows merged into arrays, then
+ * the arrays added up again) cost about as much as the merging itself.
  */
 export type DurationsAs = 'states' | 'arrays';
 const suffix = (as: DurationsAs) => (as === 'states' ? 'State' : '');
@@ -99,8 +101,8 @@ const measures = (to: UsageStateNames, from: Omit<UsageStateNames, 'durations'>,
 export const usageMeasuresOfBuckets = (to: UsageStateNames, as: DurationsAs): string =>
   measures(to, BUCKET_SUMS, `sumForEach${suffix(as)}(arrayPushBack(arrayWithConstant(duration_bucket, toUInt64(0)), ${BUCKET_SUMS.calls}))`);
 
-/** A rollup's rows merged: into coarser states (a coarser rollup fed by a finer one), or arrays (a report's rollup reads). */
+/** A rollup's rows merged: into coarser states (a coarser rollup fed by a finer one), or arrays (a report's groups). */
 export const usageMeasuresOfStates = (to: UsageStateNames, as: DurationsAs): string => measures(to, n, `sumForEachMerge${suffix(as)}(${n.durations})`);
 
-/** Arrays of bucket counts, and the other measures, added up (a report's parts merged into its groups). */
-export const usageMeasuresOfArrays = (to: UsageStateNames): string => measures(to, n, `sumForEach(${n.durations})`);
+/** A rollup's measures as stored, one row each: a report's parts union them with raw parts' states, which its groups merge. */
+export const USAGE_STATE_COLUMNS = [n.calls, n.errors, n.durations, n.requestBytes, n.responseBytes].join(', ');

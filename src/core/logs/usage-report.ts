@@ -4,7 +4,7 @@ import {
   BUCKET_COUNTS_OF_ROWS,
   quantilesOfBuckets,
   ROLLUP_STATE_NAMES,
-  usageMeasuresOfArrays,
+  USAGE_STATE_COLUMNS,
   usageMeasuresOfBuckets,
   usageMeasuresOfStates,
   type UsageStateNames,
@@ -76,10 +76,15 @@ const GROUP_NAMES: UsageStateNames = {
   requestBytes: 'request_bytes_total',
   responseBytes: 'response_bytes_total',
 };
-/** A part's measures: raw rows' and rollups' take the rollup's names, so they union. */
-const RAW_MEASURES = usageMeasuresOfBuckets(ROLLUP_STATE_NAMES, 'arrays');
-const ROLLUP_MEASURES = usageMeasuresOfStates(ROLLUP_STATE_NAMES, 'arrays');
-const GROUP_MEASURES = usageMeasuresOfArrays(GROUP_NAMES);
+/**
+ * A part's measures. A rollup's rows are read as stored, ungrouped, and a raw part's
+ * groups make states of the same type under the same names, so the parts union and the
+ * report's groups merge every state once: grouping each part first, then adding its
+ * arrays up again, spent about a tenth of a week by tool and hour's query making and
+ * adding arrays twice (docs/call-logs.md, "Session 17").
+ */
+const RAW_MEASURES = usageMeasuresOfBuckets(ROLLUP_STATE_NAMES, 'states');
+const GROUP_MEASURES = usageMeasuresOfStates(GROUP_NAMES, 'arrays');
 /** A group's measures straight from raw rows, when the whole window is read raw: one grouping fewer. */
 const RAW_GROUP_MEASURES = usageMeasuresOfBuckets(GROUP_NAMES, 'arrays');
 /**
@@ -100,9 +105,10 @@ const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS er
  * The window is cut into parts (usage-rollups.ts): whole days, hours or minutes from
  * the coarsest rollup that keeps the report's keys and filters, the rest raw; the
  * parts read from one source (up to two, one at each end of the window) share a
- * SELECT, each SELECT yields measures that add up, and one query adds them. Raw rows are
- * counted by duration bucket first (BUCKET_COUNTS_OF_ROWS). A window read raw alone
- * is grouped into the report's groups at once.
+ * SELECT, each SELECT yields measures as a rollup stores them (a rollup's own rows, raw
+ * parts' groups), and one grouping merges them. Raw rows are counted by duration bucket
+ * first (BUCKET_COUNTS_OF_ROWS). A window read raw alone is grouped into the report's
+ * groups at once.
  */
 function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string; params: Record<string, unknown> } {
   const keys = q.groupBy.map((k, i) => `${keyExpr(k)} AS g${i}`);
@@ -135,7 +141,7 @@ function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string;
     const time = ranges.length === 1 ? ranges[0]! : `(${ranges.map((r) => `(${r})`).join(' OR ')})`;
     const bucket = q.interval ? [`${bucketExpr(q.interval, timeColumn(from))} AS b`] : [];
     const filter = `WHERE ${['organization_guid = {org:String}', time, ...where].join(' AND ')}`;
-    if (from !== 'raw') return `SELECT ${[...bucket, ...keys, ROLLUP_MEASURES].join(', ')} FROM ${from.table} ${filter} ${groupBy}`;
+    if (from !== 'raw') return `SELECT ${[...bucket, ...keys, USAGE_STATE_COLUMNS].join(', ')} FROM ${from.table} ${filter}`;
     const buckets = `SELECT ${[...bucket, ...keys, BUCKET_COUNTS_OF_ROWS].join(', ')} FROM call_logs ${filter} GROUP BY ${[...groupCols, 'duration_bucket'].join(', ')}`;
     return `SELECT ${[...groupCols, sources.length === 1 ? RAW_GROUP_MEASURES : RAW_MEASURES].join(', ')} FROM (${buckets}) ${groupBy}`;
   });
