@@ -263,6 +263,25 @@ describe('forwarding', () => {
     expect(new Set(uids(r.logs))).toEqual(new Set(later.map((l) => l.guid)));
   });
 
+  it('sleeps while no workspace forwards, and a collector configured wakes it at once', async () => {
+    // No cursor at all: every earlier test's collectors gone.
+    await t.runtime.services.db.deleteFrom('forwarder_cursors').execute();
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    // Idle, it would not poll again within the test's time: only the change can wake it.
+    const f = forwarder({ idlePollIntervalMs: 600_000 });
+    await until('the forwarder idle', () => f.idle);
+    await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs') });
+    const written = rows(ws.organizationGuid, 5);
+    await writeCallLogs(t.runtime.services, written);
+    await until('the rows written after the collector was configured', () => r.logs.length >= 5, 20_000);
+    expect(f.idle).toBe(false);
+    expect(new Set(uids(r.logs))).toEqual(new Set(written.map((w) => w.guid)));
+    // The collector removed: nothing left to forward, idle again.
+    await configure(ws.token, { logsCollectorUrl: null });
+    await until('the forwarder idle again', () => f.idle);
+  });
+
   it('pipelined batches arrive in checkpoint order; a read-ahead behind a refused batch is dropped, not skipped', async () => {
     const ws = await newWorkspace(t);
     const r = await otlp();

@@ -10,16 +10,19 @@ import type { ForwardedSignal, ForwarderCursor } from '../stores/schema.js';
  */
 const after = (ms: number) => sql<Date>`now() + make_interval(secs => ${ms / 1000}::double precision)`;
 
-/** Cursors that are due and not leased by someone else, oldest due first. */
-export async function listDueCursors(
+/**
+ * The cursors this process may take (not leased by someone else), soonest due first, each
+ * marked whether it is due now: none at all means nothing to forward here until a
+ * collector is configured (the forwarder then sleeps longer between passes).
+ */
+export async function listCursorsInTurn(
   db: ConfigDb,
   owner: string,
   limit: number,
-): Promise<Pick<ForwarderCursor, 'organization_guid' | 'signal' | 'checkpoint_at' | 'checkpoint_guid'>[]> {
+): Promise<(Pick<ForwarderCursor, 'organization_guid' | 'signal' | 'checkpoint_at' | 'checkpoint_guid'> & { due: boolean })[]> {
   return db
     .selectFrom('forwarder_cursors')
-    .select(['organization_guid', 'signal', 'checkpoint_at', 'checkpoint_guid'])
-    .where('next_attempt_at', '<=', sql<Date>`now()`)
+    .select(['organization_guid', 'signal', 'checkpoint_at', 'checkpoint_guid', sql<boolean>`next_attempt_at <= now()`.as('due')])
     .where((eb) => eb.or([eb('lease_expires_at', '<', sql<Date>`now()`), eb('lease_owner', '=', owner)]))
     .orderBy('next_attempt_at')
     .limit(limit)

@@ -10,7 +10,7 @@ import { AuditSource } from './audit-source.js';
 import { CallLogSource } from './call-log-source.js';
 import { deliveryHorizon, type Checkpoint } from './checkpoint-queries.js';
 import { sendToCollector, type SendOutcome } from './collector-client.js';
-import { advanceCursor, claimCursor, listDueCursors, postponeCursor, releaseLeases } from './cursors.js';
+import { advanceCursor, claimCursor, listCursorsInTurn, postponeCursor, releaseLeases } from './cursors.js';
 import type { EncodedBatch } from './encoded-batch.js';
 import { createForwarderMetrics, type ForwarderMetrics } from './metrics.js';
 import type { BodyKind } from './record-sql.js';
@@ -38,6 +38,11 @@ export interface ForwarderOptions {
   owner?: string;
   /** Pause between passes when there was nothing to send. */
   pollIntervalMs?: number;
+  /**
+   * Pause between passes while no workspace forwards (no cursor this process may take);
+   * a configuration change anywhere ends it at once.
+   */
+  idlePollIntervalMs?: number;
   batchSize?: number;
   /**
    * Rows younger than this are left for a later pass, on top of the delivery horizon
@@ -60,6 +65,7 @@ export interface ForwarderOptions {
 
 const DEFAULTS: Required<Omit<ForwarderOptions, 'owner' | 'settleMs'>> = {
   pollIntervalMs: 250,
+  idlePollIntervalMs: 5_000,
   batchSize: 2000,
   leaseMs: 30_000,
   requestTimeoutMs: 10_000,
@@ -81,7 +87,7 @@ const PARTIAL_ALERT_EVERY_MS = 5 * 60_000;
 /** Shortest sleep between passes when waking for a settling row (clock skew with ClickHouse). */
 const MIN_WAKE_MS = 20;
 
-type Deps = Pick<Services, 'db' | 'clickhouse' | 'secrets' | 'egress' | 'alerts' | 'logger'>;
+type Deps = Pick<Services, 'db' | 'clickhouse' | 'secrets' | 'egress' | 'alerts' | 'logger' | 'configChanges'>;
 
 /** Where a signal's records are read from: call_logs for logs and traces, audit_log for audit. */
 type RecordSource = Pick<CallLogSource, 'nextEncodedBatch' | 'haveRowsAfter' | 'oldestPending'>;
@@ -135,6 +141,11 @@ export class Forwarder {
   private wakeAt: number | undefined;
   /** Cursors (`org:signal`) this process left caught up: the next pass asks ClickHouse once whether they have new rows. */
   private readonly caughtUp = new Set<string>();
+  /** The last pass found no cursor this process may take: nothing to forward until a configuration changes. */
+  private idleNow = false;
+  /** Configuration changes seen: one during a pass's listing may be a cursor that listing missed. */
+  private changes = 0;
+  private unsubscribe: (() => void) | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -149,9 +160,19 @@ export class Forwarder {
     this.sources = { logs: calls, traces: calls, audit: new AuditSource(deps.clickhouse) };
   }
 
+  /** Whether the last pass found nothing this process may forward (it then polls at idlePollIntervalMs). */
+  get idle(): boolean {
+    return this.idleNow;
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;
+    // A collector configured (a cursor made) ends an idle sleep: its workspace is forwarded at once.
+    this.unsubscribe = this.deps.configChanges.subscribe(() => {
+      this.changes++;
+      this.wake?.();
+    });
     this.loop = this.run();
   }
 
@@ -160,6 +181,7 @@ export class Forwarder {
     if (!this.running) return;
     this.running = false;
     this.stopping = true;
+    this.unsubscribe?.();
     this.wake?.();
     await this.loop;
     await releaseLeases(this.deps.db, this.owner).catch((err: unknown) =>
@@ -177,9 +199,11 @@ export class Forwarder {
       }
       if (!this.running) break;
       if (sent === 0) {
-        // Sleep until the next poll, or less when a pending row leaves its settle window sooner.
-        const wakeInMs =
-          this.wakeAt === undefined ? this.opts.pollIntervalMs : Math.min(this.opts.pollIntervalMs, Math.max(MIN_WAKE_MS, this.wakeAt - Date.now()));
+        // Sleep until the next poll, or less when a pending row leaves its settle window sooner;
+        // with nothing to forward, for the idle interval (a poll of Postgres four times a
+        // second was two thirds of an idle process's CPU: docs/forwarding.md).
+        const pollMs = this.idleNow ? this.opts.idlePollIntervalMs : this.opts.pollIntervalMs;
+        const wakeInMs = this.wakeAt === undefined ? pollMs : Math.min(pollMs, Math.max(MIN_WAKE_MS, this.wakeAt - Date.now()));
         this.wakeAt = undefined;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, wakeInMs);
@@ -195,7 +219,10 @@ export class Forwarder {
 
   /** One pass over every due cursor; returns how many records were handed to collectors. */
   async runOnce(): Promise<number> {
-    const listed = await listDueCursors(this.deps.db, this.owner, 64);
+    const changesBefore = this.changes;
+    const inTurn = await listCursorsInTurn(this.deps.db, this.owner, 64);
+    this.idleNow = inTurn.length === 0 && this.changes === changesBefore;
+    const listed = inTurn.filter((c) => c.due);
     if (listed.length === 0) return 0;
     // One horizon for the pass: a cut-off that is safe once stays safe (later INSERTs stamp later rows).
     const horizon = await deliveryHorizon(this.deps.clickhouse, this.opts.settleMs, FORWARDED_TABLES);
