@@ -58,6 +58,9 @@ export function nameItems(naming: ToolNamingMode, perRoute: readonly ExposedItem
 
 export type Resolution = { route: Route; name: string } | { refused: string } | { slug: string | null };
 
+/** A route's tools or prompts as its hosts see them (curated, named). */
+const exposedItems = (route: Route, key: 'tools' | 'prompts') => exposeItems(route, key, (route.features?.[key] ?? []) as Record<string, unknown>[]).items;
+
 /**
  * Resolves a host's tool or prompt name to its route and the upstream's own name,
  * by the routes' lists as feature-learning found them. A prefixed name is always
@@ -66,15 +69,14 @@ export type Resolution = { route: Route; name: string } | { refused: string } | 
  * nothing, like an unknown name; `refused` says why for the call log.
  */
 export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 'bySlug'>, key: 'tools' | 'prompts', hostName: string): Resolution {
-  const exposed = (route: Route) => exposeItems(route, key, (route.features?.[key] ?? []) as Record<string, unknown>[]).items;
   // Under when-needed a name one server shows plain is that server's, even when it looks prefixed (an upstream's
   // own `other__tool`, as a gateway in front of a gateway has): the list the host saw decides, not the name's shape.
-  const holders = catalog.naming === 'when-needed' ? catalog.routes.filter((route) => exposed(route).some((i) => i.name === hostName)) : [];
-  if (holders.length === 1) return upstreamNameOf(holders[0]!, key, hostName, exposed(holders[0]!));
+  const holders = catalog.naming === 'when-needed' ? catalog.routes.filter((route) => exposedItems(route, key).some((i) => i.name === hostName)) : [];
+  if (holders.length === 1) return upstreamNameOf(holders[0]!, key, hostName, exposedItems(holders[0]!, key));
   const split = splitQualified(hostName);
   const prefixedRoute = split ? catalog.bySlug.get(split.slug) : undefined;
   if (split && prefixedRoute) {
-    const known = exposed(prefixedRoute);
+    const known = exposedItems(prefixedRoute, key);
     const name = wasCut(hostName) ? (known.find((i) => qualify(prefixedRoute.slug, i.name) === hostName)?.name ?? split.name) : split.name;
     return upstreamNameOf(prefixedRoute, key, name, known);
   }
@@ -82,7 +84,7 @@ export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 
     if (holders.length > 1) return { refused: `${hostName} is offered by several servers of this gateway: call it by its prefixed name` };
     // Not in any list learned at validation: a single server with such lists is asked anyway (it may have added the name since).
     const offering = catalog.routes.filter((r) => !r.features || r.features.capabilities[key] !== undefined);
-    if (offering.length === 1) return upstreamNameOf(offering[0]!, key, hostName, exposed(offering[0]!));
+    if (offering.length === 1) return upstreamNameOf(offering[0]!, key, hostName, exposedItems(offering[0]!, key));
   }
   return { slug: split?.slug ?? null };
 }

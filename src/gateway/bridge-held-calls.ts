@@ -289,7 +289,12 @@ function follow(signal: AbortSignal, controller: AbortController): () => void {
     controller.abort(signal.reason);
     return () => undefined;
   }
-  const onAbort = () => controller.abort(signal.reason);
+  // A listener object, not a named closure: tsx names each closure as it is made, on every call (docs/gateway.md, "Session 17").
+  const onAbort = {
+    handleEvent() {
+      controller.abort(signal.reason);
+    },
+  };
   signal.addEventListener('abort', onAbort, { once: true });
   return () => signal.removeEventListener('abort', onAbort);
 }

@@ -213,7 +213,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       catalog,
       trace,
       signal: abort.signal,
-      record: (message) => {
+      record(message) {
         const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, null);
         record.protocolVersion = MODERN_REVISION;
         return record;
