@@ -49,12 +49,11 @@ async function* loggedStream(record: CallRecord, requestId: RequestId, messages:
         // consumer sends it and comes back for the stream's end in the same run of microtasks (or, if it does not
         // come back, the tick fallback), so the row is written before this process reads anything more (another
         // request, a flush) and exists for anyone who could have seen the answer.
-        const finish = () => record.finish(step.value, relayed);
-        process.nextTick(finish);
+        process.nextTick(() => record.finish(step.value, relayed));
         try {
           yield step.value;
         } finally {
-          finish();
+          record.finish(step.value, relayed);
         }
         return;
       }

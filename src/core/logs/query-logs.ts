@@ -245,14 +245,17 @@ async function attachDetail(
   for (const item of items) {
     const d = byGuid.get(item.guid);
     let truncated = false;
-    const cut = (text: string, storedBytes: number): string | null => {
-      if (storedBytes === 0) return null;
+    for (const c of DETAIL_BLOBS) {
+      const storedBytes = d?.[`${c}_bytes`] ?? 0;
+      const head = d?.[`${c}_head`] ?? '';
       // A blob of at most the limit's bytes came whole (its head is the first DETAIL_LIMIT_BYTES characters).
-      if (storedBytes <= DETAIL_LIMIT_BYTES) return text;
-      truncated = true;
-      return truncateUtf8(text, DETAIL_LIMIT_BYTES).text;
-    };
-    for (const c of DETAIL_BLOBS) item[c] = d ? cut(d[`${c}_head`], d[`${c}_bytes`]) : null;
+      if (storedBytes === 0) item[c] = null;
+      else if (storedBytes <= DETAIL_LIMIT_BYTES) item[c] = head;
+      else {
+        truncated = true;
+        item[c] = truncateUtf8(head, DETAIL_LIMIT_BYTES).text;
+      }
+    }
     item.detail_truncated = truncated;
   }
 }
