@@ -169,6 +169,29 @@ const Measures = z.object({
   response_bytes_total: Count,
 });
 
+/** A report row's schema: the measures, the bucket (b) when there is one and the keys (g0, g1, ...). */
+const makeRowSchema = (bucketed: boolean, keys: number) =>
+  Measures.extend({
+    ...(bucketed ? { b: Count } : {}),
+    ...Object.fromEntries(Array.from({ length: keys }, (_, i) => [`g${i}`, z.string()])),
+  });
+const rowSchemas = new Map<string, ReturnType<typeof makeRowSchema>>();
+
+/**
+ * The row schema of a report's shape, made once per shape (eight at most) and kept: zod
+ * compiles a schema's checks at its first use, which a report paid on every request
+ * when it made its own.
+ */
+function rowSchema(bucketed: boolean, keys: number): ReturnType<typeof makeRowSchema> {
+  const name = `${bucketed}:${keys}`;
+  let schema = rowSchemas.get(name);
+  if (!schema) {
+    schema = makeRowSchema(bucketed, keys);
+    rowSchemas.set(name, schema);
+  }
+  return schema;
+}
+
 /**
  * A group's measures set on `item`, after what it holds (bucket and keys), by name:
  * made as an object and merged in with Object.assign they cost several times as
@@ -216,10 +239,7 @@ export async function usageReport(
   const { groups, params } = plan(q, rollups);
   const groupCols = groupColumns(q);
   const order = [...(q.interval ? ['b ASC'] : []), 'calls_total DESC', ...q.groupBy.map((_, i) => `g${i} ASC`)];
-  const Row = Measures.extend({
-    ...(q.interval ? { b: Count } : {}),
-    ...Object.fromEntries(q.groupBy.map((_, i) => [`g${i}`, z.string()])),
-  });
+  const Row = rowSchema(q.interval !== undefined, q.groupBy.length);
   const scoped = <S extends z.ZodType>(tag: string, sql: string, row: S) => ({
     tag,
     sql,
