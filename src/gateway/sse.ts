@@ -22,20 +22,7 @@ export async function* readSseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGe
   const decoder = new TextDecoder();
   const lineEnd = /\r\n|\r|\n/g;
   let buffer = '';
-  let event = '';
-  let data: string[] = [];
-  let id: string | undefined;
-  let retry: number | undefined;
-  // An event with no data still moves the stream's position (id) or its reconnection delay (retry): those are yielded too, with empty data.
-  const pending = () => data.length > 0 || id !== undefined || retry !== undefined;
-  const take = (): SseEvent => {
-    const out: SseEvent = { event: event || 'message', data: data.join('\n'), ...(id !== undefined ? { id } : {}), ...(retry !== undefined ? { retry } : {}) };
-    event = '';
-    data = [];
-    id = undefined;
-    retry = undefined;
-    return out;
-  };
+  const next = new PendingEvent();
   for await (const value of chunks) {
     buffer += decoder.decode(value, { stream: true });
     // Lines are cut from a moving position (not by re-slicing the rest each time), so a big event costs one pass.
@@ -47,22 +34,53 @@ export async function* readSseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGe
       const line = buffer.slice(start, m.index);
       start = lineEnd.lastIndex;
       if (line === '') {
-        if (pending()) yield take();
-        else event = '';
+        if (next.pending()) yield next.take();
+        else next.event = '';
         continue;
       }
       if (line.charCodeAt(0) === 58 /* ':' */) continue;
       const colon = line.indexOf(':');
       const field = colon < 0 ? line : line.slice(0, colon);
       const value = colon < 0 ? '' : line.slice(line.charCodeAt(colon + 1) === 32 /* ' ' */ ? colon + 2 : colon + 1);
-      if (field === 'data') data.push(value);
-      else if (field === 'event') event = value;
-      else if (field === 'id' && !value.includes('\0')) id = value;
-      else if (field === 'retry' && /^\d+$/.test(value)) retry = Number(value);
+      if (field === 'data') next.data.push(value);
+      else if (field === 'event') next.event = value;
+      else if (field === 'id' && !value.includes('\0')) next.id = value;
+      else if (field === 'retry' && /^\d+$/.test(value)) next.retry = Number(value);
     }
     buffer = buffer.slice(start);
   }
-  if (pending()) yield take();
+  if (next.pending()) yield next.take();
+}
+
+/**
+ * The fields of the event being read. A class rather than closures in readSseEvents:
+ * tsx names each closure as it is made, on every stream (docs/gateway.md, "Session 17").
+ */
+class PendingEvent {
+  event = '';
+  data: string[] = [];
+  id: string | undefined;
+  retry: number | undefined;
+
+  /** An event with no data still moves the stream's position (id) or its reconnection delay (retry): those are yielded too, with empty data. */
+  pending(): boolean {
+    return this.data.length > 0 || this.id !== undefined || this.retry !== undefined;
+  }
+
+  take(): SseEvent {
+    const { id, retry } = this;
+    const out: SseEvent = {
+      event: this.event || 'message',
+      data: this.data.join('\n'),
+      ...(id !== undefined ? { id } : {}),
+      ...(retry !== undefined ? { retry } : {}),
+    };
+    this.event = '';
+    this.data = [];
+    this.id = undefined;
+    this.retry = undefined;
+    return out;
+  }
 }
 
 /** One JSON-RPC message as an SSE `message` event. */
