@@ -200,8 +200,7 @@ export class Forwarder {
       if (!this.running) break;
       if (sent === 0) {
         // Sleep until the next poll, or less when a pending row leaves its settle window sooner;
-        // with nothing to forward, for the idle interval (a poll of Postgres four times a
-        // second was most of an idle process's event-loop time: docs/forwarding.md).
+        // with nothing to forward, for the idle interval (docs/forwarding.md, "Nothing to forward").
         const pollMs = this.idleNow ? this.opts.idlePollIntervalMs : this.opts.pollIntervalMs;
         const wakeInMs = this.wakeAt === undefined ? pollMs : Math.min(pollMs, Math.max(MIN_WAKE_MS, this.wakeAt - Date.now()));
         this.wakeAt = undefined;

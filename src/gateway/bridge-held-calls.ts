@@ -289,7 +289,7 @@ function follow(signal: AbortSignal, controller: AbortController): () => void {
     controller.abort(signal.reason);
     return () => undefined;
   }
-  // A listener object, not a named closure: tsx names each closure as it is made, on every call (docs/gateway.md, "Session 17").
+  // A listener object, not a named closure (docs/decisions.md, "No named closure made per call on a hot path").
   const onAbort = {
     handleEvent() {
       controller.abort(signal.reason);

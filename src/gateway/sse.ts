@@ -53,8 +53,8 @@ export async function* readSseEvents(chunks: AsyncIterable<Uint8Array>): AsyncGe
 }
 
 /**
- * The fields of the event being read. A class rather than closures in readSseEvents:
- * tsx names each closure as it is made, on every stream (docs/gateway.md, "Session 17").
+ * The fields of the event being read: a class, not closures made per stream (docs/decisions.md,
+ * "No named closure made per call on a hot path").
  */
 class PendingEvent {
   event = '';

@@ -160,9 +160,9 @@ export class UpstreamClient {
  * One exchange in flight: cut when the caller's signal aborts or the timeout
  * passes, with that reason remembered so that every failure of the exchange
  * (the request's or its body's) reports it rather than the socket's error.
- * It is its own abort listener (handleEvent) and the response its own object
- * with methods: closures made per exchange cost about 2 % of a call's CPU under tsx,
- * which names each one as it is made (docs/gateway.md, "Session 17").
+ * It is its own abort listener (handleEvent) and the response an object of a class:
+ * no closure is made per exchange (docs/decisions.md, "No named closure made per call
+ * on a hot path").
  */
 class Exchange {
   reason: unknown = undefined;

@@ -79,9 +79,8 @@ const GROUP_NAMES: UsageStateNames = {
 /**
  * A part's measures. A rollup's rows are read as stored, ungrouped, and a raw part's
  * groups make states of the same type under the same names, so the parts union and the
- * report's groups merge every state once: grouping each part first, then adding its
- * arrays up again, spent about a tenth of a week by tool and hour's query making and
- * adding arrays twice (docs/call-logs.md, "Session 17").
+ * report's groups merge every state once, where grouping each part first and adding its
+ * arrays up again made and added every array twice (docs/call-logs.md, "Session 17").
  */
 const RAW_MEASURES = usageMeasuresOfBuckets(ROLLUP_STATE_NAMES, 'states');
 const GROUP_MEASURES = usageMeasuresOfStates(GROUP_NAMES, 'arrays');
