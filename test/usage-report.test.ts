@@ -377,4 +377,28 @@ describe('bounds on the reads', () => {
     expect(err).toBeInstanceOf(AppError);
     expect((err as AppError).toProblem()).toMatchObject({ code: 'unavailable', status: 503 });
   });
+
+  it("keeps a read's tag and bounds to the read: the next statement on the connection has neither", async () => {
+    await usageReport(store(), orgGuid, report);
+    const settings = z.object({ tag: z.string(), maxResultRows: z.coerce.number(), maxExecutionTime: z.coerce.number() });
+    const probe = async () => {
+      const res = await store().client.query({
+        query: `SELECT getSetting('log_comment') AS tag, getSetting('max_result_rows') AS maxResultRows, getSetting('max_execution_time') AS maxExecutionTime`,
+        format: 'JSONEachRow',
+      });
+      return settings.parse((await res.json())[0]);
+    };
+    const after = await probe();
+    expect(after).toEqual({ tag: '', maxResultRows: 0, maxExecutionTime: 0 });
+    // The same read tagged as it runs: the tag and the bounds are the statement's own.
+    const [own] = await queryScoped(store(), orgGuid, {
+      tag: 'test.own_settings',
+      sql: `SELECT getSetting('log_comment') AS tag, getSetting('max_result_rows') AS maxResultRows, getSetting('max_execution_time') AS maxExecutionTime
+        FROM call_logs WHERE organization_guid = {org:String} LIMIT 1`,
+      row: settings,
+      settings: { max_result_rows: 7 },
+    });
+    expect(own).toEqual({ tag: 'test.own_settings', maxResultRows: 7, maxExecutionTime: 20 });
+    expect(await probe()).toEqual(after);
+  });
 });

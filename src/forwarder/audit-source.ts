@@ -1,4 +1,4 @@
-import type { ClickhouseStore } from '../stores/clickhouse.js';
+import { settingsClause, type ClickhouseStore } from '../stores/clickhouse.js';
 import { AUDIT_RECORD_SQL, type AuditBodyKind } from './audit-record-sql.js';
 import { clickhouseTime, haveRowsAfter, oldestPending, type Checkpoint, type ForwardedTable } from './checkpoint-queries.js';
 import { joinRecords, type EncodedBatch } from './encoded-batch.js';
@@ -24,8 +24,7 @@ export class AuditSource {
   async nextEncodedBatch(organizationGuid: string, after: Checkpoint, limit: number, before: Date, kind: BodyKind): Promise<EncodedBatch> {
     if (kind === 'otlp_traces') throw new Error('audit records are sent as logs, never as spans');
     const record = AUDIT_RECORD_SQL[kind satisfies AuditBodyKind];
-    // exec: the answer's bytes as they come, with the format and settings in the statement itself
-    // (chDB would make clickhouse_settings session-wide).
+    // exec: the answer's bytes as they come, with the format in the statement itself.
     const result = await this.store.client.exec({
       query: `SELECT toUnixTimestamp64Milli(ingested_at), toString(guid), ${record} FROM audit_log
         WHERE organization_guid = {org:String}
@@ -33,8 +32,7 @@ export class AuditSource {
           AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})
           AND ingested_at < {before:DateTime64(3, 'UTC')}
         ORDER BY ingested_at, toString(guid)
-        LIMIT {limit:UInt32}
-        SETTINGS output_format_json_escape_forward_slashes = 0, log_comment = 'forwarder.next_audit_batch'
+        LIMIT {limit:UInt32}${settingsClause({ output_format_json_escape_forward_slashes: 0, log_comment: 'forwarder.next_audit_batch' })}
         FORMAT TabSeparatedRaw`,
       query_params: { org: organizationGuid, at: clickhouseTime(after.at), guid: after.guid, before: clickhouseTime(before), limit },
     });

@@ -1,4 +1,4 @@
-import type { ClickhouseStore } from '../stores/clickhouse.js';
+import { settingsClause, type ClickhouseStore } from '../stores/clickhouse.js';
 import { CALL_LOG_COLUMNS, type CallLogRow } from './call-log-row.js';
 import { clickhouseTime, deliveryHorizon, haveRowsAfter, oldestPending, type Checkpoint, type ForwardedTable } from './checkpoint-queries.js';
 import { joinRecords, type EncodedBatch } from './encoded-batch.js';
@@ -109,11 +109,9 @@ export class CallLogSource {
       limit,
       before,
     );
-    // exec: the answer's bytes as they come, with the format and settings in the statement itself
-    // (chDB would make clickhouse_settings session-wide).
+    // exec: the answer's bytes as they come, with the format in the statement itself.
     const result = await this.store.client.exec({
-      query: `${query}
-        SETTINGS output_format_json_escape_forward_slashes = 0, log_comment = 'forwarder.next_encoded_batch'
+      query: `${query}${settingsClause({ output_format_json_escape_forward_slashes: 0, log_comment: 'forwarder.next_encoded_batch' })}
         FORMAT TabSeparatedRaw`,
       query_params,
     });
@@ -133,10 +131,11 @@ export class CallLogSource {
    * record built. bench:forward's floor reads through it.
    */
   async nextBatchText(organizationGuid: string, after: Checkpoint, limit: number, before: Date): Promise<string> {
+    const { query, query_params } = this.batchQuery(SELECT_LIST, organizationGuid, after, limit, before);
     const result = await this.store.client.query({
-      ...this.batchQuery(SELECT_LIST, organizationGuid, after, limit, before),
+      query: query + settingsClause({ log_comment: 'forwarder.next_batch' }),
+      query_params,
       format: 'TabSeparated',
-      clickhouse_settings: { log_comment: 'forwarder.next_batch' },
     });
     return result.text();
   }

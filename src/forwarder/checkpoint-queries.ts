@@ -1,4 +1,4 @@
-import type { ClickhouseStore } from '../stores/clickhouse.js';
+import { settingsClause, type ClickhouseStore } from '../stores/clickhouse.js';
 import { epochMs } from './call-log-row.js';
 
 /**
@@ -51,10 +51,9 @@ const INSERT_START_MARGIN_MS = 10;
 export async function deliveryHorizon(store: ClickhouseStore, settleMs: number, tables: readonly string[]): Promise<Date> {
   const result = await store.client.query({
     query: `SELECT toUnixTimestamp64Milli(now64(3)) AS now_ms, count() AS inserts, max(elapsed) AS longest
-      FROM system.processes WHERE query_kind = 'Insert' AND multiSearchAnyCaseInsensitive(query, {tables:Array(String)})`,
+      FROM system.processes WHERE query_kind = 'Insert' AND multiSearchAnyCaseInsensitive(query, {tables:Array(String)})${settingsClause({ log_comment: 'forwarder.delivery_horizon' })}`,
     query_params: { tables },
     format: 'JSONEachRow',
-    clickhouse_settings: { log_comment: 'forwarder.delivery_horizon' },
   });
   const [row] = await result.json<{ now_ms: string | number; inserts: string | number; longest: number }>();
   const nowMs = Number(row!.now_ms);
@@ -84,10 +83,9 @@ export async function haveRowsAfter(
   });
   const result = await store.client.query({
     query: `SELECT ${conditions.map((c) => `toUInt8(max(${c}))`).join(', ')} FROM ${from.table}
-      WHERE ingested_at < {before:DateTime64(3, 'UTC')} AND (${conditions.join(' OR ')})`,
+      WHERE ingested_at < {before:DateTime64(3, 'UTC')} AND (${conditions.join(' OR ')})${settingsClause({ log_comment: `forwarder.have_rows_after.${from.table}` })}`,
     query_params: params,
     format: 'JSONCompact',
-    clickhouse_settings: { log_comment: `forwarder.have_rows_after.${from.table}` },
   });
   const { data } = (await result.json()) as unknown as { data: (number | string)[][] };
   return checkpoints.map((_c, i) => Number(data[0]?.[i] ?? 0) === 1);
@@ -104,10 +102,9 @@ export async function oldestPending(store: ClickhouseStore, from: ForwardedTable
     query: `SELECT toString(min(ingested_at)), count() FROM ${from.table}
       WHERE organization_guid = {org:String}
         AND ingested_at >= {at:DateTime64(3, 'UTC')}
-        AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})`,
+        AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})${settingsClause({ log_comment: `forwarder.oldest_pending.${from.table}` })}`,
     query_params: { org: organizationGuid, at: clickhouseTime(after.at), guid: after.guid },
     format: 'JSONCompact',
-    clickhouse_settings: { log_comment: `forwarder.oldest_pending.${from.table}` },
   });
   const { data } = (await result.json()) as unknown as { data: [string, string | number][] };
   const [oldest, count] = data[0] ?? ['', 0];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { ClickhouseStore } from '../../stores/clickhouse.js';
+import { Readable } from 'node:stream';
+import { settingsClause, type ClickhouseStore } from '../../stores/clickhouse.js';
 import type { AlertMessageType, AlertSink, NewAlert } from '../alerts.js';
 import { newGuid } from '../ids.js';
 import type { Logger } from '../logger.js';
@@ -84,27 +85,25 @@ export class ClickhouseAlertStore implements AlertSink {
   async raise(alert: NewAlert): Promise<void> {
     const guid = newGuid();
     try {
-      await this.clickhouse.client.insert({
-        table: 'alerts',
-        format: 'JSONEachRow',
-        values: [
-          {
-            organization_guid: alert.organizationGuid.toLowerCase(),
-            guid,
-            created_at: chDateTime(Date.now()),
-            code: alert.code,
-            message_type: alert.messageType,
-            subject: alert.subject,
-            message: alert.message,
-            related_resource_ids: (alert.relatedResourceIds ?? []).map((id) => id.toLowerCase()),
-            dynamic_content: json(alert.dynamicContent),
-            debug_context: json(alert.debugContext === undefined ? undefined : redactDeep(alert.debugContext)),
-            related_context: json(alert.relatedContext),
-            close_details: '',
-          },
-        ],
-        clickhouse_settings: { log_comment: 'alerts.raise' },
+      const row = {
+        organization_guid: alert.organizationGuid.toLowerCase(),
+        guid,
+        created_at: chDateTime(Date.now()),
+        code: alert.code,
+        message_type: alert.messageType,
+        subject: alert.subject,
+        message: alert.message,
+        related_resource_ids: (alert.relatedResourceIds ?? []).map((id) => id.toLowerCase()),
+        dynamic_content: json(alert.dynamicContent),
+        debug_context: json(alert.debugContext === undefined ? undefined : redactDeep(alert.debugContext)),
+        related_context: json(alert.relatedContext),
+        close_details: '',
+      };
+      const result = await this.clickhouse.client.exec({
+        query: `INSERT INTO alerts${settingsClause({ log_comment: 'alerts.raise' })} FORMAT JSONEachRow`,
+        values: Readable.from([JSON.stringify(row)]),
       });
+      result.stream.resume();
     } catch (err) {
       this.logger.error({ err: (err as Error).message, alert: { code: alert.code, subject: alert.subject } }, 'could not store an alert');
     }

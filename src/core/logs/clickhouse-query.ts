@@ -1,6 +1,6 @@
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { z } from 'zod';
-import type { ClickhouseStore } from '../../stores/clickhouse.js';
+import { settingsClause, type ClickhouseStore } from '../../stores/clickhouse.js';
 import { AppError, STORE_RETRY_AFTER_SECONDS, validationFailed, type FieldError } from '../errors.js';
 import { objectLiteralBuilder } from './object-literal.js';
 
@@ -40,20 +40,6 @@ export const NARROW_WINDOW: FieldError = {
  * it) down. A query may add to them or tighten them (ScopedQuery.settings).
  */
 export const QUERY_BOUNDS: Readonly<QuerySettings> = { max_execution_time: 20, max_memory_usage: 1_000_000_000 };
-
-/**
- * The settings as the statement's own SETTINGS clause: chDB turns a query's
- * clickhouse_settings into session-wide SETs (stores/clickhouse.ts), so a bound
- * passed that way would outlive its query and apply to the writer's inserts and the
- * forwarder's reads. Names and values are the code's own, checked all the same.
- */
-function settingsClause(settings: QuerySettings): string {
-  const items = Object.entries(settings).map(([name, value]) => {
-    if (!/^[a-z_]+$/.test(name) || !Number.isFinite(value)) throw new Error(`bad ClickHouse setting ${name}`);
-    return `${name} = ${value}`;
-  });
-  return `\nSETTINGS ${items.join(', ')}`;
-}
 
 /**
  * The one way call-log code reads ClickHouse. The query is scoped to the
@@ -99,14 +85,11 @@ async function readScoped<S extends z.ZodType>(
   withTotals: boolean,
 ): Promise<{ rows: z.output<S>[]; totals: z.output<S> | undefined }> {
   if (!q.sql.includes('organization_guid = {org:String}')) throw new Error(`query ${q.tag} is not scoped to a workspace`);
+  const settings = { ...QUERY_BOUNDS, ...q.settings, log_comment: q.tag };
   return tracer.startActiveSpan(`clickhouse ${q.tag}`, async (span) => {
     try {
       const result = await withNetworkRetry(async (): Promise<CompactResult> => {
-        const query = {
-          query: q.sql + settingsClause({ ...QUERY_BOUNDS, ...q.settings }),
-          query_params: { ...q.params, org: organizationGuid },
-          clickhouse_settings: { ...q.settings, log_comment: q.tag },
-        };
+        const query = { query: q.sql + settingsClause(settings), query_params: { ...q.params, org: organizationGuid } };
         if (withTotals) {
           const text = await (await store.client.query({ ...query, format: 'JSONCompact' })).text();
           // chDB (26.7) writes the totals before the format's header when no row precedes
@@ -126,7 +109,7 @@ async function readScoped<S extends z.ZodType>(
       return { rows: result.data.map(parse), totals: result.totals ? parse(result.totals) : undefined };
     } catch (err) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-      await resetSession(store, { ...QUERY_BOUNDS, ...q.settings });
+      await resetSession(store, settings);
       throw overLimit(err, q.overLimit) ?? err;
     } finally {
       span.end();
@@ -163,7 +146,7 @@ function recordMaker(names: readonly string[]): RecordMaker {
  * statement takes both. On a server each request is its own session and it changes
  * nothing. Best effort: a store that is away fails it too.
  */
-async function resetSession(store: Pick<ClickhouseStore, 'client'>, settings: QuerySettings): Promise<void> {
+async function resetSession(store: Pick<ClickhouseStore, 'client'>, settings: Readonly<Record<string, unknown>>): Promise<void> {
   await store.client
     .command({
       query: `SET ${Object.keys(settings)
