@@ -60,6 +60,8 @@ const { values } = parseArgs({
 });
 const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
+/** Sequentially, then at --concurrency (once when that is 1). */
+const LEVELS = [...new Set([1, concurrency])];
 const rounds = Number(values.rounds);
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -273,7 +275,7 @@ async function main(): Promise<void> {
   const idleCpu: number[] = [];
   try {
     for (let round = 0; round < rounds; round++) {
-      for (const c of [1, concurrency]) {
+      for (const c of LEVELS) {
         // Every other round runs the rows in reverse, so that neither the machine's drift nor
         // the call-log inserts a logging-on row leaves behind (up to a second of them) favour one row.
         for (const target of round % 2 === 0 ? TARGETS : [...TARGETS].reverse()) {
@@ -312,7 +314,7 @@ async function main(): Promise<void> {
       .join(' ')}\n`,
   );
   console.log('target                          conc   calls/s    p50 ms    p99 ms   host CPU µs/call   gateway CPU µs/call (process, event loop)');
-  for (const c of [1, concurrency]) {
+  for (const c of LEVELS) {
     for (const target of TARGETS) {
       const r = pick(target, c);
       console.log(
@@ -320,10 +322,10 @@ async function main(): Promise<void> {
       );
     }
   }
-  console.log(`\ngateway process while idle (during the direct rows): ${(median(idleCpu) * 100).toFixed(1)}% of a core`);
+  if (idleCpu.length > 0) console.log(`\ngateway process while idle (during the direct rows): ${(median(idleCpu) * 100).toFixed(1)}% of a core`);
   // The ratios compare rows with each other: a run of some rows (--only) shows the rows alone.
   if (TARGETS.length < ALL_TARGETS.length) return;
-  for (const c of [1, concurrency]) {
+  for (const c of LEVELS) {
     // Ratios are taken within each round (rows measured minutes apart share no conditions), then the median.
     const perRound = (f: (direct: Row, on: Row, off: Row) => number) =>
       median(
