@@ -101,7 +101,7 @@ export class ClickhouseAlertStore implements AlertSink {
       };
       const result = await this.clickhouse.client.exec({
         query: `INSERT INTO alerts${settingsClause({ log_comment: 'alerts.raise' })} FORMAT JSONEachRow`,
-        values: Readable.from([JSON.stringify(row)]),
+        values: Readable.from([Buffer.from(JSON.stringify(row))], { objectMode: false }),
       });
       result.stream.resume();
     } catch (err) {
