@@ -66,7 +66,8 @@ export class UpstreamSessionPool {
     let released = false;
     return {
       session: used.session,
-      release: () => {
+      // A method, not a named closure (docs/decisions.md, "No named closure made per call on a hot path").
+      release() {
         if (released) return;
         released = true;
         used.inUse--;

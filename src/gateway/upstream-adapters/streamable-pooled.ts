@@ -9,6 +9,8 @@ import { openStreamable } from './streamable-session.js';
 
 /** A signal nothing aborts. */
 const NOT_CANCELLED = new AbortController().signal;
+/** The abort listener of a message that is no request: nothing to cancel upstream. */
+const NO_CANCEL = { handleEvent() {} };
 
 /**
  * A 2026-07-28 host's exchange with a 2025 Streamable HTTP upstream, on the session
@@ -54,7 +56,8 @@ export class StreamablePooledAdapter implements UpstreamAdapter {
     );
     let reply: UpstreamReply;
     let protocolVersion: string | null = null;
-    let cancel = () => {};
+    // A listener object, not a named closure (docs/decisions.md, "No named closure made per call on a hot path").
+    let cancel: { handleEvent(): void } = NO_CANCEL;
     try {
       const upstream = await lease.session;
       modern.upstreams.set(route.assignmentGuid, upstream);
@@ -62,11 +65,15 @@ export class StreamablePooledAdapter implements UpstreamAdapter {
       // Listening before the request goes out: a host may close its request before the upstream's answer has begun.
       const id = (message as { id?: RequestId }).id;
       if (id !== undefined && 'method' in message) {
-        cancel = () =>
-          void cancelUpstreamRequest(
-            { ...this.kit.request(shared, route, credential, upstream.sessionId, upstream.protocolVersion), signal: AbortSignal.timeout(5_000) },
-            id,
-          );
+        const kit = this.kit;
+        cancel = {
+          handleEvent() {
+            void cancelUpstreamRequest(
+              { ...kit.request(shared, route, credential, upstream.sessionId, upstream.protocolVersion), signal: AbortSignal.timeout(5_000) },
+              id,
+            );
+          },
+        };
         ctx.signal.addEventListener('abort', cancel, { once: true });
       }
       reply = await postToUpstream(this.kit.request(ctx, route, credential, upstream.sessionId, upstream.protocolVersion), message);
