@@ -43,12 +43,12 @@ export class MissingChdbError extends Error {
 }
 
 /**
- * Settings as a statement's own SETTINGS clause, the one way a read carries them. chDB's
- * client connection turns a query's clickhouse_settings into session-wide SETs, each
- * run as a statement of its own ahead of the query: the bound or tag would outlive the
- * query (and reach the next one on that connection), and each SET cost a read about
- * 0.3 ms (docs/call-logs.md, "Session 18"). Names and values are the code's own,
- * checked all the same; a text value is a tag (letters, digits, `_`, `.`, `-`, spaces).
+ * Settings as a statement's own SETTINGS clause, the one way a statement carries them.
+ * chDB's client connection turns a query's clickhouse_settings into session-wide SETs,
+ * each run as a statement of its own ahead of the query: the bound or tag would outlive
+ * the query (and reach the next one on that connection), and every SET is one more
+ * statement to run (docs/call-logs.md, "Session 18"). Names and values are the code's
+ * own, checked all the same; a text value is a tag (letters, digits, `_`, `.`, `-`, spaces).
  */
 export function settingsClause(settings: Readonly<Record<string, number | string>>): string {
   const items = Object.entries(settings).map(([name, value]) => {
