@@ -42,7 +42,7 @@ async function connection(): Promise<{ token: string; connectionGuid: string; ur
 }
 
 /** A v2 client pinned to 2026-07-28 that fulfils input_required with its handlers (the SDK's auto-fulfilment). */
-async function modernHost(url: string, token: string, asked: string[] = []): Promise<Client2026> {
+async function modernHost(url: string, token: string, asked: string[] = [], legs?: string[]): Promise<Client2026> {
   const client = new Client2026(
     { name: 'host-2026', version: '1.0.0' },
     { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: HOST_CAPABILITIES },
@@ -62,9 +62,28 @@ async function modernHost(url: string, token: string, asked: string[] = []): Pro
     asked.push('roots');
     return { roots: ROOTS };
   });
-  await client.connect(new Transport2026(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new Transport2026(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } }, ...(legs ? { fetch: recordingFetch(legs) } : {}) }),
+  );
   clients.push(client);
   return client;
+}
+
+/** A fetch that notes each request's method (a retry leg marked) and the answer: what an assertion on a call's rounds shows when it fails. */
+function recordingFetch(legs: string[]): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  return async (url, init) => {
+    const res = await fetch(url, init);
+    const sent = (typeof init?.body === 'string' ? JSON.parse(init.body) : {}) as { method?: string; params?: { requestState?: unknown } };
+    const leg = `${sent.method ?? init?.method ?? 'GET'}${sent.params?.requestState === undefined ? '' : ' (retry)'} -> ${res.status}`;
+    void res
+      .clone()
+      .text()
+      .then(
+        (body) => legs.push(`${leg} ${body.slice(0, 300)}`),
+        () => legs.push(`${leg} (body unread)`),
+      );
+    return res;
+  };
 }
 
 /**
@@ -326,10 +345,12 @@ describe('a 2026-07-28 host using a 2025 upstream: limits', () => {
   it("bridges a 2025 upstream reached over the legacy HTTP+SSE transport (server-everything's sampling)", async () => {
     const { url, token } = await connection();
     const asked: string[] = [];
-    const host = await modernHost(url, token, asked);
+    // Each request and answer, for the message if the host is asked more than once (seen once under CI load).
+    const legs: string[] = [];
+    const host = await modernHost(url, token, asked, legs);
     const sampled = await host.callTool({ name: 'everything__trigger-sampling-request', arguments: { prompt: 'over sse', maxTokens: 10 } });
     expect(text(sampled)).toContain('model-2026');
-    expect(asked).toHaveLength(1);
+    expect(asked, legs.join('\n')).toHaveLength(1);
     expect(asked[0]).toMatch(/^sample:.*over sse/);
   });
 });
