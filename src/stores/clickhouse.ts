@@ -48,13 +48,14 @@ export class MissingChdbError extends Error {
  * each run as a statement of its own ahead of the query: the bound or tag would outlive
  * the query (and reach the next one on that connection), and every SET is one more
  * statement to run (docs/call-logs.md, "Session 18"). Names and values are the code's
- * own, checked all the same; a text value is a tag (letters, digits, `_`, `.`, `-`, spaces).
+ * own, checked all the same; a text value is a tag or token (letters, digits, `_`, `.`, `:`,
+ * `-`, spaces).
  */
 export function settingsClause(settings: Readonly<Record<string, number | string>>): string {
   const items = Object.entries(settings).map(([name, value]) => {
     if (!/^[a-z_]+$/.test(name)) throw new Error(`bad ClickHouse setting ${name}`);
     if (typeof value === 'number' && Number.isFinite(value)) return `${name} = ${value}`;
-    if (typeof value === 'string' && /^[\w. -]*$/.test(value)) return `${name} = '${value}'`;
+    if (typeof value === 'string' && /^[\w.: -]*$/.test(value)) return `${name} = '${value}'`;
     throw new Error(`bad ClickHouse setting ${name}`);
   });
   return items.length ? `\nSETTINGS ${items.join(', ')}` : '';
@@ -184,16 +185,16 @@ function chdbRawInsert(connection: ChdbConnection): InsertEncoded {
 }
 
 /**
- * The same insert through @clickhouse/client over HTTP, for a server. Not for chDB:
- * its client connection turns clickhouse_settings into session-wide SETs, so an
- * insert_deduplication_token would stick and drop later inserts as replays.
+ * The same insert through @clickhouse/client's exec: the writer's path to a server, and
+ * any small insert on either store (an alert). Its settings are the statement's own
+ * (settingsClause): an insert_deduplication_token made a session-wide SET on chDB
+ * would stick and drop later inserts as replays.
  */
 export function clientInsert(client: Pick<ClickHouseClient, 'exec'>): InsertEncoded {
   return async ({ table, columns, body, settings }) => {
     const result = await client.exec({
-      query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`,
+      query: `INSERT INTO ${table} (${columns.join(', ')})${settingsClause(settings)} FORMAT JSONCompactEachRow`,
       values: Readable.from([body], { objectMode: false }),
-      clickhouse_settings: settings,
     });
     result.stream.resume();
   };

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { Readable } from 'node:stream';
-import { settingsClause, type ClickhouseStore } from '../../stores/clickhouse.js';
+import { clientInsert, type ClickhouseStore } from '../../stores/clickhouse.js';
 import type { AlertMessageType, AlertSink, NewAlert } from '../alerts.js';
 import { newGuid } from '../ids.js';
 import type { Logger } from '../logger.js';
@@ -99,11 +98,12 @@ export class ClickhouseAlertStore implements AlertSink {
         related_context: json(alert.relatedContext),
         close_details: '',
       };
-      const result = await this.clickhouse.client.exec({
-        query: `INSERT INTO alerts${settingsClause({ log_comment: 'alerts.raise' })} FORMAT JSONEachRow`,
-        values: Readable.from([Buffer.from(JSON.stringify(row))], { objectMode: false }),
+      await clientInsert(this.clickhouse.client)({
+        table: 'alerts',
+        columns: Object.keys(row),
+        body: Buffer.from(`${JSON.stringify(Object.values(row))}\n`),
+        settings: { log_comment: 'alerts.raise' },
       });
-      result.stream.resume();
     } catch (err) {
       this.logger.error({ err: (err as Error).message, alert: { code: alert.code, subject: alert.subject } }, 'could not store an alert');
     }
