@@ -16,6 +16,10 @@
  * pass-through proxy too: the SDK clients cost a host different CPU per call (the v2
  * client more), which on 2 cores the gateway and the upstream go without; these hosts
  * cost the same in both revisions.
+ * Every row also gives the CPU a call of each process the call crosses: the host (this
+ * process), the hop (the gateway's own figure; the floor's and mcp-hub's from /proc) and
+ * the upstream. At concurrency the cores are busy, so calls/s go as the inverse of their
+ * sum, and the bench prints what CPU a call 0.90 of the floor's calls/s leaves the gateway.
  * Figures only, never assertions.
  *
  *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR --only 'direct,gateway (logging on)']
@@ -47,6 +51,7 @@ import { parseArgs } from 'node:util';
 import { startEverything } from '../test/helpers/upstreams.js';
 import type { GatewayServiceReady } from './gateway-service.js';
 import { mcpToolLoad, type HostKind, type LoadFigures } from './mcp-load.js';
+import { processCpuUs } from './process-cpu.js';
 import { median } from './stats.js';
 
 const { values } = parseArgs({
@@ -102,6 +107,10 @@ interface Row extends LoadFigures {
   gatewayCpuUs: number | null;
   /** CPU time of the gateway's event-loop thread per call, in µs: the request path itself. */
   loopCpuUs: number | null;
+  /** CPU time per call, in µs, of the hop between host and upstream (the gateway, the pass-through floor or mcp-hub); null when direct. */
+  hopCpuUs: number | null;
+  /** CPU time of the upstream process per call, in µs. */
+  upstreamCpuUs: number;
 }
 
 /** Starts the gateway service in its own process and waits for its URLs. */
@@ -181,6 +190,7 @@ async function startMcpHub(upstreamUrl: string) {
   }
   return {
     url: `${base}/mcp`,
+    pid: child.pid!,
     close: () => {
       child.kill();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -204,7 +214,7 @@ async function startModernUpstream() {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`the 2026-07-28 upstream exited with ${code}`)));
   });
-  return { url, close: () => child.kill() };
+  return { url, pid: child.pid!, close: () => child.kill() };
 }
 
 /** The floor: a bare node:http proxy in its own process (bench/pass-through-proxy.ts). */
@@ -219,7 +229,7 @@ async function startPassThroughProxy(upstreamUrl: string) {
     child.once('exit', (code) => reject(new Error(`the pass-through proxy exited with ${code}`)));
   });
   const upstream = new URL(upstreamUrl);
-  return { url: `http://127.0.0.1:${port}${upstream.pathname}`, close: () => child.kill() };
+  return { url: `http://127.0.0.1:${port}${upstream.pathname}`, pid: child.pid!, close: () => child.kill() };
 }
 
 async function main(): Promise<void> {
@@ -231,7 +241,30 @@ async function main(): Promise<void> {
   const service = await startGatewayService(upstream.url, modernUpstream.url);
   const { ready } = service;
   const gatewayHeaders = { authorization: `Bearer ${ready.token}` };
+  /** The process between host and upstream other than the gateway (which reports its own CPU), if any. */
+  const hopPid = (target: Target): number | null =>
+    target === 'pass-through proxy' || target === 'pass-through (raw 2025 host)'
+      ? proxy.pid
+      : target === 'pass-through (2026-07-28)'
+        ? modernProxy.pid
+        : target === 'mcp-hub (SSE endpoint)'
+          ? hub.pid
+          : null;
+  const upstreamPid = (target: Target): number =>
+    target === 'direct (2026-07-28)' || target === 'pass-through (2026-07-28)' || target === 'gateway (2026-07-28 both)' ? modernUpstream.pid : upstream.pid!;
+  /** A row's figures with the CPU a call of every process it crosses (the host's is the load generator's own). */
   const measure = async (target: Target, c: number): Promise<Row> => {
+    const hop = hopPid(target);
+    const [upstreamBefore, hopBefore] = [processCpuUs(upstreamPid(target)), hop === null ? 0 : processCpuUs(hop)];
+    const figures = await measureLoad(target, c);
+    const calls = figures.rps * seconds;
+    return {
+      ...figures,
+      upstreamCpuUs: (processCpuUs(upstreamPid(target)) - upstreamBefore) / calls,
+      hopCpuUs: hop === null ? figures.gatewayCpuUs : (processCpuUs(hop) - hopBefore) / calls,
+    };
+  };
+  const measureLoad = async (target: Target, c: number): Promise<Omit<Row, 'hopCpuUs' | 'upstreamCpuUs'>> => {
     if (target === 'direct') {
       const before = await service.cpuUs();
       const started = performance.now();
@@ -304,6 +337,8 @@ async function main(): Promise<void> {
       hostCpuUs: median(rows.map((r) => r.hostCpuUs)),
       gatewayCpuUs: cpu.length ? median(cpu) : null,
       loopCpuUs: loop.length ? median(loop) : null,
+      hopCpuUs: target === 'direct' || target === 'direct (2026-07-28)' ? null : median(rows.map((r) => r.hopCpuUs!)),
+      upstreamCpuUs: median(rows.map((r) => r.upstreamCpuUs)),
     };
   };
   console.log(`\nbench:gateway — tools/call echo, server-everything (Streamable HTTP) on loopback, ${seconds} s per row, ${rounds} round(s), median shown`);
@@ -313,12 +348,12 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' ')}\n`,
   );
-  console.log('target                          conc   calls/s    p50 ms    p99 ms   host CPU µs/call   gateway CPU µs/call (process, event loop)');
+  console.log('target                          conc   calls/s    p50 ms    p99 ms   CPU µs/call: host    hop  upstream   gateway (process, event loop)');
   for (const c of LEVELS) {
     for (const target of TARGETS) {
       const r = pick(target, c);
       console.log(
-        `${target.padEnd(30)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.hostCpuUs.toFixed(0).padStart(18)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
+        `${target.padEnd(30)} ${String(c).padStart(5)} ${r.rps.toFixed(0).padStart(9)} ${r.p50.toFixed(2).padStart(9)} ${r.p99.toFixed(2).padStart(9)} ${r.hostCpuUs.toFixed(0).padStart(18)} ${(r.hopCpuUs === null ? '-' : r.hopCpuUs.toFixed(0)).padStart(6)} ${r.upstreamCpuUs.toFixed(0).padStart(9)} ${r.gatewayCpuUs === null ? '' : `${r.gatewayCpuUs.toFixed(0).padStart(12)} ${r.loopCpuUs!.toFixed(0).padStart(6)}`}`,
       );
     }
   }
@@ -377,9 +412,39 @@ async function main(): Promise<void> {
       `\nconcurrency ${c}: curated (50 filters, 50 overrides) / plain gateway calls/s ${curation.toFixed(2)}; gateway/direct calls/s ${ratio.toFixed(2)} (a bare pass-through proxy: ${floor.toFixed(2)}), added p50 ${added.toFixed(2)} ms, ` +
         `logging cost ${(logging * 100).toFixed(1)}% of throughput, ${loggingCpu.toFixed(0)} µs CPU per call (${loggingLoop.toFixed(0)} on the event loop)`,
     );
+    if (c > 1) {
+      console.log(
+        `\nconcurrency ${c}: CPU a call of every process (host + hop + upstream, µs), the gateway against its floor; with the cores busy, ` +
+          `calls/s go as the inverse of the sum, so 0.90 of the floor's calls/s leaves the gateway's hop the budget shown:`,
+      );
+      for (const [gateway, floorRow] of CPU_PAIRS) {
+        const sum = (r: Row) => r.hostCpuUs + r.hopCpuUs! + r.upstreamCpuUs;
+        const g = pick(gateway, c);
+        const f = pick(floorRow, c);
+        const budget = within(gateway, floorRow, (x, y) => sum(y) / 0.9 - x.hostCpuUs - x.upstreamCpuUs);
+        const cpuRatio = within(gateway, floorRow, (x, y) => sum(y) / sum(x));
+        const callsRatio = within(gateway, floorRow, (x, y) => x.rps / y.rps);
+        console.log(
+          `  ${gateway.padEnd(30)} ${fmtSum(g)} against ${floorRow} ${fmtSum(f)}: CPU ratio ${cpuRatio.toFixed(2)}, calls/s ratio ${callsRatio.toFixed(2)}; ` +
+            `hop budget for 0.90 ${budget.toFixed(0)} µs, the gateway took ${g.hopCpuUs!.toFixed(0)} (the floor's hop ${f.hopCpuUs!.toFixed(0)})`,
+        );
+      }
+    }
   }
   if (rounds > 1) console.log('\n(ratios: median of the ratios within each round)');
 }
+
+/** Each gateway row with the pass-through row that is its floor (the same host kind where there is one). */
+const CPU_PAIRS: [Target, Target][] = [
+  ['gateway (logging on)', 'pass-through proxy'],
+  ['gateway (2026-07-28 host)', 'pass-through proxy'],
+  ['gateway (2026-07-28 both)', 'pass-through (2026-07-28)'],
+  ['gateway (raw 2025 host)', 'pass-through (raw 2025 host)'],
+  ['gateway (raw 2026-07-28 host)', 'pass-through (raw 2025 host)'],
+];
+
+const fmtSum = (r: Row) =>
+  `${r.hostCpuUs.toFixed(0)} + ${r.hopCpuUs!.toFixed(0)} + ${r.upstreamCpuUs.toFixed(0)} = ${(r.hostCpuUs + r.hopCpuUs! + r.upstreamCpuUs).toFixed(0)}`;
 
 /**
  * The revision the legacy-SSE host asks both aggregators for: the one mcp-hub speaks (to its hosts and to the

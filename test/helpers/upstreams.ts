@@ -26,6 +26,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 export interface Upstream {
   url: string;
+  /** The upstream's own process, when it runs in one (bench:gateway reads its CPU time). */
+  pid?: number | undefined;
   close(): Promise<void>;
 }
 
@@ -66,6 +68,7 @@ export async function startEverything(mode: 'streamableHttp' | 'sse'): Promise<U
   child.stderr!.resume();
   return {
     url: `http://127.0.0.1:${port}/${mode === 'sse' ? 'sse' : 'mcp'}`,
+    pid: child.pid,
     close: async () => {
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
