@@ -241,26 +241,24 @@ async function main(): Promise<void> {
   const service = await startGatewayService(upstream.url, modernUpstream.url);
   const { ready } = service;
   const gatewayHeaders = { authorization: `Bearer ${ready.token}` };
-  /** The process between host and upstream other than the gateway (which reports its own CPU), if any. */
-  const hopPid = (target: Target): number | null =>
-    target === 'pass-through proxy' || target === 'pass-through (raw 2025 host)'
-      ? proxy.pid
-      : target === 'pass-through (2026-07-28)'
-        ? modernProxy.pid
-        : target === 'mcp-hub (SSE endpoint)'
-          ? hub.pid
-          : null;
-  const upstreamPid = (target: Target): number =>
-    target === 'direct (2026-07-28)' || target === 'pass-through (2026-07-28)' || target === 'gateway (2026-07-28 both)' ? modernUpstream.pid : upstream.pid!;
+  /** The hop of each row whose hop is not the gateway (which reports its own CPU). */
+  const hopPids: Partial<Record<Target, number>> = {
+    'pass-through proxy': proxy.pid,
+    'pass-through (raw 2025 host)': proxy.pid,
+    'pass-through (2026-07-28)': modernProxy.pid,
+    'mcp-hub (SSE endpoint)': hub.pid,
+  };
+  const modernUpstreamRows: Target[] = ['direct (2026-07-28)', 'pass-through (2026-07-28)', 'gateway (2026-07-28 both)'];
   /** A row's figures with the CPU a call of every process it crosses (the host's is the load generator's own). */
   const measure = async (target: Target, c: number): Promise<Row> => {
-    const hop = hopPid(target);
-    const [upstreamBefore, hopBefore] = [processCpuUs(upstreamPid(target)), hop === null ? 0 : processCpuUs(hop)];
+    const hop = hopPids[target] ?? null;
+    const upstreamPid = modernUpstreamRows.includes(target) ? modernUpstream.pid : upstream.pid!;
+    const [upstreamBefore, hopBefore] = [processCpuUs(upstreamPid), hop === null ? 0 : processCpuUs(hop)];
     const figures = await measureLoad(target, c);
     const calls = figures.rps * seconds;
     return {
       ...figures,
-      upstreamCpuUs: (processCpuUs(upstreamPid(target)) - upstreamBefore) / calls,
+      upstreamCpuUs: (processCpuUs(upstreamPid) - upstreamBefore) / calls,
       hopCpuUs: hop === null ? figures.gatewayCpuUs : (processCpuUs(hop) - hopBefore) / calls,
     };
   };
@@ -337,7 +335,7 @@ async function main(): Promise<void> {
       hostCpuUs: median(rows.map((r) => r.hostCpuUs)),
       gatewayCpuUs: cpu.length ? median(cpu) : null,
       loopCpuUs: loop.length ? median(loop) : null,
-      hopCpuUs: target === 'direct' || target === 'direct (2026-07-28)' ? null : median(rows.map((r) => r.hopCpuUs!)),
+      hopCpuUs: rows[0]!.hopCpuUs === null ? null : median(rows.map((r) => r.hopCpuUs!)),
       upstreamCpuUs: median(rows.map((r) => r.upstreamCpuUs)),
     };
   };
@@ -418,11 +416,10 @@ async function main(): Promise<void> {
           `calls/s go as the inverse of the sum, so 0.90 of the floor's calls/s leaves the gateway's hop the budget shown:`,
       );
       for (const [gateway, floorRow] of CPU_PAIRS) {
-        const sum = (r: Row) => r.hostCpuUs + r.hopCpuUs! + r.upstreamCpuUs;
         const g = pick(gateway, c);
         const f = pick(floorRow, c);
-        const budget = within(gateway, floorRow, (x, y) => sum(y) / 0.9 - x.hostCpuUs - x.upstreamCpuUs);
-        const cpuRatio = within(gateway, floorRow, (x, y) => sum(y) / sum(x));
+        const budget = within(gateway, floorRow, (x, y) => cpuSum(y) / 0.9 - x.hostCpuUs - x.upstreamCpuUs);
+        const cpuRatio = within(gateway, floorRow, (x, y) => cpuSum(y) / cpuSum(x));
         const callsRatio = within(gateway, floorRow, (x, y) => x.rps / y.rps);
         console.log(
           `  ${gateway.padEnd(30)} ${fmtSum(g)} against ${floorRow} ${fmtSum(f)}: CPU ratio ${cpuRatio.toFixed(2)}, calls/s ratio ${callsRatio.toFixed(2)}; ` +
@@ -443,8 +440,9 @@ const CPU_PAIRS: [Target, Target][] = [
   ['gateway (raw 2026-07-28 host)', 'pass-through (raw 2025 host)'],
 ];
 
-const fmtSum = (r: Row) =>
-  `${r.hostCpuUs.toFixed(0)} + ${r.hopCpuUs!.toFixed(0)} + ${r.upstreamCpuUs.toFixed(0)} = ${(r.hostCpuUs + r.hopCpuUs! + r.upstreamCpuUs).toFixed(0)}`;
+/** The CPU a call of every process a row's call crosses, host, hop and upstream. */
+const cpuSum = (r: Row) => r.hostCpuUs + r.hopCpuUs! + r.upstreamCpuUs;
+const fmtSum = (r: Row) => `${r.hostCpuUs.toFixed(0)} + ${r.hopCpuUs!.toFixed(0)} + ${r.upstreamCpuUs.toFixed(0)} = ${cpuSum(r).toFixed(0)}`;
 
 /**
  * The revision the legacy-SSE host asks both aggregators for: the one mcp-hub speaks (to its hosts and to the
