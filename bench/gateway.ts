@@ -43,11 +43,11 @@
  */
 import { fork, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import { freePort } from '../test/helpers/ports.js';
 import { startEverything } from '../test/helpers/upstreams.js';
 import type { GatewayServiceReady } from './gateway-service.js';
 import { mcpToolLoad, type HostKind, type LoadFigures } from './mcp-load.js';
@@ -196,15 +196,6 @@ async function startMcpHub(upstreamUrl: string) {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** The 2026-07-28-only upstream (bench/modern-upstream.ts) in its own process, as server-everything is in its own. */

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { storeKind } from './helpers/harness.js';
-import { freePort, initialAdminToken, startService, stopService } from './helpers/service-process.js';
+import { initialAdminToken, startService, stopService } from './helpers/service-process.js';
+import { freePort } from './helpers/ports.js';
 
 /**
  * The audit log's durability promise (contract 8.4): an operation is answered only

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -10,6 +9,7 @@ import { invoke, newWorkspace, startTestApp, storeKind, type TestApp } from './h
 import { ingest, logRow } from './helpers/call-logs.js';
 import { gatewayClient, registerServer } from './helpers/gateway.js';
 import { newMember } from './helpers/members.js';
+import { freePort } from './helpers/ports.js';
 import { startEverything, startHeaderServer, startOAuthServer, type HeaderUpstream, type OAuthUpstream, type Upstream } from './helpers/upstreams.js';
 
 /**
@@ -39,15 +39,6 @@ let gatewayGuid: string;
 let seededAt: number;
 const SEEDED = 240;
 const seeded: { traceId: string; toolName: string }[] = [];
-
-/** A port free right now: PUBLIC_BASE_URL must name the port the service listens on, so OAuth's redirect and the connect URLs reach it. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A tab in UTC; a missing element fails its step after 20 s instead of waiting forever (playwright's library default). */
 async function newPage(width: number): Promise<Page> {

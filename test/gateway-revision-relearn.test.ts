@@ -9,7 +9,8 @@ import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
 import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
-import { freePort, type Upstream } from './helpers/upstreams.js';
+import { freePort } from './helpers/ports.js';
+import type { Upstream } from './helpers/upstreams.js';
 
 /**
  * An upstream's revision is learned at validation and learned again when the

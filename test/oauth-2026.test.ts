@@ -8,7 +8,8 @@ import type { NewAlert } from '../src/core/alerts.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { assertNeverLeaked, closeClients, invoke, newWorkspace, SURFACES, startTestApp, type Surface, type TestApp } from './helpers/harness.js';
 import { captureAlerts, validated } from './helpers/servers.js';
-import { FOREIGN_ISSUER, freePort, startOAuthServer, type OAuthServerModes, type OAuthUpstream } from './helpers/upstreams.js';
+import { freePort } from './helpers/ports.js';
+import { FOREIGN_ISSUER, startOAuthServer, type OAuthServerModes, type OAuthUpstream } from './helpers/upstreams.js';
 
 /**
  * Upstream OAuth as of MCP revision 2026-07-28, against a local authorization server

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { storeKind } from './helpers/harness.js';
-import { freePort, serviceEnv, startService as startProcess, stopService, TSX } from './helpers/service-process.js';
+import { serviceEnv, startService as startProcess, stopService, TSX } from './helpers/service-process.js';
+import { freePort } from './helpers/ports.js';
 
 /**
  * The service as a user runs it: a real process on embedded stores, the first-start

@@ -8,8 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { storeKind } from './helpers/harness.js';
 import { gatewayClient } from './helpers/gateway.js';
-import { freePort, initialAdminToken, serviceEnv, startService, stopService, TSX, type ServiceProcess } from './helpers/service-process.js';
+import { initialAdminToken, serviceEnv, startService, stopService, TSX, type ServiceProcess } from './helpers/service-process.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
+import { freePort } from './helpers/ports.js';
 
 /**
  * A Postgres server restarting, then away for 10 s, under admin and gateway traffic,

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 
 /**
@@ -15,15 +14,6 @@ export interface ServiceProcess {
   child: ChildProcess;
   /** Everything the process printed so far (stdout and stderr). */
   output: () => string;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** The environment of a service on embedded stores (never a DATABASE_URL or SECRET_KEY of the test run). */

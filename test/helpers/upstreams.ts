@@ -15,6 +15,7 @@ import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextproto
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { AuthRouterOptions } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { z } from 'zod';
+import { freePort } from './ports.js';
 
 /**
  * Real MCP peers for tests, all on 127.0.0.1: the reference server-everything (child
@@ -29,17 +30,6 @@ export interface Upstream {
   /** The upstream's own process, when it runs in one (bench:gateway reads its CPU time). */
   pid?: number | undefined;
   close(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** server-everything in `mode`, forced onto loopback, with a minimal environment (its get-env tool prints it). */
