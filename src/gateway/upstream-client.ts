@@ -1,6 +1,5 @@
-import http, { type IncomingMessage } from 'node:http';
-import https from 'node:https';
 import net from 'node:net';
+import { Agent, type Dispatcher } from 'undici';
 import type { EgressPolicy } from '../core/egress.js';
 import { validationFailed } from '../core/errors.js';
 import { keptAcrossOrigins, redirectHop, refuseBodyAcrossOrigins } from '../core/servers/egress-fetch.js';
@@ -45,43 +44,43 @@ const DRAINED_BYTES = 64 * 1024;
 const MAX_REMEMBERED = 1000;
 
 interface Target {
-  secure: boolean;
   /** Why the egress rule refuses the host (an IP address); null when allowed or a name (checked at connect). */
   refusal: string | null;
-  options: { protocol: string; hostname: string; port: string; path: string };
+  hostname: string;
+  origin: string;
+  path: string;
 }
 
 /**
- * The gateway's HTTP client for upstreams: node:http(s) with keep-alive agents,
- * one connection per exchange in flight, reused across calls. It is the gateway's
- * hot path, and fetch (undici's WHATWG layer: Request, Headers, web streams, a
+ * The gateway's HTTP client for upstreams: undici's dispatcher (its lowest layer: an
+ * Agent with keep-alive pools, one connection per exchange in flight, reused across
+ * calls) driven by a handler of our own, with no stream in between. It is the
+ * gateway's hot path: fetch (undici's WHATWG layer: Request, Headers, web streams, a
  * chunked request body) cost about three times the CPU per call of a plain
- * http.request on this workload; so did composite abort signals
- * (AbortSignal.any plus AbortSignal.timeout per exchange), hence the exchange's own
- * timer and listener here.
+ * http.request, and http.request about twice a dispatch (docs/gateway.md, "Session
+ * 20"); so did composite abort signals (AbortSignal.any plus AbortSignal.timeout per
+ * exchange), hence the exchange's own timer and listener here.
  *
  * The egress rule (EgressPolicy) is applied where an address is actually used:
- * when a connection is opened, to every address the host resolves to (the agents'
- * `lookup`), and to a host written as an IP address (which needs no lookup) before
- * the request. A reused keep-alive connection goes to an address already checked,
- * so a call on a warm connection costs no DNS lookup and no check, and a DNS
- * answer that changes between a check and the connect cannot slip through.
+ * when a connection is opened, to every address the host resolves to (the
+ * connector's `lookup`), and to a host written as an IP address (which needs no
+ * lookup) before the request. A reused keep-alive connection goes to an address
+ * already checked, so a call on a warm connection costs no DNS lookup and no check,
+ * and a DNS answer that changes between a check and the connect cannot slip through.
  * Redirects are followed as egressFetch follows them (redirectHop), each hop under
  * the same rule.
  */
 export class UpstreamClient {
-  private readonly httpAgent: http.Agent;
-  private readonly httpsAgent: https.Agent;
+  private readonly agent: Agent;
   private readonly targets = new Map<string, Target>();
 
   constructor(
     private readonly egress: EgressPolicy,
     private readonly field = 'url',
   ) {
-    const lookup = egress.connectLookup(field);
-    // lifo: the most recently used connection is the one least likely to have been closed by the upstream.
-    this.httpAgent = new http.Agent({ keepAlive: true, scheduling: 'lifo', lookup });
-    this.httpsAgent = new https.Agent({ keepAlive: true, scheduling: 'lifo', lookup });
+    // No timeouts of undici's own (300 s for headers, and between two chunks of a body): an exchange has its
+    // caller's timeoutMs, and a stream an upstream keeps open (a GET for notifications) may stay quiet for longer.
+    this.agent = new Agent({ connect: { lookup: egress.connectLookup(field) }, headersTimeout: 0, bodyTimeout: 0 });
   }
 
   readonly fetch: UpstreamFetch = async (input, init) => {
@@ -104,8 +103,7 @@ export class UpstreamClient {
 
   /** Closes idle connections; later calls open new ones. */
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    void this.agent.destroy().catch(() => undefined);
   }
 
   private once(url: string, init: UpstreamHttpInit): Promise<UpstreamHttpResponse> {
@@ -115,21 +113,11 @@ export class UpstreamClient {
     } catch (err) {
       return Promise.reject(err);
     }
-    if (target.refusal) return Promise.reject(validationFailed([{ path: this.field, message: `host ${target.options.hostname} ${target.refusal}` }]));
+    if (target.refusal) return Promise.reject(validationFailed([{ path: this.field, message: `host ${target.hostname} ${target.refusal}` }]));
     if (init.signal.aborted) return Promise.reject(init.signal.reason);
     return new Promise((resolve, reject) => {
-      const headers: Record<string, string | number> = { ...init.headers };
-      if (init.body !== undefined) headers['content-length'] = Buffer.byteLength(init.body);
-      const agent = target.secure ? this.httpsAgent : this.httpAgent;
-      const req = (target.secure ? https : http).request({ ...target.options, method: init.method, headers, agent }, (res) =>
-        resolve(new NodeUpstreamResponse(res, exchange)),
-      );
-      const exchange = new Exchange(req, init.signal, init.timeoutMs);
-      req.on('error', (err) => {
-        exchange.end();
-        reject(exchange.reason ?? err);
-      });
-      req.end(init.body);
+      const exchange = new Exchange(init.signal, init.timeoutMs, resolve, reject);
+      this.agent.dispatch({ origin: target.origin, path: target.path, method: init.method, headers: init.headers, body: init.body ?? null }, exchange);
     });
   }
 
@@ -146,9 +134,10 @@ export class UpstreamClient {
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw validationFailed([{ path: this.field, message: 'must be an http or https URL' }]);
     const hostname = parsed.hostname.replace(/^\[|\]$/g, '');
     target = {
-      secure: parsed.protocol === 'https:',
       refusal: net.isIP(hostname) ? this.egress.refusal(hostname) : null,
-      options: { protocol: parsed.protocol, hostname, port: parsed.port, path: parsed.pathname + parsed.search },
+      hostname,
+      origin: parsed.origin,
+      path: parsed.pathname + parsed.search,
     };
     if (this.targets.size >= MAX_REMEMBERED) this.targets.clear();
     this.targets.set(url, target);
@@ -156,30 +145,48 @@ export class UpstreamClient {
   }
 }
 
+const asError = (reason: unknown): Error => (reason instanceof Error ? reason : new Error(String(reason)));
+
+/** Past this many bytes read and not yet consumed, the exchange stops reading from the socket until they are. */
+const HIGH_WATER_BYTES = 64 * 1024;
+
 /**
- * One exchange in flight: cut when the caller's signal aborts or the timeout
- * passes, with that reason remembered so that every failure of the exchange
- * (the request's or its body's) reports it rather than the socket's error.
- * It is its own abort listener (handleEvent) and the response an object of a class:
- * no closure is made per exchange (docs/decisions.md, "No named closure made per call
- * on a hot path").
+ * One exchange: undici's handler for it and, once the status and headers came, the
+ * answer its caller reads. The body's chunks wait in a queue for `chunks()`; reading
+ * pauses past HIGH_WATER_BYTES. It is cut when the caller's signal aborts or the
+ * timeout passes, with that reason remembered so that every failure of the exchange
+ * (the request's or its body's) reports it rather than the socket's error. It is its
+ * own abort listener (handleEvent): no closure is made per exchange (docs/decisions.md,
+ * "No named closure made per call on a hot path").
  */
-class Exchange {
-  reason: unknown = undefined;
+class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
+  status = 0;
+  ok = false;
+  private headers: Record<string, string | string[] | undefined> = {};
+  private controller: Dispatcher.DispatchController | null = null;
+  private reason: unknown = undefined;
   private readonly timer: NodeJS.Timeout | undefined;
+  private started = false;
+  private finished = false;
+  private failure: unknown = undefined;
+  private readonly queue: Buffer[] = [];
+  private queuedBytes = 0;
+  private wake: (() => void) | null = null;
+  /** Set by discard(): chunks are dropped as they come, up to DRAINED_BYTES. */
+  private draining = false;
+  private drainedBytes = 0;
 
   constructor(
-    private readonly req: http.ClientRequest,
     private readonly signal: AbortSignal,
     timeoutMs: number | undefined,
+    private resolve: ((res: UpstreamHttpResponse) => void) | null,
+    private reject: ((err: unknown) => void) | null,
   ) {
     signal.addEventListener('abort', this, { once: true });
     if (timeoutMs !== undefined) {
       this.timer = setTimeout(() => this.cut(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
       this.timer.unref();
     }
-    // 'close' comes once the answer is read to its end, or the connection is gone.
-    req.once('close', () => this.end());
   }
 
   /** The caller's signal aborted. */
@@ -187,46 +194,74 @@ class Exchange {
     this.cut(this.signal.reason);
   }
 
-  cut(reason: unknown): void {
-    if (this.reason !== undefined) return;
-    this.reason = reason;
-    this.req.destroy(reason instanceof Error ? reason : new Error(String(reason)));
-  }
-
-  end(): void {
-    clearTimeout(this.timer);
-    this.signal.removeEventListener('abort', this);
-  }
-}
-
-class NodeUpstreamResponse implements UpstreamHttpResponse {
-  readonly status: number;
-  readonly ok: boolean;
-
-  constructor(
-    private readonly res: IncomingMessage,
-    private readonly exchange: Exchange,
-  ) {
-    this.status = res.statusCode ?? 0;
-    this.ok = this.status >= 200 && this.status < 300;
-  }
-
   header(name: string): string | null {
-    const value = this.res.headers[name];
+    const value = this.headers[name];
     return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    // Cut while it waited for a connection: its caller has its failure already.
+    if (this.reason !== undefined) controller.abort(asError(this.reason));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    this.status = statusCode;
+    this.ok = statusCode >= 200 && statusCode < 300;
+    this.headers = headers;
+    this.started = true;
+    this.resolve?.(this);
+    this.resolve = this.reject = null;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.draining) {
+      this.drainedBytes += chunk.byteLength;
+      if (this.drainedBytes > DRAINED_BYTES) controller.abort(new Error('the discarded answer is too long to drain'));
+      return;
+    }
+    this.queue.push(chunk);
+    this.queuedBytes += chunk.byteLength;
+    if (this.queuedBytes > HIGH_WATER_BYTES) controller.pause();
+    this.notify();
+  }
+
+  onResponseEnd(): void {
+    this.finished = true;
+    this.settle();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    const failure = this.reason ?? err;
+    if (!this.started) this.reject?.(failure);
+    this.resolve = this.reject = null;
+    this.failure = failure;
+    this.finished = true;
+    this.settle();
   }
 
   async *chunks(maxBytes: number): AsyncGenerator<Uint8Array> {
     let total = 0;
     try {
-      // The stream's iterator destroys it when reading stops early (a limit, a consumer that stops).
-      for await (const value of this.res as AsyncIterable<Buffer>) {
-        total += value.byteLength;
-        if (total > maxBytes) throw new ResponseTooLargeError(maxBytes);
-        yield value;
+      for (;;) {
+        const chunk = this.queue.shift();
+        if (chunk) {
+          this.queuedBytes -= chunk.byteLength;
+          total += chunk.byteLength;
+          if (total > maxBytes) throw new ResponseTooLargeError(maxBytes);
+          yield chunk;
+          continue;
+        }
+        if (this.finished) {
+          if (this.failure !== undefined) throw this.failure;
+          return;
+        }
+        if (this.controller?.paused) this.controller.resume();
+        await new Promise<void>((resolve) => (this.wake = resolve));
       }
-    } catch (err) {
-      throw err instanceof ResponseTooLargeError ? err : (this.exchange.reason ?? err);
+    } finally {
+      // Reading stopped early (a limit, a consumer that stops, a failure): the rest of the answer is not wanted.
+      if (!this.finished) this.controller?.abort(new Error('the answer was not read to its end'));
     }
   }
 
@@ -237,8 +272,36 @@ class NodeUpstreamResponse implements UpstreamHttpResponse {
   }
 
   discard(): void {
-    const length = Number(this.res.headers['content-length'] ?? NaN);
-    if (this.res.complete || length <= DRAINED_BYTES) this.res.resume();
-    else this.res.destroy();
+    if (this.finished) return;
+    const length = Number(this.header('content-length') ?? NaN);
+    if (length > DRAINED_BYTES) return void this.controller?.abort(new Error('the discarded answer is too long to drain'));
+    this.draining = true;
+    this.drainedBytes = this.queuedBytes;
+    this.queue.length = this.queuedBytes = 0;
+    if (this.controller?.paused) this.controller.resume();
+  }
+
+  /**
+   * Cuts the exchange. One still waiting for a connection fails at once: undici starts
+   * it (onRequestStart) only once connected, and it is aborted there.
+   */
+  private cut(reason: unknown): void {
+    if (this.reason !== undefined || this.finished) return;
+    this.reason = reason;
+    if (this.controller) return void this.controller.abort(asError(reason));
+    this.onResponseError(null, asError(reason));
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  /** The exchange is over (answered, failed or cut): its timer and listener go, a waiting reader wakes. */
+  private settle(): void {
+    clearTimeout(this.timer);
+    this.signal.removeEventListener('abort', this);
+    this.notify();
   }
 }
