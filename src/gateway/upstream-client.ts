@@ -80,7 +80,9 @@ export class UpstreamClient {
   ) {
     // No timeouts of undici's own (300 s for headers, and between two chunks of a body): an exchange has its
     // caller's timeoutMs, and a stream an upstream keeps open (a GET for notifications) may stay quiet for longer.
-    this.agent = new Agent({ connect: { lookup: egress.connectLookup(field) }, headersTimeout: 0, bodyTimeout: 0 });
+    // HTTP/1.1 only (undici would offer HTTP/2 to an https upstream): an identity's headers are sent as
+    // configured, and HTTP/2 refuses some of them (Connection, Keep-Alive).
+    this.agent = new Agent({ connect: { lookup: egress.connectLookup(field) }, headersTimeout: 0, bodyTimeout: 0, allowH2: false });
   }
 
   readonly fetch: UpstreamFetch = async (input, init) => {
