@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EgressPolicy } from '../src/core/egress.js';
 import { AppError } from '../src/core/errors.js';
-import { UpstreamClient } from '../src/gateway/upstream-client.js';
+import { ResponseTooLargeError, UpstreamClient } from '../src/gateway/upstream-client.js';
 
 /** The gateway's HTTP client against a real loopback server: connection reuse, redirects, egress, aborts. */
 let server: http.Server;
@@ -20,6 +20,7 @@ beforeAll(async () => {
       if (req.url === '/temporary') return void res.writeHead(307, { location: '/echo' }).end();
       if (req.url === '/see-other') return void res.writeHead(303, { location: '/echo' }).end();
       if (req.url === '/hang') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': waiting\n\n');
+      if (req.url === '/long') return void writeLong(res);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ method: req.method, body }));
     });
   });
@@ -27,6 +28,23 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
+
+/** 1 MiB in 64 chunks of 16 KiB, each byte its offset modulo 251: a reader can check it got every byte in order. */
+const LONG_BYTES = 1024 * 1024;
+function writeLong(res: http.ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'application/octet-stream' });
+  let offset = 0;
+  const next = () => {
+    while (offset < LONG_BYTES) {
+      const chunk = Buffer.alloc(16 * 1024, 0);
+      for (let i = 0; i < chunk.length; i++) chunk[i] = (offset + i) % 251;
+      offset += chunk.length;
+      if (!res.write(chunk)) return void res.once('drain', next);
+    }
+    res.end();
+  };
+  next();
+}
 
 afterAll(async () => {
   server.closeAllConnections();
@@ -87,6 +105,23 @@ describe('gateway upstream client', () => {
     }
     const res = await client.fetch(`${base}/hang`, { method: 'GET', headers: {}, signal: new AbortController().signal, timeoutMs: 50 });
     await expect(res.text(4096)).rejects.toMatchObject({ name: 'TimeoutError' });
+    client.close();
+  });
+
+  it('hands a long answer to a slow reader whole and in order, and cuts a reader past its limit without harm to later calls', async () => {
+    const client = new UpstreamClient(new EgressPolicy(['127.0.0.0/8']));
+    const res = await post(client, '/long');
+    let received = 0;
+    let inOrder = true;
+    for await (const chunk of res.chunks(2 * LONG_BYTES)) {
+      for (let i = 0; i < chunk.byteLength; i++) inOrder &&= chunk[i] === (received + i) % 251;
+      received += chunk.byteLength;
+      // A reader slower than the socket: the client stops reading past its high-water mark and resumes when read.
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    expect({ received, inOrder }).toEqual({ received: LONG_BYTES, inOrder: true });
+    await expect((await post(client, '/long')).text(100_000)).rejects.toBeInstanceOf(ResponseTooLargeError);
+    expect(JSON.parse(await (await post(client, '/echo')).text(4096))).toEqual({ method: 'POST', body: '{"a":1}' });
     client.close();
   });
 

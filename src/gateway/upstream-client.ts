@@ -258,7 +258,11 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
           if (this.failure !== undefined) throw this.failure;
           return;
         }
-        if (this.controller?.paused) this.controller.resume();
+        if (this.controller?.paused) {
+          // Resuming may hand over chunks at once, before this reader waits: look at the queue again first.
+          this.controller.resume();
+          continue;
+        }
         await new Promise<void>((resolve) => (this.wake = resolve));
       }
     } finally {
