@@ -209,6 +209,39 @@ describe('the call-log writer', () => {
     expect(await countRows(t, org)).toBe(30);
   });
 
+  it('inserts rows that arrive slowly within flushIntervalMs, and a busy segment only after busyFlushIntervalMs', async () => {
+    const org = newGuid();
+    const inserts: { at: number; rows: number }[] = [];
+    const insert = async (request: EncodedInsert) => {
+      if (request.table === 'call_logs') inserts.push({ at: Date.now(), rows: request.body.toString().split('\n').filter(Boolean).length });
+      return realInsert(request);
+    };
+    const until = async (done: () => boolean) => {
+      for (const deadline = Date.now() + 10_000; !done() && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    };
+    const writer = await CallLogWriter.open({
+      insert,
+      spoolDir: newSpoolDir(),
+      logger: new CapturedLog(),
+      flushIntervalMs: 100,
+      busyRows: 50,
+      busyFlushIntervalMs: 3000,
+    });
+    await writer.write(Array.from({ length: 10 }, () => logRow(org)));
+    await until(() => inserts.length === 1);
+    expect(inserts.map((i) => i.rows)).toEqual([10]);
+    const busyAt = Date.now();
+    await writer.write(Array.from({ length: 60 }, () => logRow(org)));
+    // Ten times the short interval later the busy segment still waits.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(inserts).toHaveLength(1);
+    await until(() => inserts.length === 2);
+    expect(inserts[1]!.rows).toBe(60);
+    expect(inserts[1]!.at - busyAt).toBeGreaterThanOrEqual(3000);
+    await writer.close();
+    expect(await countRows(t, org)).toBe(70);
+  });
+
   it('moves a segment ClickHouse refuses as data to spool/rejected and goes on with the next', async () => {
     const org = newGuid();
     const dir = newSpoolDir();

@@ -56,8 +56,11 @@ export interface CallLogWriterOptions {
   logger: Logger;
   /** A segment is sealed and inserted at this many rows ... */
   batchRows?: number;
-  /** ... or when its first row is this old. */
+  /** ... or when its first row is this old ... */
   flushIntervalMs?: number;
+  /** ... unless it already holds this many rows: then when its first row is busyFlushIntervalMs old. */
+  busyRows?: number;
+  busyFlushIntervalMs?: number;
   /** write() waits while this many accepted rows are held in memory. */
   maxBufferedRows?: number;
   /** write() waits while the spool holds this many bytes (a long outage). */
@@ -106,7 +109,8 @@ export const CallLogWriter = {
  * Batches rows (call logs, audit records) into ClickHouse through a write-ahead spool on disk.
  *
  * Rows are appended to the open segment's files before write() resolves; a segment
- * is sealed at `batchRows` rows or after `flushIntervalMs`, and sealed segments are
+ * is sealed at `batchRows` rows or after `flushIntervalMs` (`busyFlushIntervalMs` once it
+ * holds `busyRows`), and sealed segments are
  * inserted one at a time, in order, each with its file name as
  * insert_deduplication_token, so a replay after a crash or an outage inserts every
  * row exactly once. ingested_at is stamped by ClickHouse as each INSERT runs. While
@@ -132,7 +136,12 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     this.opts = {
       // 50k-row parts: a fifth of the parts (and merges) of 10k ones; each costs about 20 MB while in flight.
       batchRows: 50_000,
+      // Every insert costs chDB a fixed amount of CPU whatever its rows (a part for call_logs and for each rollup
+      // its views feed): slow rows land within a second, fast ones within 4 s, in a quarter of the inserts
+      // (docs/call-logs.md, "Session 20: a longer flush when rows come fast").
       flushIntervalMs: 1000,
+      busyRows: 1000,
+      busyFlushIntervalMs: 4000,
       maxBufferedRows: 200_000,
       maxSpoolBytes: 1024 ** 3,
       retryMinMs: 250,
@@ -250,7 +259,8 @@ export class SpoolWriter<R> implements SpoolSink<R> {
 
   private onTick(): void {
     const segment = this.openSegment;
-    if (segment && segment.rows > 0 && Date.now() - segment.startedAt >= this.opts.flushIntervalMs) {
+    const interval = segment && segment.rows >= this.opts.busyRows ? this.opts.busyFlushIntervalMs : this.opts.flushIntervalMs;
+    if (segment && segment.rows > 0 && Date.now() - segment.startedAt >= interval) {
       void this.serial(() => this.seal()).catch((err: unknown) =>
         this.opts.logger.error({ err: String(err) }, `${this.opts.tables.thin.table}: could not seal a spool segment`),
       );
