@@ -216,9 +216,6 @@ describe('the call-log writer', () => {
       if (request.table === 'call_logs') inserts.push({ at: Date.now(), rows: request.body.toString().split('\n').filter(Boolean).length });
       return realInsert(request);
     };
-    const until = async (done: () => boolean) => {
-      for (const deadline = Date.now() + 10_000; !done() && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
-    };
     const writer = await CallLogWriter.open({
       insert,
       spoolDir: newSpoolDir(),
@@ -228,14 +225,14 @@ describe('the call-log writer', () => {
       busyFlushIntervalMs: 3000,
     });
     await writer.write(Array.from({ length: 10 }, () => logRow(org)));
-    await until(() => inserts.length === 1);
+    await vi.waitFor(() => expect(inserts).toHaveLength(1), { timeout: 10_000, interval: 20 });
     expect(inserts.map((i) => i.rows)).toEqual([10]);
     const busyAt = Date.now();
     await writer.write(Array.from({ length: 60 }, () => logRow(org)));
     // Ten times the short interval later the busy segment still waits.
     await new Promise((r) => setTimeout(r, 1000));
     expect(inserts).toHaveLength(1);
-    await until(() => inserts.length === 2);
+    await vi.waitFor(() => expect(inserts).toHaveLength(2), { timeout: 10_000, interval: 20 });
     expect(inserts[1]!.rows).toBe(60);
     expect(inserts[1]!.at - busyAt).toBeGreaterThanOrEqual(3000);
     await writer.close();

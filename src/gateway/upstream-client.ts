@@ -1,8 +1,8 @@
 import net from 'node:net';
-import { Agent, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import type { EgressPolicy } from '../core/egress.js';
 import { validationFailed } from '../core/errors.js';
-import { keptAcrossOrigins, redirectHop, refuseBodyAcrossOrigins } from '../core/servers/egress-fetch.js';
+import { egressAgent, keptAcrossOrigins, redirectHop, refuseBodyAcrossOrigins } from '../core/servers/egress-fetch.js';
 
 /** What the gateway sends an upstream: a string body at most (JSON-RPC), never a stream. */
 export interface UpstreamHttpInit {
@@ -82,7 +82,7 @@ export class UpstreamClient {
     // caller's timeoutMs, and a stream an upstream keeps open (a GET for notifications) may stay quiet for longer.
     // HTTP/1.1 only (undici would offer HTTP/2 to an https upstream): an identity's headers are sent as
     // configured, and HTTP/2 refuses some of them (Connection, Keep-Alive).
-    this.agent = new Agent({ connect: { lookup: egress.connectLookup(field) }, headersTimeout: 0, bodyTimeout: 0, allowH2: false });
+    this.agent = egressAgent(egress, field, { headersTimeout: 0, bodyTimeout: 0, allowH2: false });
   }
 
   readonly fetch: UpstreamFetch = async (input, init) => {
@@ -147,6 +147,7 @@ export class UpstreamClient {
   }
 }
 
+const tooLongToDrain = () => new Error('the discarded answer is too long to drain');
 const asError = (reason: unknown): Error => (reason instanceof Error ? reason : new Error(String(reason)));
 
 /** Past this many bytes read and not yet consumed, the exchange stops reading from the socket until they are. */
@@ -163,12 +164,10 @@ const HIGH_WATER_BYTES = 64 * 1024;
  */
 class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
   status = 0;
-  ok = false;
   private headers: Record<string, string | string[] | undefined> = {};
   private controller: Dispatcher.DispatchController | null = null;
   private reason: unknown = undefined;
   private readonly timer: NodeJS.Timeout | undefined;
-  private started = false;
   private finished = false;
   private failure: unknown = undefined;
   private readonly queue: Buffer[] = [];
@@ -196,6 +195,10 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
     this.cut(this.signal.reason);
   }
 
+  get ok(): boolean {
+    return this.status >= 200 && this.status < 300;
+  }
+
   header(name: string): string | null {
     const value = this.headers[name];
     return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
@@ -209,9 +212,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     this.status = statusCode;
-    this.ok = statusCode >= 200 && statusCode < 300;
     this.headers = headers;
-    this.started = true;
     this.resolve?.(this);
     this.resolve = this.reject = null;
   }
@@ -219,7 +220,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.draining) {
       this.drainedBytes += chunk.byteLength;
-      if (this.drainedBytes > DRAINED_BYTES) controller.abort(new Error('the discarded answer is too long to drain'));
+      if (this.drainedBytes > DRAINED_BYTES) controller.abort(tooLongToDrain());
       return;
     }
     this.queue.push(chunk);
@@ -235,7 +236,8 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
 
   onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
     const failure = this.reason ?? err;
-    if (!this.started) this.reject?.(failure);
+    // Before the status came its caller still waits for the exchange; after, it reads the failure from chunks().
+    this.reject?.(failure);
     this.resolve = this.reject = null;
     this.failure = failure;
     this.finished = true;
@@ -280,7 +282,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
   discard(): void {
     if (this.finished) return;
     const length = Number(this.header('content-length') ?? NaN);
-    if (length > DRAINED_BYTES) return void this.controller?.abort(new Error('the discarded answer is too long to drain'));
+    if (length > DRAINED_BYTES) return void this.controller?.abort(tooLongToDrain());
     this.draining = true;
     this.drainedBytes = this.queuedBytes;
     this.queue.length = this.queuedBytes = 0;

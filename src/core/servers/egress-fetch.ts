@@ -44,6 +44,11 @@ function crossOriginHop(request: RequestInit, asGet: boolean, field: string): Re
   return { ...request, headers };
 }
 
+/** An undici Agent whose connections are opened under the egress rule: names resolve through connectLookup, for `field`. */
+export function egressAgent(egress: EgressPolicy, field: string, options: Omit<Agent.Options, 'connect'> = {}): Agent {
+  return new Agent({ ...options, connect: { lookup: egress.connectLookup(field) } });
+}
+
 /** One connection pool per policy and field, shared by every request that names them. */
 const dispatchers = new WeakMap<EgressPolicy, Map<string, Agent>>();
 
@@ -51,7 +56,7 @@ function dispatcherFor(egress: EgressPolicy, field: string): Agent {
   let byField = dispatchers.get(egress);
   if (!byField) dispatchers.set(egress, (byField = new Map()));
   let agent = byField.get(field);
-  if (!agent) byField.set(field, (agent = new Agent({ connect: { lookup: egress.connectLookup(field) } })));
+  if (!agent) byField.set(field, (agent = egressAgent(egress, field)));
   return agent;
 }
 
