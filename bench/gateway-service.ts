@@ -14,7 +14,10 @@
  *
  * Environment: BENCH_UPSTREAM_URL and BENCH_MODERN_UPSTREAM_URL (a 2026-07-28-only
  * upstream, behind a gateway of its own) (required); BENCH_PROFILE_DIR: a V8 CPU profile of
- * the process from ready to close is written there (setup and start-up left out).
+ * the process from ready to close is written there (setup and start-up left out);
+ * BENCH_ALLOCATIONS_DIR: a sampling heap profile of the same stretch, every allocation
+ * counted, those the garbage collector has since taken included (what a call allocates
+ * is what the collector then costs it).
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -98,11 +101,28 @@ if (profiler) {
   await profiler.post('Profiler.start');
 }
 
+const allocationsDir = process.env.BENCH_ALLOCATIONS_DIR;
+const sampler = allocationsDir ? new Session() : null;
+if (sampler) {
+  sampler.connect();
+  await sampler.post('HeapProfiler.enable');
+  await sampler.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+}
+
 async function close(): Promise<never> {
   if (profiler) {
     const { profile } = await profiler.post('Profiler.stop');
     fs.mkdirSync(profileDir!, { recursive: true });
     fs.writeFileSync(path.join(profileDir!, `gateway-${Date.now()}.cpuprofile`), JSON.stringify(profile));
+  }
+  if (sampler) {
+    const { profile } = await sampler.post('HeapProfiler.stopSampling');
+    fs.mkdirSync(allocationsDir!, { recursive: true });
+    fs.writeFileSync(path.join(allocationsDir!, `gateway-${Date.now()}.heapprofile`), JSON.stringify(profile));
   }
   await withLogs.close();
   await withoutLogs.close();

@@ -22,7 +22,7 @@
  * sum, and the bench prints what CPU a call 0.90 of the floor's calls/s leaves the gateway.
  * Figures only, never assertions.
  *
- *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR --only 'direct,gateway (logging on)']
+ *   npm run bench:gateway [-- --seconds 5 --concurrency 16 --rounds 1 --profile DIR --allocations DIR --only 'direct,gateway (logging on)']
  *
  * Three processes, as in a deployment: this one (the load generator: SDK clients,
  * bench/mcp-load.ts), the gateway service (bench/gateway-service.ts: the runtime and
@@ -38,7 +38,8 @@
  * each round. This machine's figures drift by tens of percent from one minute to
  * the next, so prefer --rounds 3 or more, and the CPU time per call (the gateway
  * process's, and its event loop's alone) over calls/s. --profile DIR writes a V8 CPU profile of the
- * gateway process under load into DIR (start-up and setup left out); --only measures
+ * gateway process under load into DIR (start-up and setup left out), --allocations DIR a
+ * sampling heap profile of the same (every allocation, collected or not); --only measures
  * the rows named (comma-separated), e.g. to profile one of them alone.
  */
 import { fork, spawn } from 'node:child_process';
@@ -60,6 +61,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '16' },
     rounds: { type: 'string', default: '1' },
     profile: { type: 'string' },
+    allocations: { type: 'string' },
     only: { type: 'string' },
   },
 });
@@ -120,6 +122,7 @@ async function startGatewayService(upstreamUrl: string, modernUpstreamUrl: strin
     BENCH_UPSTREAM_URL: upstreamUrl,
     BENCH_MODERN_UPSTREAM_URL: modernUpstreamUrl,
     ...(values.profile ? { BENCH_PROFILE_DIR: path.resolve(values.profile) } : {}),
+    ...(values.allocations ? { BENCH_ALLOCATIONS_DIR: path.resolve(values.allocations) } : {}),
   };
   const child = fork(path.join(here, 'gateway-service.ts'), [], { execArgv: ['--import', 'tsx'], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const next = <T>(type: string) =>

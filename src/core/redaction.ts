@@ -58,8 +58,9 @@ export const SERVICE_LOG_REDACTION = {
 export function redactHeaders(headers: Record<string, string> | undefined, extraNames: Iterable<string> = []): Record<string, string> {
   const out: Record<string, string> = {};
   if (!headers) return out;
-  const extra = [...extraNames];
-  for (const [name, value] of Object.entries(headers)) out[name] = isSensitiveHeaderName(name, extra) ? REDACTED : String(value);
+  const extra = Array.isArray(extraNames) ? (extraNames as readonly string[]) : [...extraNames];
+  // Every call-log row's headers pass here: for...in makes no array a header as Object.entries did.
+  for (const name in headers) if (Object.hasOwn(headers, name)) out[name] = isSensitiveHeaderName(name, extra) ? REDACTED : String(headers[name]);
   return out;
 }
 

@@ -58,8 +58,32 @@ export function nameItems(naming: ToolNamingMode, perRoute: readonly ExposedItem
 
 export type Resolution = { route: Route; name: string } | { refused: string } | { slug: string | null };
 
-/** A route's tools or prompts as its hosts see them (curated, named). */
-const exposedItems = (route: Route, key: 'tools' | 'prompts') => exposeItems(route, key, (route.features?.[key] ?? []) as Record<string, unknown>[]).items;
+/** A route's learned tools or prompts as its hosts see them (curated), and the same by name (the first of a name). */
+interface KnownItems {
+  items: CuratedTool<Record<string, unknown>>[];
+  byName: Map<string, CuratedTool<Record<string, unknown>>>;
+}
+
+/**
+ * Each route's KnownItems, made at the first call that resolves a name against it. A
+ * catalog's routes are never changed once built (a change of configuration or of the
+ * learned features builds a new catalog), so they are kept as long as the route is; a
+ * call used to curate every route's whole list again to find one name.
+ */
+const knownByRoute = new WeakMap<Route, Partial<Record<'tools' | 'prompts', KnownItems>>>();
+
+function knownItems(route: Route, key: 'tools' | 'prompts'): KnownItems {
+  let ofRoute = knownByRoute.get(route);
+  if (!ofRoute) knownByRoute.set(route, (ofRoute = {}));
+  let known = ofRoute[key];
+  if (!known) {
+    const items = exposeItems(route, key, (route.features?.[key] ?? []) as Record<string, unknown>[]).items;
+    const byName = new Map<string, CuratedTool<Record<string, unknown>>>();
+    for (const item of items) if (!byName.has(item.name)) byName.set(item.name, item);
+    known = ofRoute[key] = { items, byName };
+  }
+  return known;
+}
 
 /**
  * Resolves a host's tool or prompt name to its route and the upstream's own name,
@@ -71,27 +95,27 @@ const exposedItems = (route: Route, key: 'tools' | 'prompts') => exposeItems(rou
 export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 'bySlug'>, key: 'tools' | 'prompts', hostName: string): Resolution {
   // Under when-needed a name one server shows plain is that server's, even when it looks prefixed (an upstream's
   // own `other__tool`, as a gateway in front of a gateway has): the list the host saw decides, not the name's shape.
-  const holders = catalog.naming === 'when-needed' ? catalog.routes.filter((route) => exposedItems(route, key).some((i) => i.name === hostName)) : [];
-  if (holders.length === 1) return upstreamNameOf(holders[0]!, key, hostName, exposedItems(holders[0]!, key));
+  const holders = catalog.naming === 'when-needed' ? catalog.routes.filter((route) => knownItems(route, key).byName.has(hostName)) : [];
+  if (holders.length === 1) return upstreamNameOf(holders[0]!, key, hostName, knownItems(holders[0]!, key));
   const split = splitQualified(hostName);
   const prefixedRoute = split ? catalog.bySlug.get(split.slug) : undefined;
   if (split && prefixedRoute) {
-    const known = exposedItems(prefixedRoute, key);
-    const name = wasCut(hostName) ? (known.find((i) => qualify(prefixedRoute.slug, i.name) === hostName)?.name ?? split.name) : split.name;
+    const known = knownItems(prefixedRoute, key);
+    const name = wasCut(hostName) ? (known.items.find((i) => qualify(prefixedRoute.slug, i.name) === hostName)?.name ?? split.name) : split.name;
     return upstreamNameOf(prefixedRoute, key, name, known);
   }
   if (catalog.naming === 'when-needed') {
     if (holders.length > 1) return { refused: `${hostName} is offered by several servers of this gateway: call it by its prefixed name` };
     // Not in any list learned at validation: a single server with such lists is asked anyway (it may have added the name since).
     const offering = catalog.routes.filter((r) => !r.features || r.features.capabilities[key] !== undefined);
-    if (offering.length === 1) return upstreamNameOf(offering[0]!, key, hostName, exposedItems(offering[0]!, key));
+    if (offering.length === 1) return upstreamNameOf(offering[0]!, key, hostName, knownItems(offering[0]!, key));
   }
   return { slug: split?.slug ?? null };
 }
 
 /** The upstream's own name of an exposed name on one route: overrides resolve back, filtered tools are refused. */
-function upstreamNameOf(route: Route, key: 'tools' | 'prompts', name: string, known: CuratedTool<unknown>[]): Resolution {
-  const listed = known.find((i) => i.name === name);
+function upstreamNameOf(route: Route, key: 'tools' | 'prompts', name: string, known: KnownItems): Resolution {
+  const listed = known.byName.get(name);
   if (listed) return { route, name: listed.upstreamName };
   if (key !== 'tools') return { route, name };
   // Not in the list learned at validation: the overrides and the filter still decide.

@@ -115,7 +115,9 @@ const knownRevision = (value: unknown): string | null => (REVISIONS.has(value) ?
  */
 function keptRequestHeaders(headers: Record<string, string | string[] | undefined>, sessionId: string | null): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  // Node's header object holds only its headers, as own keys: for...in makes no array a header as Object.entries did.
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined) continue;
     const lower = name.toLowerCase();
     if (isSensitiveHeaderName(lower)) out[name] = REDACTED;

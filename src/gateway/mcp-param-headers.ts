@@ -114,13 +114,17 @@ export interface ParamHeaderProblem {
   reason: string;
 }
 
+/** Where a host's Mcp-Param-* headers are read from: a Headers object, or the request's own headers read in place. */
+export type ParamHeaderSource = Pick<Headers, 'get'>;
+
 /**
  * What is wrong with a request's `Mcp-Param-*` headers against its body; null when
  * they agree. The server side of SEP-2243, for a gateway that serves tools it relays:
  * a header for a null or absent argument is ignored, and integers compare as numbers
  * (`42.0` is `42`).
  */
-export function paramHeaderMismatch(declarations: readonly ParamHeaderDeclaration[], args: unknown, headers: Headers): ParamHeaderProblem | null {
+
+export function paramHeaderMismatch(declarations: readonly ParamHeaderDeclaration[], args: unknown, headers: ParamHeaderSource): ParamHeaderProblem | null {
   for (const declaration of declarations) {
     const header = `${PREFIX}${declaration.headerName}`;
     const raw = valueAt(args, declaration.path);
@@ -191,7 +195,7 @@ export class ParamHeaderSchemas {
   hostMismatch(
     catalog: Pick<Catalog, 'naming' | 'routes' | 'bySlug'>,
     params: { name?: unknown; arguments?: unknown },
-    headers: Headers,
+    headers: ParamHeaderSource,
   ): ParamHeaderProblem | null {
     if (typeof params.name !== 'string') return null;
     const resolved = resolveExposedName(catalog, 'tools', params.name);

@@ -57,7 +57,8 @@ export function directToolCall(body: unknown, headers: IncomingHttpHeaders): Dir
   if (!isPlainObject(meta)) return null;
   const envelope: Record<string, unknown> = {};
   const rest: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(meta)) {
+  for (const key in meta) {
+    const value = meta[key];
     if (ENVELOPE_KEYS.has(key)) envelope[key] = value;
     // The SDK's schema takes a progress token of a string or an integer.
     else if (key === 'progressToken' && (typeof value === 'string' || Number.isInteger(value))) rest[key] = value;

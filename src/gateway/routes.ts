@@ -22,7 +22,7 @@ import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 import { createModernHostHandler, isModernMessage, type ModernHostRequest } from './modern-host.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { DIRECT_SSE_HEADERS, DIRECT_SSE_KEEP_ALIVE_MS, directAnswerStatus, directToolCall, type DirectToolCall } from './modern-direct.js';
-import { paramHeaderRefusal } from './mcp-param-headers.js';
+import { paramHeaderRefusal, type ParamHeaderSource } from './mcp-param-headers.js';
 import { sendWebResponse, toWebRequest } from '../http/web-request.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
 import { isStoreUnreachable } from '../stores/store-errors.js';
@@ -395,12 +395,15 @@ function unreadableBody(err: unknown): { status: number; reason: string } | null
   return null;
 }
 
-/** A request's Mcp-Param-* headers, the only ones a tool's marks are checked against. */
-function paramHeadersOf(request: FastifyRequest): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(request.headers)) if (name.startsWith('mcp-param-') && typeof value === 'string') headers.set(name, value);
-  return headers;
+/**
+ * A request's headers as a tool's marks are checked against them (only Mcp-Param-* names are asked), read where
+ * they are: most tools have no marks, and copying every header into a Headers object cost each call its allocations.
+ */
+function paramHeadersOf(request: FastifyRequest): ParamHeaderSource {
+  return { get: (name) => headerText(request.headers[name.toLowerCase()]) };
 }
+
+const headerText = (value: string | string[] | undefined): string | null => (typeof value === 'string' ? value : null);
 
 /** Whether the host takes a JSON answer (the transport asks hosts to accept both JSON and an event stream). */
 function acceptsJson(request: FastifyRequest): boolean {

@@ -42,25 +42,35 @@ export function parseJsonBody(body: Buffer, refusedKeys: ReadonlySet<string> = A
     throw validationFailed([{ path: 'body', message: 'is not valid JSON' }]);
   }
   const found: FieldError[] = [];
-  findRefusedStructure(value, '', 0, found, refusedKeys);
+  findRefusedStructure(value, [], found, refusedKeys);
   if (found.length > 0) throw validationFailed(found);
   return value;
 }
 
-/** Prototype keys and nesting past the limit; the walk itself never goes deeper than the limit. */
-function findRefusedStructure(value: unknown, path: string, depth: number, found: FieldError[], refusedKeys: ReadonlySet<string>): void {
+/**
+ * Prototype keys and nesting past the limit; the walk itself never goes deeper than the limit. `at` is the path
+ * to `value`, a stack of keys joined only for what is found: a host's every call is walked, and a path string made
+ * for each key was most of what the walk allocated.
+ */
+function findRefusedStructure(value: unknown, at: string[], found: FieldError[], refusedKeys: ReadonlySet<string>): void {
   if (value === null || typeof value !== 'object' || found.length >= 20) return;
-  if (depth >= MAX_JSON_DEPTH) {
-    found.push({ path: path || 'body', message: `nests deeper than ${MAX_JSON_DEPTH} levels` });
+  if (at.length >= MAX_JSON_DEPTH) {
+    found.push({ path: at.join('.') || 'body', message: `nests deeper than ${MAX_JSON_DEPTH} levels` });
     return;
   }
   if (Array.isArray(value)) {
-    value.forEach((v, i) => findRefusedStructure(v, path ? `${path}.${i}` : String(i), depth + 1, found, refusedKeys));
+    for (let i = 0; i < value.length; i++) {
+      at.push(String(i));
+      findRefusedStructure(value[i], at, found, refusedKeys);
+      at.pop();
+    }
     return;
   }
-  for (const key of Object.keys(value)) {
-    const at = path ? `${path}.${key}` : key;
-    if (refusedKeys.has(key)) found.push({ path: at, message: 'is not allowed as a key' });
-    else findRefusedStructure((value as Record<string, unknown>)[key], at, depth + 1, found, refusedKeys);
+  // JSON.parse makes plain objects, whose enumerable keys are all their own (`__proto__` among them, when sent).
+  for (const key in value) {
+    at.push(key);
+    if (refusedKeys.has(key)) found.push({ path: at.join('.'), message: 'is not allowed as a key' });
+    else findRefusedStructure((value as Record<string, unknown>)[key], at, found, refusedKeys);
+    at.pop();
   }
 }
