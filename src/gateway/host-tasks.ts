@@ -271,7 +271,10 @@ function renameTask(value: Record<string, unknown>, upstreamId: string, hostId: 
 function mapResult(outcome: Outcome, requestId: RequestId, map: (result: Record<string, unknown>) => Record<string, unknown>): Outcome {
   return mapOutcome(outcome, (message) => {
     const result = (message as { result?: unknown }).result;
-    return isAnswerTo(requestId, message) && isObject(result) ? ({ ...message, result: map(result) } as JSONRPCMessage) : message;
+    if (!isAnswerTo(requestId, message) || !isObject(result)) return message;
+    // Most results are no task's and come back as they were: the message is copied only when its result changed.
+    const mapped = map(result);
+    return mapped === result ? message : ({ ...message, result: mapped } as JSONRPCMessage);
   });
 }
 
