@@ -123,7 +123,6 @@ export type ParamHeaderSource = Pick<Headers, 'get'>;
  * a header for a null or absent argument is ignored, and integers compare as numbers
  * (`42.0` is `42`).
  */
-
 export function paramHeaderMismatch(declarations: readonly ParamHeaderDeclaration[], args: unknown, headers: ParamHeaderSource): ParamHeaderProblem | null {
   for (const declaration of declarations) {
     const header = `${PREFIX}${declaration.headerName}`;

@@ -400,10 +400,14 @@ function unreadableBody(err: unknown): { status: number; reason: string } | null
  * they are: most tools have no marks, and copying every header into a Headers object cost each call its allocations.
  */
 function paramHeadersOf(request: FastifyRequest): ParamHeaderSource {
-  return { get: (name) => headerText(request.headers[name.toLowerCase()]) };
+  // Method shorthand: an arrow here would be wrapped in a naming helper each call (docs/decisions.md, "No named closure").
+  return {
+    get(name) {
+      const value = request.headers[name.toLowerCase()];
+      return typeof value === 'string' ? value : null;
+    },
+  };
 }
-
-const headerText = (value: string | string[] | undefined): string | null => (typeof value === 'string' ? value : null);
 
 /** Whether the host takes a JSON answer (the transport asks hosts to accept both JSON and an event stream). */
 function acceptsJson(request: FastifyRequest): boolean {
