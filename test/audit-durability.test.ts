@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { storeKind } from './helpers/harness.js';
 import { initialAdminToken, startService, stopService } from './helpers/service-process.js';
@@ -14,12 +14,16 @@ import { freePort } from './helpers/ports.js';
  * record of an answered operation, and the replay at the next start inserts each
  * exactly once.
  */
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-audit-kill-'));
+// Made when the tests run: a file the other store's run skips never reaches afterAll, and would leave it behind.
+let dataDir: string;
+beforeAll(() => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-audit-kill-'));
+});
 const children: ChildProcess[] = [];
 
 afterAll(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 /** Bounds of the burst: at most this many operations, this many at a time; the process dies after KILL_AFTER answers. */

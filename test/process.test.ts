@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeKind } from './helpers/harness.js';
 import { serviceEnv, startService as startProcess, stopService, TSX } from './helpers/service-process.js';
 import { freePort } from './helpers/ports.js';
@@ -14,7 +14,11 @@ import { freePort } from './helpers/ports.js';
  * graceful stop on SIGTERM.
  */
 const run = promisify(execFile);
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-proc-'));
+// Made when the tests run: a file the other store's run skips never reaches afterAll, and would leave it behind.
+let dataDir: string;
+beforeAll(() => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-proc-'));
+});
 const children: ChildProcess[] = [];
 const baseEnv = (port: number) => serviceEnv(dataDir, port);
 
@@ -28,7 +32,7 @@ async function admin(args: string[], port: number) {
 
 afterAll(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe.runIf(storeKind() === 'pglite')('the service process', () => {

@@ -81,7 +81,8 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
   let host: Client;
   let gatewayGuid: string;
   const children: ChildProcess[] = [];
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-restart-'));
+  // Made in beforeAll: a skipped describe still runs its body, and would leave the directory behind.
+  let dataDir: string;
 
   const admin = async (method: 'GET' | 'POST', route: string, body?: unknown, as = token) => {
     const res = await fetch(`${base}${ADMIN}${route}`, {
@@ -94,6 +95,7 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
   };
 
   beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-restart-'));
     pgServer = new PrivatePostgres(await freePort());
     await pgServer.init();
     await pgServer.start();
@@ -130,7 +132,7 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
     for (const child of children) await stopService(child, 'SIGKILL');
     await everything?.close();
     await pgServer?.remove();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('survives, answers 503 while the store is away, and serves again within seconds of its return', async () => {

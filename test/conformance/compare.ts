@@ -138,5 +138,7 @@ try {
 } finally {
   // Streams the runner leaves open would hold the app's close: bound it, then exit.
   await Promise.race([Promise.all([fixture.close(), everything.close(), t.close()]), new Promise((r) => setTimeout(r, 5000))]);
+  // A close cut short by the bound has not removed the app's data directory yet.
+  fs.rmSync(t.config.dataDir, { recursive: true, force: true });
   process.exit(0);
 }
