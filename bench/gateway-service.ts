@@ -94,36 +94,31 @@ await api(`/gateways/${modernGateway.guid}/assignments`, { inboundServerGuid: mo
 const modernIssued = await api(`/gateways/${modernGateway.guid}/tokens`, {});
 
 const profileDir = process.env.BENCH_PROFILE_DIR;
-const profiler = profileDir ? new Session() : null;
-if (profiler) {
-  profiler.connect();
-  await profiler.post('Profiler.enable');
-  await profiler.post('Profiler.start');
-}
-
 const allocationsDir = process.env.BENCH_ALLOCATIONS_DIR;
-const sampler = allocationsDir ? new Session() : null;
-if (sampler) {
-  sampler.connect();
-  await sampler.post('HeapProfiler.enable');
-  await sampler.post('HeapProfiler.startSampling', {
+const inspector = profileDir || allocationsDir ? new Session() : null;
+inspector?.connect();
+if (inspector && profileDir) {
+  await inspector.post('Profiler.enable');
+  await inspector.post('Profiler.start');
+}
+if (inspector && allocationsDir) {
+  await inspector.post('HeapProfiler.enable');
+  await inspector.post('HeapProfiler.startSampling', {
     samplingInterval: 4096,
     includeObjectsCollectedByMajorGC: true,
     includeObjectsCollectedByMinorGC: true,
   });
 }
 
+/** Writes a profile the inspector took into `dir`, named by the time it ends. */
+function writeProfile(dir: string, extension: string, profile: unknown): void {
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, `gateway-${Date.now()}.${extension}`), JSON.stringify(profile));
+}
+
 async function close(): Promise<never> {
-  if (profiler) {
-    const { profile } = await profiler.post('Profiler.stop');
-    fs.mkdirSync(profileDir!, { recursive: true });
-    fs.writeFileSync(path.join(profileDir!, `gateway-${Date.now()}.cpuprofile`), JSON.stringify(profile));
-  }
-  if (sampler) {
-    const { profile } = await sampler.post('HeapProfiler.stopSampling');
-    fs.mkdirSync(allocationsDir!, { recursive: true });
-    fs.writeFileSync(path.join(allocationsDir!, `gateway-${Date.now()}.heapprofile`), JSON.stringify(profile));
-  }
+  if (inspector && profileDir) writeProfile(profileDir, 'cpuprofile', (await inspector.post('Profiler.stop')).profile);
+  if (inspector && allocationsDir) writeProfile(allocationsDir, 'heapprofile', (await inspector.post('HeapProfiler.stopSampling')).profile);
   await withLogs.close();
   await withoutLogs.close();
   await runtime.close();

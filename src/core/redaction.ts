@@ -59,7 +59,7 @@ export function redactHeaders(headers: Record<string, string> | undefined, extra
   const out: Record<string, string> = {};
   if (!headers) return out;
   const extra = Array.isArray(extraNames) ? (extraNames as readonly string[]) : [...extraNames];
-  // Every call-log row's headers pass here: for...in makes no array a header as Object.entries did.
+  // Every call-log row's headers pass here: for...in walks them without an array a header.
   for (const name in headers) if (Object.hasOwn(headers, name)) out[name] = isSensitiveHeaderName(name, extra) ? REDACTED : String(headers[name]);
   return out;
 }

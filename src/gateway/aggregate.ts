@@ -67,8 +67,8 @@ interface KnownItems {
 /**
  * Each route's KnownItems, made at the first call that resolves a name against it. A
  * catalog's routes are never changed once built (a change of configuration or of the
- * learned features builds a new catalog), so they are kept as long as the route is; a
- * call used to curate every route's whole list again to find one name.
+ * learned features builds a new catalog), so they are kept as long as the route is: a
+ * call finds its name by a lookup, whatever the size of the gateway's lists.
  */
 const knownByRoute = new WeakMap<Route, Partial<Record<'tools' | 'prompts', KnownItems>>>();
 

@@ -115,7 +115,7 @@ const knownRevision = (value: unknown): string | null => (REVISIONS.has(value) ?
  */
 function keptRequestHeaders(headers: Record<string, string | string[] | undefined>, sessionId: string | null): Record<string, string> {
   const out: Record<string, string> = {};
-  // Node's header object holds only its headers, as own keys: for...in makes no array a header as Object.entries did.
+  // Node's header object holds only its headers, as own keys: for...in walks them without an array a header.
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined) continue;

@@ -397,7 +397,7 @@ function unreadableBody(err: unknown): { status: number; reason: string } | null
 
 /**
  * A request's headers as a tool's marks are checked against them (only Mcp-Param-* names are asked), read where
- * they are: most tools have no marks, and copying every header into a Headers object cost each call its allocations.
+ * they are: most tools have no marks, so a call makes no copy of its headers for them.
  */
 function paramHeadersOf(request: FastifyRequest): ParamHeaderSource {
   // Method shorthand: an arrow here would be wrapped in a naming helper each call (docs/decisions.md, "No named closure").

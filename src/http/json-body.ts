@@ -49,8 +49,8 @@ export function parseJsonBody(body: Buffer, refusedKeys: ReadonlySet<string> = A
 
 /**
  * Prototype keys and nesting past the limit; the walk itself never goes deeper than the limit. `at` is the path
- * to `value`, a stack of keys joined only for what is found: a host's every call is walked, and a path string made
- * for each key was most of what the walk allocated.
+ * to `value`, a stack of keys joined only for what is found: a host's every call is walked, and a path string for
+ * each key would be most of what the walk allocates.
  */
 function findRefusedStructure(value: unknown, at: string[], found: FieldError[], refusedKeys: ReadonlySet<string>): void {
   if (value === null || typeof value !== 'object' || found.length >= 20) return;
