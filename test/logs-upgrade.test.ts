@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeCallLog } from '../src/core/logs/call-log-row.js';
+import { CALL_LOG_INSERT_FORMAT, encodeCallLog } from '../src/core/logs/call-log-row.js';
 import { THIN_INSERT_COLUMNS } from '../src/core/logs/call-log-schema.js';
 import { epochMs } from '../src/forwarder/call-log-row.js';
 import { CallLogSource } from '../src/forwarder/call-log-source.js';
@@ -57,6 +57,17 @@ function storeBefore(file: string): { store: ClickhouseStore; upgrade: (through?
  * rows, as on an upgrade, nothing is lost and the forwarder and a trace lookup read
  * the rows written before and after it.
  */
+/** Encoded call_logs lines as one INSERT through the writer's insert path. */
+async function insertLines(store: ClickhouseStore, lines: readonly string[]): Promise<void> {
+  await store.insertEncoded({
+    table: 'call_logs',
+    columns: THIN_INSERT_COLUMNS,
+    format: CALL_LOG_INSERT_FORMAT,
+    body: Buffer.from(lines.join('')),
+    settings: { insert_deduplicate: 0 },
+  });
+}
+
 const UPGRADE = '0014_call_log_storage.sql';
 
 interface Row {
@@ -97,7 +108,7 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
       lines.push(encoded.thin);
       rows.push(row);
     }
-    await db.store.insertEncoded({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
+    await insertLines(db.store, lines);
     return rows;
   }
 
@@ -201,7 +212,7 @@ describe('clickhouse/0015 and 0016 on usage rollups that hold rows', () => {
         }).thin,
       );
     }
-    await db.store.insertEncoded({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(lines.join('')), settings: { insert_deduplicate: 0 } });
+    await insertLines(db.store, lines);
   }
 
   /** A table's measures grouped by `time` and `keys`, the duration arrays merged, in one order. */

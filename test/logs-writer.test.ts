@@ -6,7 +6,7 @@ import { clientInsert, WRITE_NICE, type EncodedInsert, type InsertEncoded } from
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
-import { chEpochMs, encodeCallLog, THIN_INSERT_COLUMNS, truncateUtf8 } from '../src/core/logs/call-log-row.js';
+import { CALL_LOG_INSERT_FORMAT, chEpochMs, encodeCallLog, THIN_INSERT_COLUMNS, truncateUtf8 } from '../src/core/logs/call-log-row.js';
 import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/redaction.js';
 import { listSegments, newSegmentName } from '../src/core/logs/spool.js';
 import { CapturedLog, startTestApp, type TestApp } from './helpers/harness.js';
@@ -130,8 +130,8 @@ describe('the call-log writer', () => {
       text
         .trimEnd()
         .split('\n')
-        .filter((line) => line.startsWith('['))
-        .map((line) => (JSON.parse(line) as string[])[1]),
+        .filter((line) => line.startsWith('"'))
+        .map((line) => keysOf(line).guid),
     ).toEqual([
       // Each frame: its thin rows, then its detail rows.
       rows[0]!.guid,
@@ -245,7 +245,7 @@ describe('the call-log writer', () => {
     // A segment from an earlier run whose thin row ClickHouse cannot parse (a broken guid), then a good one.
     const good = encodeCallLog(logRow(org));
     const frame = (thin: string) => `#${Buffer.byteLength(thin)} 0\n${thin}`;
-    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), frame(`["${org}","not-a-uuid",${good.thin.split(',').slice(2).join(',')}`));
+    fs.writeFileSync(path.join(dir, `${newSegmentName()}`), frame(`"${org}","not-a-uuid",${good.thin.split(',').slice(2).join(',')}`));
     fs.writeFileSync(path.join(dir, `${newSegmentName()}`), frame(good.thin));
     const log = new CapturedLog();
     const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: log, retryMinMs: 1, retryMaxMs: 2 });
@@ -292,16 +292,16 @@ describe('the call-log writer', () => {
 
   it('encodes created_at so that ClickHouse parses it to the millisecond, in both of its forms', async () => {
     // Epoch-seconds text for real call times, the ISO text before 2001. Parsed by ClickHouse's own
-    // JSONCompactEachRow reader (a row in call_logs from 1999 would be dropped by the retention TTL).
+    // CSV reader (a row in call_logs from 1999 would be dropped by the retention TTL).
     const times = [
       Date.UTC(2026, 10, 20, 12, 0, 0, 7),
       Date.UTC(2026, 10, 20, 12, 0, 0, 90),
       Date.UTC(1999, 0, 1, 0, 0, 0, 123),
       Date.UTC(2001, 8, 9, 1, 46, 40, 0),
     ];
-    const data = times.map((ms) => JSON.stringify([chEpochMs(ms)])).join('\n');
+    const data = times.map((ms) => `"${chEpochMs(ms)}"`).join('\n');
     const res = await real.query({
-      query: "SELECT toUnixTimestamp64Milli(c) AS ms FROM format(JSONCompactEachRow, 'c DateTime64(3, \\'UTC\\')', {data:String})",
+      query: `SELECT toUnixTimestamp64Milli(c) AS ms FROM format(${CALL_LOG_INSERT_FORMAT}, 'c DateTime64(3, \\'UTC\\')', {data:String})`,
       query_params: { data },
       format: 'JSONEachRow',
     });
@@ -317,7 +317,7 @@ describe('the call-log writer', () => {
     // An INSERT after the writer's, with no token of its own: had the writer's token stuck to the
     // session, ClickHouse would take this one for a replay of the segment and drop it.
     const later = encodeCallLog(logRow(org));
-    await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(later.thin), settings: {} });
+    await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, format: CALL_LOG_INSERT_FORMAT, body: Buffer.from(later.thin), settings: {} });
     expect(await countRows(t, org)).toBe(2);
   });
 
@@ -375,7 +375,7 @@ describe('redaction', () => {
     expect(truncateUtf8('abc', 3)).toEqual({ text: 'abc', truncated: false });
   });
 
-  it('encodes a thin row as the JSON array of its columns, free text escaped', () => {
+  it('encodes a thin row as a CSV line of its columns that ClickHouse reads back exactly, free text quoted', async () => {
     const org = newGuid();
     const text = { method: 'tools/"call"\\', toolName: 'line\nbreak\u2028 😀', errorMessage: '</script>\t"quoted"\u0000', sessionId: '\\s"1' };
     const row = logRow(org.toUpperCase(), {
@@ -385,7 +385,7 @@ describe('redaction', () => {
       createdAt: Date.UTC(2026, 10, 20, 12, 0, 0, 5),
       durationMs: 7.6,
     });
-    const columns = JSON.parse(encodeCallLog(row).thin) as unknown[];
+    const columns = await csvFields(encodeCallLog(row).thin);
     expect(columns).toEqual([
       org,
       row.guid,
@@ -395,9 +395,9 @@ describe('redaction', () => {
       text.toolName,
       'error',
       text.errorMessage,
-      8,
-      100,
-      200,
+      '8',
+      '100',
+      '200',
       row.gatewayConnectionGuid,
       row.userGuid,
       row.outboundGatewayGuid,
@@ -411,9 +411,7 @@ describe('redaction', () => {
       '2025-11-25',
     ]);
     // Absent optional values are empty strings, as ClickHouse stores them.
-    const bare = JSON.parse(
-      encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin,
-    ) as unknown[];
+    const bare = await csvFields(encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin);
     expect(bare.slice(4, 8)).toEqual(['ping', '', 'ok', '']);
     expect(bare.slice(11, 18)).toEqual(['', '', '', '', '', '', '']);
     expect(bare.slice(20)).toEqual(['', '']);
@@ -421,7 +419,7 @@ describe('redaction', () => {
 
   it('gives a row without a guid a unique UUIDv7 carrying the time it was written', () => {
     const before = Date.now();
-    const guids = Array.from({ length: 5000 }, () => (JSON.parse(encodeCallLog({ ...logRow(newGuid()), guid: undefined }).thin) as string[])[1]!);
+    const guids = Array.from({ length: 5000 }, () => keysOf(encodeCallLog({ ...logRow(newGuid()), guid: undefined }).thin).guid);
     const after = Date.now();
     expect(new Set(guids).size).toBe(guids.length);
     for (const guid of guids) {
@@ -440,6 +438,25 @@ describe('redaction', () => {
     expect(encoded.detail).not.toContain('idsecret');
   });
 });
+
+/** The first fields of an encoded line (each quoted, none holds a comma): the workspace, the row guid, the time. */
+function keysOf(line: string): { org: string; guid: string; createdAt: string } {
+  const [org, guid, createdAt] = line.split(',', 3).map((field) => field.slice(1, -1));
+  return { org: org!, guid: guid!, createdAt: createdAt! };
+}
+
+/** An encoded thin line's fields as ClickHouse's own reader of its format takes them, each as text. */
+async function csvFields(line: string): Promise<string[]> {
+  const structure = THIN_INSERT_COLUMNS.map((c) => `${c} String`).join(', ');
+  const res = await real.query({
+    query: `SELECT * FROM format(${CALL_LOG_INSERT_FORMAT}, '${structure}', {line:String})`,
+    query_params: { line },
+    format: 'JSONCompactEachRow',
+  });
+  const rows = await res.json<string[]>();
+  expect(rows).toHaveLength(1);
+  return rows[0]!;
+}
 
 /** The Linux threads of this process at `nice`, by name (chDB runs in it). */
 function threadsAtNice(nice: number): string[] {
@@ -479,7 +496,13 @@ describe('reads before writes (embedded store)', () => {
     const seen = new Set<string>();
     const sampler = setInterval(() => threadsAtNice(WRITE_NICE).forEach((name) => seen.add(name)), 2);
     try {
-      await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, body: Buffer.from(line.repeat(rows)), settings: {} });
+      await realInsert({
+        table: 'call_logs',
+        columns: THIN_INSERT_COLUMNS,
+        format: CALL_LOG_INSERT_FORMAT,
+        body: Buffer.from(line.repeat(rows)),
+        settings: {},
+      });
     } finally {
       clearInterval(sampler);
     }

@@ -47,7 +47,7 @@ export const AUDIT_INSERT_COLUMNS = [
   'user_agent',
 ] as const;
 
-export const AUDIT_TABLES: SpoolTables = { thin: { table: 'audit_log', columns: AUDIT_INSERT_COLUMNS } };
+export const AUDIT_TABLES: SpoolTables = { format: 'JSONCompactEachRow', thin: { table: 'audit_log', columns: AUDIT_INSERT_COLUMNS } };
 
 /** A request's recorded input is cut here: the audit log is not a place for megabytes. */
 const MAX_REQUEST_BYTES = 16 * 1024;

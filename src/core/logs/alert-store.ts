@@ -101,6 +101,7 @@ export class ClickhouseAlertStore implements AlertSink {
       await clientInsert(this.clickhouse.client)({
         table: 'alerts',
         columns: Object.keys(row),
+        format: 'JSONCompactEachRow',
         body: Buffer.from(`${JSON.stringify(Object.values(row))}\n`),
         settings: { log_comment: 'alerts.raise' },
       });

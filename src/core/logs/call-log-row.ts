@@ -1,3 +1,4 @@
+import type { InsertFormat } from '../../stores/clickhouse.js';
 import { isGuid } from '../ids.js';
 import { randomGuidV7, randomHex } from './random-hex.js';
 import { redactHeaders } from '../redaction.js';
@@ -97,13 +98,19 @@ const helpers = {
   headers: (value: Record<string, string> | null | undefined, sensitive: readonly string[]): string =>
     value ? JSON.stringify(redactHeaders(value, sensitive)) : '',
   patterns: [] as RegExp[],
+  /** A CSV field of any text: quoted, its quotes doubled (ClickHouse's CSV has no other escape). */
+  csv: (text: string): string => (text.includes('"') ? `"${text.replaceAll('"', '""')}"` : `"${text}"`),
 };
 
+/** The format encodeCallLog's lines are in. */
+export const CALL_LOG_INSERT_FORMAT = 'CSV' satisfies InsertFormat;
+
 /**
- * The code (in a generated row writer) of one column's value as JSON text. Guids,
- * hex ids, enums and numbers are validated and hold no character JSON escapes: they
- * are quoted as they are. Only free text goes through JSON.stringify (a whole-array
- * stringify was the writer's largest cost per row).
+ * The code (in a generated row writer) of one column's value as a CSV field. Every
+ * text is quoted: chDB parses an unquoted field for more CPU than a quoted one
+ * (docs/call-logs.md, "Session 22: call logs as CSV"). Guids, hex ids and enums are
+ * validated and hold no quote: they are quoted as they are; free text and headers
+ * go through h.csv, which doubles their quotes. Counts are bare numbers.
  */
 function valueCode(c: ColumnSpec): string {
   const field = c.field!;
@@ -120,8 +127,8 @@ function valueCode(c: ColumnSpec): string {
       return oneOf(CALL_STATUSES, `must be ${CALL_STATUSES.map((s) => `'${s}'`).join(' or ')}`);
     case 'text':
       return c.maxBytes !== undefined
-        ? `\${JSON.stringify(h.utf8(String(${value} ?? ''), ${c.maxBytes}))}`
-        : `\${JSON.stringify(String(${value} ?? '').slice(0, ${c.maxChars!}))}`;
+        ? `\${h.csv(h.utf8(String(${value} ?? ''), ${c.maxBytes}))}`
+        : `\${h.csv(String(${value} ?? '').slice(0, ${c.maxChars!}))}`;
     case 'count':
       return `\${h.count(${value}, ${name})}`;
     case 'guid':
@@ -132,7 +139,7 @@ function valueCode(c: ColumnSpec): string {
       return `"\${h.hexId(${value}, h.patterns[${index}], ${digits}, ${name})}"`;
     }
     case 'headers':
-      return `\${JSON.stringify(h.headers(${value}, sensitive))}`;
+      return `\${h.csv(h.headers(${value}, sensitive))}`;
     default:
       throw new Error(`call log column ${c.name}: a ${c.kind} column is written by encodeCallLog itself`);
   }
@@ -154,7 +161,7 @@ function rowWriter(names: readonly string[]): RowWriter {
     .map((c) => `,${valueCode(c)}`)
     .join('');
   // Code from the column declaration only (never input), built once.
-  return new Function('h', `return (row, keys, sensitive) => \`\${keys}${values}]\\n\`;`)(helpers) as RowWriter;
+  return new Function('h', `return (row, keys, sensitive) => \`\${keys}${values}\\n\`;`)(helpers) as RowWriter;
 }
 
 // encodeCallLog writes the key columns both rows start with itself: the workspace, the row guid, the time.
@@ -177,15 +184,15 @@ const hasDetail = new Function(
 const NO_HEADERS: readonly string[] = [];
 
 export interface EncodedCallLog {
-  /** The thin row as a JSONCompactEachRow line (without ingested_at): `["org","guid",...]\n`. */
+  /** The thin row as a CSV line (without ingested_at): `"org","guid",...\n`. */
   thin: string;
-  /** The detail row as a JSONCompactEachRow line, or null when the call carried no detail. */
+  /** The detail row as a CSV line, or null when the call carried no detail. */
   detail: string | null;
 }
 
 /**
  * Validates one input row, redacts its headers and encodes it for a
- * JSONCompactEachRow insert, its values in THIN_INSERT_COLUMNS and
+ * CALL_LOG_INSERT_FORMAT insert, its values in THIN_INSERT_COLUMNS and
  * DETAIL_INSERT_COLUMNS order. Throws TypeError on a malformed row (a producer bug).
  */
 export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly string[] = []): EncodedCallLog {
@@ -197,7 +204,7 @@ export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly
     throw new TypeError('call log createdAt must be a date between 1970 and 2299');
   const guid = row.guid === undefined ? randomGuidV7() : optionalGuid(row.guid, 'guid');
   if (!guid) throw new TypeError('call log guid must be a guid');
-  const keys = `["${org}","${guid}","${chEpochMs(createdMs)}"`;
+  const keys = `"${org}","${guid}","${chEpochMs(createdMs)}"`;
   const thin = writeThin(row, keys, NO_HEADERS);
   let detail: string | null = null;
   if (hasDetail(row)) {

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import { ClickHouseError } from '@clickhouse/client';
-import type { InsertEncoded } from '../../stores/clickhouse.js';
+import type { InsertEncoded, InsertFormat } from '../../stores/clickhouse.js';
 import type { Logger } from '../logger.js';
-import { DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
+import { CALL_LOG_INSERT_FORMAT, DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
 import {
   appendFrame,
   listSegments,
@@ -15,19 +15,21 @@ import {
   type SegmentContent,
 } from './spool.js';
 
-/** One row encoded for its INSERTs: the main table's JSONCompactEachRow line, and the detail table's or null. */
+/** One row encoded for its INSERTs, in its tables' format: the main table's line, and the detail table's or null. */
 export interface EncodedRow {
   thin: string;
   detail: string | null;
 }
 
-/** The tables a spool's frames are inserted into: the main rows, and the optional detail rows. */
+/** The tables a spool's frames are inserted into (the main rows, and the optional detail rows) and the format of their lines. */
 export interface SpoolTables {
+  format: InsertFormat;
   thin: { table: string; columns: readonly string[] };
   detail?: { table: string; columns: readonly string[] };
 }
 
 const CALL_LOG_TABLES: SpoolTables = {
+  format: CALL_LOG_INSERT_FORMAT,
   thin: { table: 'call_logs', columns: THIN_INSERT_COLUMNS },
   detail: { table: 'call_log_details', columns: DETAIL_INSERT_COLUMNS },
 };
@@ -49,7 +51,7 @@ export interface SpoolSink<R> {
 export type CallLogSink = SpoolSink<CallLogInput>;
 
 export interface CallLogWriterOptions {
-  /** The store's bulk insert (JSONCompactEachRow lines). */
+  /** The store's bulk insert (lines in the tables' format). */
   insert: InsertEncoded;
   /** Directory of the write-ahead spool (DATA_DIR/spool/call-logs). */
   spoolDir: string;
@@ -322,11 +324,12 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     if (content.detail.length && detail) await this.insert(detail.table, detail.columns, content.detail, `${segment.name}:detail`);
   }
 
-  /** Inserts chunks of JSONCompactEachRow lines as one INSERT, deduplicated by `token`. */
+  /** Inserts chunks of lines as one INSERT, deduplicated by `token`. */
   private async insert(table: string, columns: readonly string[], chunks: Buffer[], token: string): Promise<void> {
     await this.opts.insert({
       table,
       columns,
+      format: this.opts.tables.format,
       body: joinBuffers(chunks),
       settings: { insert_deduplicate: 1, insert_deduplication_token: token, log_comment: `spool-writer ${table}` },
     });

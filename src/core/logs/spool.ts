@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
  *
  * A segment file is a sequence of frames, one per `write()`: a header line
  * `#<thin bytes> <detail bytes>\n`, then the thin rows and the detail rows exactly as
- * the two INSERT bodies take them (JSONCompactEachRow lines). Memory holds the same
+ * the two INSERT bodies take them (lines in the tables' format). Memory holds the same
  * Buffers, so a segment is inserted by concatenation, without re-encoding a row, and
  * a frame is written with one `writev`. A frame a crash cut short is ignored whole
  * (its `write()` never resolved).
@@ -19,7 +19,7 @@ export const SEGMENT_SUFFIX = '.spool';
 const NEWLINE = 0x0a;
 const FRAME = 0x23; // '#'
 
-/** A segment's rows as INSERT bodies: chunks of complete JSONCompactEachRow lines. */
+/** A segment's rows as INSERT bodies: chunks of complete lines. */
 export interface SegmentContent {
   thin: Buffer[];
   detail: Buffer[];
