@@ -5,9 +5,10 @@ import { Readable } from 'node:stream';
 import { createClient, parseError, type ClickHouseClient } from '@clickhouse/client';
 
 /**
- * The text formats a bulk insert body comes in: one row a line, '\n'-terminated.
- * Call logs come as CSV, which chDB parses for about a fifth less CPU a row than
- * JSONCompactEachRow (docs/call-logs.md, "Session 22: call logs as CSV").
+ * The text formats a bulk insert body comes in, each row ending in '\n' (a CSV field
+ * may hold a line break inside its quotes). Call logs come as CSV, which chDB parses
+ * for about a fifth less CPU than JSONCompactEachRow (docs/call-logs.md, "Session 22:
+ * call logs as CSV").
  */
 export type InsertFormat = 'JSONCompactEachRow' | 'CSV';
 
