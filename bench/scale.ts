@@ -26,7 +26,7 @@ import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { logShapes, movingWindows, postAdmin, probeLogs, usageBody, usageShapes } from './report-shapes.js';
-import { reopenBenchWorkspace, seedBenchWorkspaces } from './seeded-workspaces.js';
+import { insertPathFigure, reopenBenchWorkspace, seedBenchWorkspaces } from './seeded-workspaces.js';
 import { timeRuns } from './stats.js';
 
 const { values } = parseArgs({
@@ -79,6 +79,7 @@ async function seed() {
     `ingest: ${ROWS} rows in ${made.ingestSeconds.toFixed(0)} s = ${Math.round(ROWS / made.ingestSeconds)} rows/s, ${made.cpuMicrosPerRow.toFixed(1)} µs of CPU a row ` +
       `(generation included; ${loadAverage()}); plus ${made.noiseRows} rows in three other workspaces; max rss so far ${(maxRss / MiB).toFixed(0)} MiB`,
   );
+  out(await insertPathFigure(services, made.organizationGuid));
   return made;
 }
 

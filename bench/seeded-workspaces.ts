@@ -1,7 +1,10 @@
 import { issueAccessToken } from '../src/core/auth/issue-access-token.js';
+import { CALL_LOG_INSERT_FORMAT, THIN_INSERT_COLUMNS } from '../src/core/logs/call-log-row.js';
+import { SEGMENT_ROWS } from '../src/core/logs/call-log-writer.js';
 import { seedCallLogs } from '../src/core/logs/seed.js';
 import type { Services } from '../src/core/services.js';
 import { createWorkspace } from '../src/core/workspaces.js';
+import { loadAverage } from './bench-config.js';
 
 /**
  * The call log a bench measures: `rows` seeded rows over `days` days in one workspace
@@ -47,4 +50,60 @@ export async function reopenBenchWorkspace(services: Pick<Services, 'db'>, label
     expiresInDays: 0,
   });
   return { organizationGuid: admin.organizationGuid, token: issued.token! };
+}
+
+/**
+ * The seed's floor, measured in the same run: `rows` rows the seed wrote into
+ * `organizationGuid`, read back as CSV bodies of one segment each (under a workspace
+ * of their own, with new guids) and inserted back to back through the store's insert
+ * with the writer's format and settings. What the insert path alone takes, with no
+ * row generated, encoded or spooled: rows/s and CPU microseconds a row (every thread,
+ * the merges the inserts cause included, as in the seed's own figure).
+ */
+export async function measureInsertPath(
+  services: Pick<Services, 'db' | 'clickhouse'>,
+  organizationGuid: string,
+  wanted = 6 * SEGMENT_ROWS,
+): Promise<{ rowsPerSecond: number; cpuMicrosPerRow: number }> {
+  const counted = await services.clickhouse.client.query({
+    query: 'SELECT count() AS n FROM call_logs WHERE organization_guid = {from:String}',
+    query_params: { from: organizationGuid },
+    format: 'JSONEachRow',
+  });
+  const rows = Math.min(wanted, Number((await counted.json<{ n: string }>())[0]!.n));
+  const target = await createWorkspace(services.db, { name: 'insert-path', adminEmail: 'insert-path@example.test' });
+  // Aliases of their own: one named as a column would stand for it in the WHERE too.
+  const columns = THIN_INSERT_COLUMNS.map((c) =>
+    c === 'organization_guid' ? '{to:String} AS to_workspace' : c === 'guid' ? 'generateUUIDv7() AS new_guid' : c,
+  );
+  const bodies: Buffer[] = [];
+  for (let offset = 0; offset < rows; offset += SEGMENT_ROWS) {
+    const result = await services.clickhouse.client.query({
+      query: `SELECT ${columns.join(', ')} FROM call_logs WHERE organization_guid = {from:String} ORDER BY created_at DESC LIMIT {take:UInt32} OFFSET {skip:UInt32}`,
+      query_params: { from: organizationGuid, to: target.organizationGuid, take: Math.min(SEGMENT_ROWS, rows - offset), skip: offset },
+      format: CALL_LOG_INSERT_FORMAT,
+    });
+    bodies.push(Buffer.from(await result.text()));
+  }
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  for (const [i, body] of bodies.entries())
+    await services.clickhouse.insertEncoded({
+      table: 'call_logs',
+      columns: THIN_INSERT_COLUMNS,
+      format: CALL_LOG_INSERT_FORMAT,
+      body,
+      settings: { insert_deduplicate: 1, insert_deduplication_token: `insert-path-${target.organizationGuid}-${i}`, log_comment: 'bench insert path' },
+    });
+  const used = process.cpuUsage(cpu);
+  return { rowsPerSecond: Math.round(rows / ((performance.now() - started) / 1000)), cpuMicrosPerRow: (used.user + used.system) / rows };
+}
+
+/** measureInsertPath as the line a bench prints under its seed's. */
+export async function insertPathFigure(services: Pick<Services, 'db' | 'clickhouse'>, organizationGuid: string): Promise<string> {
+  const floor = await measureInsertPath(services, organizationGuid);
+  return (
+    `insert path alone (the seed's rows again as ${SEGMENT_ROWS}-row CSV bodies, back to back, nothing generated, encoded or spooled; ${loadAverage()}): ` +
+    `${floor.rowsPerSecond} rows/s, ${floor.cpuMicrosPerRow.toFixed(1)} µs of CPU a row`
+  );
 }

@@ -23,7 +23,7 @@ import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
-import { reopenBenchWorkspace, seedBenchWorkspaces } from './seeded-workspaces.js';
+import { insertPathFigure, reopenBenchWorkspace, seedBenchWorkspaces } from './seeded-workspaces.js';
 import { median, timeRuns } from './stats.js';
 import { usageReport, type UsageGroupKey } from '../src/core/logs/usage-report.js';
 import { USAGE_ROLLUPS } from '../src/core/logs/usage-rollups.js';
@@ -67,6 +67,7 @@ async function seed() {
     `ingest: ${ROWS} rows in ${made.ingestSeconds.toFixed(1)} s = ${Math.round(ROWS / made.ingestSeconds)} rows/s, ${made.cpuMicrosPerRow.toFixed(1)} µs of CPU a row ` +
       `(seed-logs through CallLogWriter, generation included; ${loadAverage()}); plus ${made.noiseRows} rows in three other workspaces`,
   );
+  out(await insertPathFigure(services, made.organizationGuid));
   return made;
 }
 

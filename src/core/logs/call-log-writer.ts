@@ -91,6 +91,13 @@ interface Segment {
   fd?: number;
 }
 
+/**
+ * A segment's rows at most, so an insert's: 50k-row parts are a fifth of the parts (and
+ * merges) of 10k ones, each costs about 20 MB while in flight, and larger ones made the
+ * engine's memory grow faster than they saved CPU (docs/call-logs.md, "Session 22").
+ */
+export const SEGMENT_ROWS = 50_000;
+
 type Outcome = { ok: true } | { ok: false; error: unknown };
 
 const joinBuffers = (chunks: Buffer[]): Buffer => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
@@ -136,8 +143,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
 
   private constructor(opts: SpoolWriterOptions<R>) {
     this.opts = {
-      // 50k-row parts: a fifth of the parts (and merges) of 10k ones; each costs about 20 MB while in flight.
-      batchRows: 50_000,
+      batchRows: SEGMENT_ROWS,
       // Every insert costs chDB a fixed amount of CPU whatever its rows (a part for call_logs and for each rollup
       // its views feed): slow rows land within a second, fast ones within 4 s, in a quarter of the inserts
       // (docs/call-logs.md, "Session 20: a longer flush when rows come fast").
