@@ -1,6 +1,6 @@
 import { issueAccessToken } from '../src/core/auth/issue-access-token.js';
 import { CALL_LOG_INSERT_FORMAT, THIN_INSERT_COLUMNS } from '../src/core/logs/call-log-row.js';
-import { SEGMENT_ROWS } from '../src/core/logs/call-log-writer.js';
+import { SEGMENT_ROWS, segmentInsertSettings } from '../src/core/logs/call-log-writer.js';
 import { seedCallLogs } from '../src/core/logs/seed.js';
 import type { Services } from '../src/core/services.js';
 import { createWorkspace } from '../src/core/workspaces.js';
@@ -53,7 +53,7 @@ export async function reopenBenchWorkspace(services: Pick<Services, 'db'>, label
 }
 
 /**
- * The seed's floor, measured in the same run: `rows` rows the seed wrote into
+ * The seed's floor, measured in the same run: up to `wanted` rows the seed wrote into
  * `organizationGuid`, read back as CSV bodies of one segment each (under a workspace
  * of their own, with new guids) and inserted back to back through the store's insert
  * with the writer's format and settings. What the insert path alone takes, with no
@@ -93,7 +93,7 @@ export async function measureInsertPath(
       columns: THIN_INSERT_COLUMNS,
       format: CALL_LOG_INSERT_FORMAT,
       body,
-      settings: { insert_deduplicate: 1, insert_deduplication_token: `insert-path-${target.organizationGuid}-${i}`, log_comment: 'bench insert path' },
+      settings: segmentInsertSettings('call_logs', `insert-path-${target.organizationGuid}-${i}`),
     });
   const used = process.cpuUsage(cpu);
   return { rowsPerSecond: Math.round(rows / ((performance.now() - started) / 1000)), cpuMicrosPerRow: (used.user + used.system) / rows };

@@ -98,6 +98,13 @@ interface Segment {
  */
 export const SEGMENT_ROWS = 50_000;
 
+/** A segment's INSERT settings: deduplicated by its token (a replay inserts nothing twice), tagged with its table. */
+export const segmentInsertSettings = (table: string, token: string): Record<string, string | number> => ({
+  insert_deduplicate: 1,
+  insert_deduplication_token: token,
+  log_comment: `spool-writer ${table}`,
+});
+
 type Outcome = { ok: true } | { ok: false; error: unknown };
 
 const joinBuffers = (chunks: Buffer[]): Buffer => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
@@ -337,7 +344,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
       columns,
       format: this.opts.tables.format,
       body: joinBuffers(chunks),
-      settings: { insert_deduplicate: 1, insert_deduplication_token: token, log_comment: `spool-writer ${table}` },
+      settings: segmentInsertSettings(table, token),
     });
   }
 
