@@ -1,11 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { storeKind } from './helpers/harness.js';
-import { initialAdminToken, startService, stopService } from './helpers/service-process.js';
+import { initialAdminToken, scratchDataDir, startService, stopService } from './helpers/service-process.js';
 import { freePort } from './helpers/ports.js';
 
 /**
@@ -14,16 +11,11 @@ import { freePort } from './helpers/ports.js';
  * record of an answered operation, and the replay at the next start inserts each
  * exactly once.
  */
-// Made when the tests run: a file the other store's run skips never reaches afterAll, and would leave it behind.
-let dataDir: string;
-beforeAll(() => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-audit-kill-'));
-});
+const dataDir = scratchDataDir('mcpgw-audit-kill-');
 const children: ChildProcess[] = [];
 
 afterAll(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 /** Bounds of the burst: at most this many operations, this many at a time; the process dies after KILL_AFTER answers. */
@@ -40,7 +32,7 @@ interface Answered {
 describe.runIf(storeKind() === 'pglite')('audit records survive kill -9', () => {
   it('every answered operation of a burst has exactly one record after the restart', async () => {
     const port = await freePort();
-    const first = await startService(dataDir, port, children);
+    const first = await startService(dataDir(), port, children);
     const token = initialAdminToken(first.output());
     expect(token).toMatch(/^svcp_/);
     const api = `http://127.0.0.1:${port}/api/v1/svc-admin`;
@@ -89,7 +81,7 @@ describe.runIf(storeKind() === 'pglite')('audit records survive kill -9', () => 
     expect(answered.length + unanswered).toBeLessThanOrEqual(BURST_MAX);
 
     // The restart replays the spool; query_audit_log flushes it before reading.
-    const second = await startService(dataDir, port, children);
+    const second = await startService(dataDir(), port, children);
     const res = await fetch(`${api}/audit/query`, { method: 'POST', headers, body: JSON.stringify({ filters: { surface: 'rest' }, take: 1000 }) });
     const page = (await res.json()) as { items: { operation: string; target_guids: string[]; outcome: string; status: number }[] };
     expect(res.status, JSON.stringify(page)).toBe(200);

@@ -1,11 +1,10 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { storeKind } from './helpers/harness.js';
-import { serviceEnv, startService as startProcess, stopService, TSX } from './helpers/service-process.js';
+import { scratchDataDir, serviceEnv, startService as startProcess, stopService, TSX } from './helpers/service-process.js';
 import { freePort } from './helpers/ports.js';
 
 /**
@@ -14,15 +13,11 @@ import { freePort } from './helpers/ports.js';
  * graceful stop on SIGTERM.
  */
 const run = promisify(execFile);
-// Made when the tests run: a file the other store's run skips never reaches afterAll, and would leave it behind.
-let dataDir: string;
-beforeAll(() => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-proc-'));
-});
+const dataDir = scratchDataDir('mcpgw-proc-');
 const children: ChildProcess[] = [];
-const baseEnv = (port: number) => serviceEnv(dataDir, port);
+const baseEnv = (port: number) => serviceEnv(dataDir(), port);
 
-const startService = (port: number) => startProcess(dataDir, port, children);
+const startService = (port: number) => startProcess(dataDir(), port, children);
 const stop = (child: ChildProcess) => stopService(child);
 
 async function admin(args: string[], port: number) {
@@ -32,7 +27,6 @@ async function admin(args: string[], port: number) {
 
 afterAll(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe.runIf(storeKind() === 'pglite')('the service process', () => {
@@ -45,11 +39,11 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
       .find((l) => l.startsWith('Initial admin token: '));
     expect(tokenLine).toMatch(/^Initial admin token: svcp_[A-Za-z0-9]{8}_[A-Za-z0-9]{43}$/);
     const token = tokenLine!.slice('Initial admin token: '.length);
-    const tokenFile = path.join(dataDir, 'initial-admin-token');
+    const tokenFile = path.join(dataDir(), 'initial-admin-token');
     expect(fs.readFileSync(tokenFile, 'utf8').trim()).toBe(token);
     expect(fs.statSync(tokenFile).mode & 0o777).toBe(0o600);
-    expect(fs.statSync(path.join(dataDir, 'secret.key')).mode & 0o777).toBe(0o600);
-    expect(fs.statSync(path.join(dataDir, 'admin.sock')).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(dataDir(), 'secret.key')).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(dataDir(), 'admin.sock')).mode & 0o777).toBe(0o600);
 
     const whoami = await (await fetch(`http://127.0.0.1:${port}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${token}` } })).json();
     expect(whoami).toMatchObject({ user: { emailAddress: 'admin@localhost' }, organization: { name: 'Default' }, role: { name: 'Administrator' } });
@@ -75,7 +69,7 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     expect(metrics).not.toContain(token);
 
     expect(await stop(first.child)).toBe(0);
-    expect(fs.existsSync(path.join(dataDir, 'admin.sock'))).toBe(false);
+    expect(fs.existsSync(path.join(dataDir(), 'admin.sock'))).toBe(false);
 
     // Without a running service the CLI opens the stores itself; the output is the same shape.
     const granted = await admin(['entitlement', 'grant', '--org', ws.organizationGuid, '--key', 'ff-svc-admin'], port);

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { storeKind } from './helpers/harness.js';
 import { gatewayClient } from './helpers/gateway.js';
-import { initialAdminToken, serviceEnv, startService, stopService, TSX, type ServiceProcess } from './helpers/service-process.js';
+import { initialAdminToken, scratchDataDir, serviceEnv, startService, stopService, TSX, type ServiceProcess } from './helpers/service-process.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
 import { freePort } from './helpers/ports.js';
 
@@ -81,8 +81,7 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
   let host: Client;
   let gatewayGuid: string;
   const children: ChildProcess[] = [];
-  // Made in beforeAll: a skipped describe still runs its body, and would leave the directory behind.
-  let dataDir: string;
+  const dataDir = scratchDataDir('mcpgw-restart-');
 
   const admin = async (method: 'GET' | 'POST', route: string, body?: unknown, as = token) => {
     const res = await fetch(`${base}${ADMIN}${route}`, {
@@ -95,7 +94,6 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
   };
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-restart-'));
     pgServer = new PrivatePostgres(await freePort());
     await pgServer.init();
     await pgServer.start();
@@ -103,12 +101,12 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     const env = { DATABASE_URL: pgServer.url, SECRET_KEY: crypto.randomBytes(32).toString('base64'), EGRESS_ALLOWED_CIDRS: '127.0.0.0/8' };
-    service = await startService(dataDir, port, children, env);
+    service = await startService(dataDir(), port, children, env);
     token = initialAdminToken(service.output())!;
     expect(token).toMatch(/^svcp_/);
     // The operator CLI, through the running service's admin socket.
     const { stdout } = await run(TSX, ['src/cli/admin.ts', 'create-workspace', '--name', 'Traffic', '--admin-email', 'ops@traffic.test', '--json'], {
-      env: { ...serviceEnv(dataDir, port), ...env },
+      env: { ...serviceEnv(dataDir(), port), ...env },
     });
     trafficToken = JSON.parse(stdout.trim().split('\n').pop()!).token;
     expect(trafficToken).toMatch(/^svcp_/);
@@ -132,7 +130,6 @@ describe.runIf(canRun)('a Postgres server that restarts, then goes away for 10 s
     for (const child of children) await stopService(child, 'SIGKILL');
     await everything?.close();
     await pgServer?.remove();
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('survives, answers 503 while the store is away, and serves again within seconds of its return', async () => {

@@ -52,7 +52,7 @@ export function parseJsonBody(body: Buffer, refusedKeys: ReadonlySet<string> = A
  * to `value`, a stack of keys joined only for what is found: a host's every call is walked, and a path string for
  * each key would be most of what the walk allocates.
  */
-function findRefusedStructure(value: unknown, at: string[], found: FieldError[], refusedKeys: ReadonlySet<string>): void {
+function findRefusedStructure(value: unknown, at: (string | number)[], found: FieldError[], refusedKeys: ReadonlySet<string>): void {
   if (value === null || typeof value !== 'object' || found.length >= 20) return;
   if (at.length >= MAX_JSON_DEPTH) {
     found.push({ path: at.join('.') || 'body', message: `nests deeper than ${MAX_JSON_DEPTH} levels` });
@@ -60,7 +60,7 @@ function findRefusedStructure(value: unknown, at: string[], found: FieldError[],
   }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      at.push(String(i));
+      at.push(i);
       findRefusedStructure(value[i], at, found, refusedKeys);
       at.pop();
     }

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 
 /**
  * The service as a user runs it: `tsx src/main.ts` as a child process on embedded
@@ -14,6 +16,25 @@ export interface ServiceProcess {
   child: ChildProcess;
   /** Everything the process printed so far (stdout and stderr). */
   output: () => string;
+}
+
+/**
+ * The data directory of the service processes a test file (or a describe) starts:
+ * made in beforeAll, when the tests run, not when the file is collected (a file or
+ * describe the other store's run skips never reaches afterAll, and would leave it
+ * behind), and removed in afterAll. Call it before registering the hooks that stop
+ * the processes: after-hooks run last-registered first, so the processes are gone
+ * before their directory is.
+ */
+export function scratchDataDir(prefix: string): () => string {
+  let dir: string | undefined;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  });
+  afterAll(() => {
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return () => dir!;
 }
 
 /** The environment of a service on embedded stores (never a DATABASE_URL or SECRET_KEY of the test run). */
