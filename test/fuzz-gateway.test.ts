@@ -430,6 +430,45 @@ describe(`JSON-RPC fuzz of a gateway (${RUNS_NOTE})`, () => {
   );
 
   it(
+    'answers a 2026-07-28 host’s requests about a task bridged to server-everything’s core tasks: real, altered and forged ids, bad inputResponses',
+    async () => {
+      const envelope = {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientInfo': { name: 'fuzz', version: '1' },
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} }, extensions: { 'io.modelcontextprotocol/tasks': {} } },
+      };
+      const modern = (method: string, name: string) => ({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': name });
+      const research = 'everything__simulate-research-query';
+      const created = await post(
+        JSON.stringify({ jsonrpc: '2.0', id: 'task', method: 'tools/call', params: { name: research, arguments: { topic: 'fuzz' }, _meta: envelope } }),
+        modern('tools/call', research),
+      );
+      const taskId = String(JSON.parse(created.text).result.taskId);
+      const request = fc.record({
+        id: fc.oneof(fc.integer(), fc.string({ maxLength: 20 })),
+        method: fc.constantFrom('tasks/get', 'tasks/update', 'tasks/cancel'),
+        taskId: fc.oneof(
+          fc.constant(taskId),
+          fc.constant(`${taskId.slice(0, -2)}${taskId.endsWith('AA') ? 'AB' : 'AA'}`),
+          fc.base64String({ maxLength: 200 }),
+          fc.stringMatching(/^[\x21-\x7e]{1,40}$/),
+        ),
+        inputResponses: fc.oneof(fc.dictionary(fc.string({ maxLength: 40 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }), fc.jsonValue({ maxDepth: 2 })),
+      });
+      await assertProperty(
+        fc.asyncProperty(request, async ({ id, method, taskId: named, inputResponses }) => {
+          const params = { taskId: named, ...(method === 'tasks/update' ? { inputResponses } : {}), _meta: envelope };
+          const text = JSON.stringify({ jsonrpc: '2.0', id, method, params });
+          expectWellFormed(await post(text, modern(method, named)), text);
+        }),
+        RUNS,
+      );
+      await expectNormalCall();
+    },
+    timeout,
+  );
+
+  it(
     'refuses bodies that are not UTF-8, not JSON, too deep or too large',
     async () => {
       const bodies = fc.oneof(

@@ -6,7 +6,7 @@ import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { answerOf, gatewayClient, gatewayServing, legacySseClient, listenLoopback } from './helpers/gateway.js';
+import { answerOf, gatewayClient, gatewayServing, legacySseClient, listenLoopback, modernRequest, startReplica } from './helpers/gateway.js';
 import { startUpstreamTap, type UpstreamTap } from './helpers/upstream-tap.js';
 import { startTasksUpstream, TASKS_EXTENSION } from './helpers/tasks-upstream.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
@@ -164,19 +164,6 @@ describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, 
     expect(asked[0]!.params._meta?.[RELATED_TASK]).toEqual({ taskId: hostId });
   }, 30_000);
 
-  it('tells a 2026-07-28 host in words that a tool which runs only as a 2025-11-25 task is not bridged', async () => {
-    const modern = new ModernClient({ name: 'modern-host', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-    await modern.connect(new ModernTransport(new URL(at.url), { requestInit: { headers: { authorization: `Bearer ${at.token}` } } }));
-    clients.push(modern);
-    const calls = tap.messages.length;
-    await expect(modern.callTool({ name: RESEARCH, arguments: { topic: 'tides' } })).rejects.toThrow(
-      /simulate-research-query of server everything runs only as a task of revision 2025-11-25, and this gateway does not bridge those to hosts of revision 2026-07-28/,
-    );
-    expect(tap.messages.slice(calls).filter((m) => m.method === 'tools/call')).toEqual([]);
-    // Its other tools serve it as ever.
-    expect(await modern.callTool({ name: 'everything__echo', arguments: { message: 'hi' } })).toMatchObject({ content: [{ text: 'Echo: hi' }] });
-  });
-
   it('runs a task for a host on the legacy HTTP+SSE endpoint (which negotiates 2025-11-25 too)', async () => {
     const client = await legacySseClient(at.url.replace(/\/mcp$/, '/sse'), at.token);
     clients.push(client);
@@ -248,6 +235,123 @@ describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, 
   it('logs each tasks request with the task’s tool and server', async () => {
     const rows = await tasksRows(at.gatewayGuid);
     expect(rows.every((r) => r.tool_name === 'simulate-research-query')).toBe(true);
+  });
+});
+
+describe('a 2026-07-28 host’s tasks on server-everything (2025-11-25 core tasks), bridged to the tasks extension', () => {
+  const TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
+  const asHost = (method: string, params: Record<string, unknown>, capabilities: Record<string, unknown> = TASKS) =>
+    modernRequest(at, method, params, capabilities);
+
+  async function createTask(args: Record<string, unknown>, capabilities: Record<string, unknown> = TASKS): Promise<string> {
+    const created = await asHost('tools/call', { name: RESEARCH, arguments: args }, capabilities);
+    expect(created.body.result, JSON.stringify(created.body)).toMatchObject({ resultType: 'task', status: 'working', ttlMs: expect.any(Number) });
+    return created.body.result!.taskId as string;
+  }
+
+  /** tasks/get until the task leaves `from` (the upstream's own pace; no time is asserted), through `via` (a replica) when given. */
+  async function pollUntilNot(
+    taskId: string,
+    from: string[],
+    capabilities: Record<string, unknown> = TASKS,
+    via: { url: string; token: string } = at,
+  ): Promise<Record<string, any>> {
+    for (let i = 0; i < 300; i++) {
+      const got = await modernRequest(via, 'tasks/get', { taskId }, capabilities);
+      expect(got.body.error).toBeUndefined();
+      if (!from.includes(got.body.result!.status)) return got.body.result!;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`task stayed ${from.join('/')}`);
+  }
+
+  it('offers the extension, and runs the task to its result under the gateway’s id, in an upstream session of its own', async () => {
+    const modern = new ModernClient({ name: 'modern-host', version: '1.0.0' }, { capabilities: TASKS, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await modern.connect(new ModernTransport(new URL(at.url), { requestInit: { headers: { authorization: `Bearer ${at.token}` } } }));
+    clients.push(modern);
+    expect(modern.getServerCapabilities()?.extensions).toEqual({ [TASKS_EXTENSION]: {} });
+    const before = tap.messages.length;
+    const taskId = await createTask({ topic: 'tides' });
+    const call = tap.messages.slice(before).find((m) => m.method === 'tools/call')!;
+    expect(call.params).toMatchObject({ name: 'simulate-research-query', task: { ttl: 3_600_000 } });
+    const done = await pollUntilNot(taskId, ['working']);
+    expect(done).toMatchObject({ taskId, status: 'completed', resultType: 'complete', result: { content: [{ type: 'text' }] } });
+    expect(done.result.content[0].text).toMatch(/# Research Report: tides/);
+    // The upstream was asked with its own id, which the host never saw (nor its related-task _meta).
+    const asked = new Set(
+      tap.messages
+        .slice(before)
+        .filter((m) => m.method?.startsWith('tasks/'))
+        .map((m) => String(m.params?.taskId)),
+    );
+    expect(asked.size).toBe(1);
+    const [upstreamId] = [...asked];
+    expect(upstreamId).not.toBe(taskId);
+    expect(JSON.stringify(done)).not.toContain(upstreamId);
+    expect(done.result._meta?.[RELATED_TASK]).toBeUndefined();
+    // The task's requests went in the session its call opened, not in a session shared with other calls.
+    const sessionOf = (m: (typeof tap.messages)[number]) => m.sessionId;
+    const taskMessages = tap.messages.slice(before).filter((m) => m.method === 'tools/call' || m.params?.taskId === upstreamId);
+    expect(new Set(taskMessages.map(sessionOf)).size).toBe(1);
+    expect(sessionOf(taskMessages[0]!)).toBeTruthy();
+  }, 30_000);
+
+  it('asks for the extension a host did not declare (-32021), before the upstream hears of the call', async () => {
+    const before = tap.messages.length;
+    const refused = await asHost('tools/call', { name: RESEARCH, arguments: { topic: 'tides' } }, {});
+    expect(refused.body.error).toMatchObject({
+      code: -32021,
+      message: expect.stringMatching(/simulate-research-query of server everything runs only as a task/),
+      data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    });
+    expect(tap.messages.slice(before).filter((m) => m.method === 'tools/call')).toEqual([]);
+    // Its other tools serve it as ever.
+    const echo = await asHost('tools/call', { name: 'everything__echo', arguments: { message: 'hi' } }, {});
+    expect(echo.body.result).toMatchObject({ content: [{ text: 'Echo: hi' }] });
+  });
+
+  it('shows what an input_required task asks in tasks/get, and sends the tasks/update answer to the upstream', async () => {
+    const capabilities = { ...TASKS, elicitation: { form: {} } };
+    const taskId = await createTask({ topic: 'python', ambiguous: true }, capabilities);
+    const waiting = await pollUntilNot(taskId, ['working'], capabilities);
+    expect(waiting).toMatchObject({ taskId, status: 'input_required' });
+    const entries = Object.entries(waiting.inputRequests as Record<string, { method: string; params: { message: string } }>);
+    expect(entries).toHaveLength(1);
+    const [key, request] = entries[0]!;
+    expect(request).toMatchObject({ method: 'elicitation/create', params: { message: expect.stringMatching(/python/i) } });
+    // The request reaches the host as the extension's: no related-task _meta naming the upstream's task.
+    expect(JSON.stringify(request)).not.toContain(RELATED_TASK);
+    // A key the gateway did not issue for this task is refused, and nothing reaches the upstream.
+    const forged = await asHost('tasks/update', { taskId, inputResponses: { 'input-1': { action: 'accept', content: {} } } }, capabilities);
+    expect(forged.body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/names no request of this task/) });
+    const ack = await asHost('tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { interpretation: 'snake' } } } }, capabilities);
+    expect(ack.body.result).toMatchObject({ resultType: 'complete' });
+    expect(ack.body.result!.taskId).toBeUndefined();
+    const done = await pollUntilNot(taskId, ['input_required', 'working'], capabilities);
+    expect(done.status).toBe('completed');
+    expect(done.result.content[0].text).toMatch(/Research Report: python \(snake\)/);
+  }, 30_000);
+
+  it('serves the task from another replica: the id names the upstream session the task lives in', async () => {
+    const taskId = await createTask({ topic: 'reefs' });
+    const replica = await startReplica(t.runtime.services);
+    try {
+      const done = await pollUntilNot(taskId, ['working'], TASKS, { url: at.url.replace(base, replica.base), token: at.token });
+      expect(done.result.content[0].text).toMatch(/# Research Report: reefs/);
+    } finally {
+      await replica.app.close();
+    }
+  }, 30_000);
+
+  it('cancels a task, and refuses its id to another connection', async () => {
+    const taskId = await createTask({ topic: 'glaciers' });
+    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: at.gatewayGuid });
+    const stranger = await modernRequest({ url: at.url, token: issued.body.token }, 'tasks/cancel', { taskId }, TASKS);
+    expect(stranger.body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/not issued by this gateway for this connection/) });
+    const cancelled = await asHost('tasks/cancel', { taskId });
+    expect(cancelled.body.result).toMatchObject({ resultType: 'complete' });
+    expect(cancelled.body.result!.taskId).toBeUndefined();
+    expect((await asHost('tasks/get', { taskId })).body.result).toMatchObject({ taskId, status: 'cancelled' });
   });
 });
 

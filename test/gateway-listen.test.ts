@@ -4,7 +4,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { ConfigChanges } from '../src/core/config-changes.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
+import { listenLoopback, modernRequest, registerServer, startReplica } from './helpers/gateway.js';
 import { startToolServer, type Upstream } from './helpers/upstreams.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
 import { startSessionServer } from './helpers/watched-upstream.js';
@@ -212,34 +212,9 @@ describe('subscriptions/listen at a gateway', () => {
   });
 });
 
-/** One raw 2026-07-28 request (the envelope and routing headers by hand), to see the result's cache fields as sent. */
+/** One raw 2026-07-28 request, to see the result's cache fields as sent. */
 async function post2026(url: string, token: string | null, method: string, params: Record<string, unknown> = {}) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof params.uri === 'string' ? { 'mcp-name': params.uri } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    }),
-  });
-  const text = await res.text();
-  const json = text.startsWith('{') ? JSON.parse(text) : JSON.parse(/^data: (.*)$/m.exec(text)![1]!);
-  if (!json.result) throw new Error(`${method}: ${text}`);
-  return json.result as { cacheScope?: string; ttlMs?: number; contents?: unknown[] };
+  const { body } = await modernRequest({ url, token }, method, params);
+  if (!body.result) throw new Error(`${method}: ${JSON.stringify(body)}`);
+  return body.result as { cacheScope?: string; ttlMs?: number; contents?: unknown[] };
 }

@@ -3,7 +3,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { z } from 'zod';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { answerOf, gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
+import { gatewayClient, listenLoopback, modernRequest, registerServer } from './helpers/gateway.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
 import { startTasksUpstream, TASKS_EXTENSION } from './helpers/tasks-upstream.js';
 import type { Upstream } from './helpers/upstreams.js';
@@ -75,40 +75,9 @@ async function modernClient(capabilities: Record<string, unknown> = TASKS, at = 
   return client;
 }
 
-/** One raw 2026-07-28 request (envelope and routing headers as the revision says); the JSON-RPC answer. */
-async function raw(
-  method: string,
-  params: Record<string, unknown>,
-  opts: { capabilities?: Record<string, unknown>; at?: { url: string; token: string } } = {},
-): Promise<{ status: number; body: { result?: Record<string, any>; error?: { code: number; message: string; data?: any } } }> {
-  const at = opts.at ?? { url, token };
-  const name = method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
-  const res = await fetch(at.url, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${at.token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'raw-tasks-host', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': opts.capabilities ?? TASKS,
-        },
-      },
-    }),
-  });
-  // A 2026-07-28 server may answer with an event stream: the answer is its data line.
-  return { status: res.status, body: await answerOf(res) };
+/** One raw 2026-07-28 request, declaring the extension unless told otherwise. */
+function raw(method: string, params: Record<string, unknown>, opts: { capabilities?: Record<string, unknown>; at?: { url: string; token: string } } = {}) {
+  return modernRequest(opts.at ?? { url, token }, method, params, opts.capabilities ?? TASKS);
 }
 
 async function createTask(tool: string, args: Record<string, unknown>): Promise<string> {

@@ -1,7 +1,7 @@
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { isInputRequired } from './bridge-input-requests.js';
 import { inputRounds, type InputRoundsContext, type InputWaiters } from './bridge-input-rounds.js';
-import { ERRORS, errorResponse, thenDone, type HostContext, type Outcome } from './call-model.js';
+import { ERRORS, errorResponse, SessionExpired, thenDone, type HostContext, type Outcome } from './call-model.js';
 import type { Route } from './catalog.js';
 import { HostCancellations } from './host-cancellations.js';
 import { isTaskStatus } from './host-tasks.js';
@@ -52,10 +52,27 @@ export class HostRelay {
     try {
       for await (const msg of (await this.upstreams.send(ctx, route, message)).messages) if (isAnswerTo(id, msg)) final = msg;
     } catch (err) {
+      // An upstream session the upstream forgot is the caller's to explain (a task's session, host-tasks.ts): no upstream failure.
+      if (err instanceof SessionExpired) throw err;
       throw this.upstreams.failed(ctx, route, message, err);
     }
     if (!final) throw this.upstreams.failed(ctx, route, message, new Error('the upstream gave no answer'));
     return final;
+  }
+
+  /** A request of the gateway's own whose messages it reads itself (a task's tasks/result stream, bridge-extension-tasks.ts). */
+  async messagesOf(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<AsyncIterable<JSONRPCMessage>> {
+    return (await this.upstreams.send(ctx, route, message)).messages;
+  }
+
+  /** Sends a notification or an answer to an upstream's request, and reads what comes back to its end. */
+  async tell(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<void> {
+    for await (const _ of (await this.upstreams.send(ctx, route, message)).messages) void _;
+  }
+
+  /** Opens the upstream session a 2026-07-28 host's 2025-11-25 task will live in (upstreams.ts, openTaskSession). */
+  openTaskSession(ctx: HostContext, route: Route, keepMs: number): Promise<{ sessionId?: string; protocolVersion?: string }> {
+    return this.upstreams.openTaskSession(ctx, route, keepMs);
   }
 
   /** What asking a 2025 host for an upstream's input needs (bridge-input-rounds.ts). */

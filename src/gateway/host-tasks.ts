@@ -3,6 +3,7 @@ import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { ERRORS, GATEWAY_CAPABILITIES, GatewayCallError, type HostContext, type Outcome } from './call-model.js';
 import type { Catalog, Route } from './catalog.js';
 import { RELATED_TASK, serveBridged, toCoreTask } from './bridge-core-tasks.js';
+import { CORE_TASK_TTL_MS, ExtensionTasksBridge, inTaskSession, toExtensionTask } from './bridge-extension-tasks.js';
 import type { HostRelay } from './host-relay.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { isAnswerTo } from './relay.js';
@@ -27,8 +28,10 @@ const CORE_METHODS: readonly TaskMethod[] = ['tasks/get', 'tasks/result', 'tasks
 
 /**
  * What a host's task id holds: the caller it was issued to, the upstream it lives on,
- * the upstream's own id, the tool; for a 2025-11-25 task also the host's session,
- * since the task lives in the upstream session the gateway opened for it.
+ * the upstream's own id, the tool; for a 2025-11-25 host's task also the host's session,
+ * since the task lives in the upstream session the gateway opened for it; for a
+ * 2026-07-28 host's task on a 2025-11-25 upstream the upstream session opened for the
+ * task (bridge-extension-tasks.ts).
  */
 interface SealedTask {
   c: string;
@@ -36,6 +39,7 @@ interface SealedTask {
   t: string;
   n: string;
   s?: string;
+  u?: string;
 }
 
 /** How long, and how many, host ids of 2025-11-25 tasks a process keeps for their status notifications. */
@@ -71,6 +75,25 @@ function requiresTask(route: Route, tool: string): boolean {
 /** Whether a route's upstream can hold a 2025-11-25 host's task: its own core tasks, or the extension, bridged. */
 const offersTasksTo2025 = (route: Route): boolean => offersCoreTasks(route) || offersTasks(route);
 
+/**
+ * Whether a route's upstream can hold a 2026-07-28 host's task: the extension, or core
+ * tasks bridged (over Streamable HTTP: the task lives in a session the gateway opens for
+ * it, and a legacy HTTP+SSE session ends with its stream).
+ */
+const offersTasksToModern = (route: Route): boolean => offersTasks(route) || (offersCoreTasks(route) && route.transport !== 'sse');
+
+/** Whether a 2026-07-28 host declared the tasks extension in its request's client capabilities. */
+function declaresTasks(ctx: HostContext): boolean {
+  const extensions = ctx.modern?.identity.clientCapabilities.extensions as Record<string, unknown> | undefined;
+  return isObject(extensions?.[TASKS_EXTENSION]);
+}
+
+/** The refusal of a 2026-07-28 host's request that needs the tasks extension it did not declare. */
+const undeclaredTasks = (what: string): GatewayCallError =>
+  new GatewayCallError(ERRORS.missingClientCapability, `${what} needs the ${TASKS_EXTENSION} extension: declare it in the request's client capabilities.`, {
+    requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+  });
+
 /** Whether this host is served 2025-11-25's core tasks: a 2025-11-25 session (a 2025 upstream holds its tasks in the upstream session of that session). */
 const coreTasksHost = (ctx: HostContext): boolean => !ctx.modern && ctx.session?.protocolVersion === CORE_TASKS_REVISION;
 
@@ -86,7 +109,7 @@ function declaringTasks(ctx: HostContext): HostContext {
  * only when one of the caller's upstreams offers it, since every task lives on one.
  */
 export function modernCapabilities(catalog: Catalog): Record<string, unknown> {
-  return catalog.routes.some(offersTasks) ? { ...GATEWAY_CAPABILITIES, extensions: { [TASKS_EXTENSION]: {} } } : GATEWAY_CAPABILITIES;
+  return catalog.routes.some(offersTasksToModern) ? { ...GATEWAY_CAPABILITIES, extensions: { [TASKS_EXTENSION]: {} } } : GATEWAY_CAPABILITIES;
 }
 
 /** What a gateway offers a 2025 host at initialize: core tasks to a 2025-11-25 host when one of its upstreams has tasks (of either era). */
@@ -121,12 +144,20 @@ export class HostTasks {
    * its own id only, and the host's id cannot be sealed again from it.
    */
   private readonly hostIds = new TtlCache<string>(TASK_IDS_KEPT_MS, MAX_TASK_IDS_KEPT);
+  /** A 2026-07-28 host's tasks on 2025-11-25 upstreams. */
+  private readonly extensionBridge: ExtensionTasksBridge;
 
   constructor(
     gatewaySessionKey: Buffer,
     private readonly relays: HostRelay,
   ) {
     this.key = Buffer.from(hkdfSync('sha256', gatewaySessionKey, Buffer.alloc(0), 'gateway-task-id', 32));
+    this.extensionBridge = new ExtensionTasksBridge(relays, gatewaySessionKey);
+  }
+
+  /** Ends what this process holds of tasks (the process is closing). */
+  close(): void {
+    this.extensionBridge.close();
   }
 
   /**
@@ -139,12 +170,7 @@ export class HostTasks {
    */
   async callTool(ctx: HostContext, route: Route, tool: string, message: JSONRPCMessage, params: Record<string, unknown>): Promise<Outcome> {
     const requestId = (message as { id: RequestId }).id;
-    // Not bridged (docs/decisions.md): said by the gateway, rather than the upstream's refusal of a call without a task.
-    if (ctx.modern && offersCoreTasks(route) && requiresTask(route, tool))
-      throw new GatewayCallError(
-        ERRORS.methodNotFound,
-        `Tool ${tool} of server ${route.slug} runs only as a task of revision ${CORE_TASKS_REVISION}, and this gateway does not bridge those to hosts of revision ${MODERN_REVISION}.`,
-      );
+    if (ctx.modern && offersCoreTasks(route) && requiresTask(route, tool)) return this.callAsCoreTask(ctx, route, tool, message, params);
     const augmentation = params.task;
     const asked = augmentation !== undefined && coreTasksHost(ctx);
     // Refused here, in words, rather than forwarded for an upstream's schema to fail on.
@@ -169,6 +195,29 @@ export class HostTasks {
     );
   }
 
+  /**
+   * A 2026-07-28 host's call of a tool its 2025-11-25 upstream runs only as a task
+   * (bridge-extension-tasks.ts): augmented, in an upstream session of its own, which the
+   * host's id for the task names. Said by the gateway, rather than the upstream's refusal
+   * of a call without a task, when it cannot be bridged.
+   */
+  private async callAsCoreTask(ctx: HostContext, route: Route, tool: string, message: JSONRPCMessage, params: Record<string, unknown>): Promise<Outcome> {
+    if (route.transport === 'sse')
+      throw new GatewayCallError(
+        ERRORS.methodNotFound,
+        `Tool ${tool} of server ${route.slug} runs only as a task of revision ${CORE_TASKS_REVISION}, which this gateway bridges to hosts of revision ${MODERN_REVISION} over Streamable HTTP only, and this server is reached over HTTP+SSE.`,
+      );
+    if (!declaresTasks(ctx)) throw undeclaredTasks(`Tool ${tool} of server ${route.slug} runs only as a task, which`);
+    const session = await this.relays.openTaskSession(ctx, route, CORE_TASK_TTL_MS);
+    const routed = { ...message, params: { ...params, name: tool, task: { ttl: CORE_TASK_TTL_MS } } } as JSONRPCMessage;
+    const outcome = await this.relays.relay(inTaskSession(ctx, route, session), route, routed);
+    return mapResult(outcome, (message as { id: RequestId }).id, (result) => {
+      const task = result.task;
+      if (!isObject(task) || typeof task.taskId !== 'string') return result;
+      return { resultType: 'task', ...toExtensionTask(task, this.seal(ctx, route, tool, task.taskId, session.sessionId ?? '')) };
+    });
+  }
+
   /** A request naming a task (TASK_METHODS): to the upstream that holds the task, with its own id. */
   async serve(ctx: HostContext, message: JSONRPCMessage, method: TaskMethod, params: Record<string, unknown>): Promise<Outcome> {
     this.checkOffered(ctx, method);
@@ -185,9 +234,19 @@ export class HostTasks {
     if (!route) throw new GatewayCallError(ERRORS.invalidParams, `Task of ${task.n}: its server is no longer available on this gateway.`);
     const requestId = (message as { id: RequestId }).id;
     const outcome =
-      !ctx.modern && route.features?.protocolVersion === MODERN_REVISION
-        ? await serveBridged(this.relays, declaringTasks(ctx), route, requestId, method, task.t, hostTaskId)
-        : await this.relays.relay(ctx, route, { ...message, params: { ...params, taskId: task.t } } as JSONRPCMessage);
+      ctx.modern && task.u !== undefined
+        ? await this.extensionBridge.serve(
+            inTaskSession(ctx, route, { ...(task.u ? { sessionId: task.u } : {}), protocolVersion: CORE_TASKS_REVISION }),
+            route,
+            requestId,
+            method as 'tasks/get' | 'tasks/update' | 'tasks/cancel',
+            params,
+            task.t,
+            hostTaskId,
+          )
+        : !ctx.modern && route.features?.protocolVersion === MODERN_REVISION
+          ? await serveBridged(this.relays, declaringTasks(ctx), route, requestId, method, task.t, hostTaskId)
+          : await this.relays.relay(ctx, route, { ...message, params: { ...params, taskId: task.t } } as JSONRPCMessage);
     // The upstream names the task by its own id: the host knows it by the gateway's.
     return mapOutcome(outcome, (answer) => renamedTask(answer, task.t, hostTaskId));
   }
@@ -195,18 +254,12 @@ export class HostTasks {
   /** Refuses a task request the host's era or upstreams do not offer it, as the revision says. */
   private checkOffered(ctx: HostContext, method: TaskMethod): void {
     if (ctx.modern) {
-      if (!MODERN_METHODS.includes(method) || !ctx.catalog.routes.some(offersTasks))
+      if (!MODERN_METHODS.includes(method) || !ctx.catalog.routes.some(offersTasksToModern))
         throw new GatewayCallError(
           ERRORS.methodNotFound,
           `Method not found: ${method} (no server of this gateway offers it in the ${TASKS_EXTENSION} extension to this host).`,
         );
-      const extensions = ctx.modern.identity.clientCapabilities.extensions as Record<string, unknown> | undefined;
-      if (!isObject(extensions?.[TASKS_EXTENSION]))
-        throw new GatewayCallError(
-          ERRORS.missingClientCapability,
-          `${method} needs the ${TASKS_EXTENSION} extension: declare it in the request's client capabilities.`,
-          { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
-        );
+      if (!declaresTasks(ctx)) throw undeclaredTasks(method);
       return;
     }
     if (!CORE_METHODS.includes(method) || !coreTasksHost(ctx) || !ctx.catalog.routes.some(offersTasksTo2025))
@@ -228,9 +281,10 @@ export class HostTasks {
     return hostId ? ({ ...message, params: { ...params, taskId: hostId } } as JSONRPCMessage) : null;
   }
 
-  private seal(ctx: HostContext, route: Route, tool: string, upstreamTaskId: string): string {
+  private seal(ctx: HostContext, route: Route, tool: string, upstreamTaskId: string, upstreamSessionId?: string): string {
     const sealed: SealedTask = { c: ctx.caller.connectionGuid, a: route.assignmentGuid, t: upstreamTaskId, n: tool };
     if (!ctx.modern && ctx.session) sealed.s = ctx.session.id;
+    if (upstreamSessionId !== undefined) sealed.u = upstreamSessionId;
     const hostId = sealJson(this.key, sealed);
     this.remember(ctx, sealed, hostId);
     return hostId;

@@ -70,8 +70,9 @@ export class GatewayProxy {
     this.subscriptions = new HostSubscriptions(services.config.gateway.upstreamTimeoutMs);
   }
 
-  /** Ends the pooled upstream sessions (the process is closing). */
+  /** Ends the pooled upstream sessions and the tasks' held streams (the process is closing). */
   close(): void {
+    this.tasks.close();
     this.upstreams.close();
   }
 
@@ -309,8 +310,7 @@ export class GatewayProxy {
     const target = unrelayId((message as { id?: unknown }).id);
     const route = target ? ctx.catalog.byAssignment.get(target.assignmentGuid) : undefined;
     if (!target || !route) return;
-    const reply = await this.upstreams.send(ctx, route, { ...message, id: target.id } as JSONRPCMessage);
-    for await (const _ of reply.messages) void _;
+    await this.relays.tell(ctx, route, { ...message, id: target.id } as JSONRPCMessage);
   }
 
   private async relayNotification(ctx: HostContext, message: JSONRPCMessage): Promise<Outcome> {
@@ -333,12 +333,7 @@ export class GatewayProxy {
 
   private async broadcast(ctx: HostContext, message: JSONRPCMessage, wait: boolean): Promise<void> {
     const routes = ctx.session ? ctx.catalog.routes.filter((r) => ctx.session!.upstreams[r.assignmentGuid]) : [];
-    const all = Promise.allSettled(
-      routes.map(async (route) => {
-        const reply = await this.upstreams.send(ctx, route, { ...message } as JSONRPCMessage);
-        for await (const _ of reply.messages) void _;
-      }),
-    );
+    const all = Promise.allSettled(routes.map((route) => this.relays.tell(ctx, route, { ...message } as JSONRPCMessage)));
     if (wait) await all;
   }
 }

@@ -10,7 +10,7 @@ import { withoutEchoedSecretsIn } from './echoed-secrets.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { ResponseTooLargeError, type UpstreamFetch } from './upstream-client.js';
 import type { UpstreamHealth } from './upstream-health.js';
-import { UpstreamHttpError, type UpstreamReply } from './upstream-http.js';
+import { deleteUpstreamSession, UpstreamHttpError, type UpstreamReply } from './upstream-http.js';
 import { refusesRevision } from './upstream-revision.js';
 import { UpstreamKit, type InitHost, type OpenedSession, type UpstreamAdapter, type UpstreamExchange } from './upstream-adapters/adapter.js';
 import { LegacySseAdapter } from './upstream-adapters/legacy-sse.js';
@@ -84,6 +84,25 @@ export class Upstreams {
       }
       throw err;
     }
+  }
+
+  /**
+   * Opens a 2025 Streamable HTTP session for a 2026-07-28 host's task (a 2025-11-25 task
+   * lives in the session it was created in): its own, so no other call's session ending
+   * ends the task. This process ends it after `keepMs` (the task's time to live); a
+   * process that closes first leaves it to the upstream, since other replicas may still
+   * serve the task.
+   */
+  async openTaskSession(ctx: HostContext, route: Route, keepMs: number): Promise<OpenedSession> {
+    const credential = await this.credential(route);
+    const { instructions: _, ...session } = await openStreamable(this.kit, ctx, route, credential, this.kit.hostOf(ctx));
+    const end = setTimeout(() => {
+      void this.credential(route).then((current) =>
+        deleteUpstreamSession({ ...this.kit.request(ctx, route, current, session.sessionId, session.protocolVersion), signal: AbortSignal.timeout(5_000) }),
+      );
+    }, keepMs);
+    end.unref();
+    return session;
   }
 
   async credential(route: Route): Promise<RouteCredential> {

@@ -106,3 +106,48 @@ export async function answerOf<T>(res: Response): Promise<T> {
     : text;
   return JSON.parse(json) as T;
 }
+
+/** A JSON-RPC answer as tests read it. */
+export interface RawAnswer {
+  result?: Record<string, any>;
+  error?: { code: number; message: string; data?: any };
+}
+
+/**
+ * One raw request of revision 2026-07-28 to a gateway (the envelope in `_meta`, the
+ * `Mcp-Method` and `Mcp-Name` headers as the revision says): its HTTP status and JSON-RPC answer.
+ */
+export async function modernRequest(
+  at: { url: string; token: string | null },
+  method: string,
+  params: Record<string, unknown> = {},
+  capabilities: Record<string, unknown> = {},
+): Promise<{ status: number; body: RawAnswer }> {
+  const name = method === 'tools/call' || method === 'prompts/get' ? params.name : method.startsWith('tasks/') ? params.taskId : params.uri;
+  const res = await fetch(at.url, {
+    method: 'POST',
+    headers: {
+      ...(at.token ? { authorization: `Bearer ${at.token}` } : {}),
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientInfo': { name: 'raw-2026-host', version: '1' },
+          'io.modelcontextprotocol/clientCapabilities': capabilities,
+        },
+      },
+    }),
+  });
+  // A 2026-07-28 server may answer with an event stream: the answer is its data line.
+  return { status: res.status, body: await answerOf(res) };
+}
