@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { directToolCall } from '../src/gateway/modern-direct.js';
+import { directRequest } from '../src/gateway/modern-direct.js';
 import { listenLoopback, registerServer } from './helpers/gateway.js';
 import { assertProperty, fuzzRuns, problemDefect, RawJson, summarize, toJsonText } from './helpers/fuzz.js';
 import { invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
@@ -333,7 +333,7 @@ describe(`JSON-RPC fuzz of a gateway (${RUNS_NOTE})`, () => {
           const body = { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: { ...envelope, ...extraMeta } } };
           const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name };
           // A plain call is one the direct path admits: the property exercises it, not only the SDK's handler.
-          if (Object.keys(extraMeta).length === 0) expect(directToolCall(body, headers)).not.toBeNull();
+          if (Object.keys(extraMeta).length === 0) expect(directRequest(body, headers)).not.toBeNull();
           const text = JSON.stringify(body);
           expectWellFormed(await post(text, headers), text);
         }),

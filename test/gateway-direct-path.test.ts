@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { directToolCall } from '../src/gateway/modern-direct.js';
+import { directRequest } from '../src/gateway/modern-direct.js';
 import { startTwoEraGateway, type TwoEraGateway } from './helpers/two-era-gateway.js';
 
 /**
- * A 2026-07-28 host's plain tools/call is served on the direct path (src/gateway/modern-direct.ts), without the
+ * A 2026-07-28 host's plain tools/call (and its lists, below) is served on the direct path (src/gateway/modern-direct.ts), without the
  * SDK's per-request server; the same call with its Mcp-Name header in the revision's base64 form (just as valid) goes
  * to the SDK's handler. Both answers must be the same (status, content type, messages once parsed): results of a
  * 2025 and a 2026-07-28 upstream, structured output, errors, an input_required result, a host without the capability
@@ -59,8 +59,8 @@ async function answerOf(res: Response): Promise<{ status: number; type: string; 
 async function bothPaths(body: ReturnType<typeof toolCall>) {
   const name = body.params.name;
   const lower = (h: Record<string, string>) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]));
-  expect(directToolCall(body, lower(headersFor(name, false)))).not.toBeNull();
-  expect(directToolCall(body, lower(headersFor(name, true)))).toBeNull();
+  expect(directRequest(body, lower(headersFor(name, false)))).not.toBeNull();
+  expect(directRequest(body, lower(headersFor(name, true)))).toBeNull();
   const send = (encoded: boolean) => fetch(g.url, { method: 'POST', headers: headersFor(name, encoded), body: JSON.stringify(body) }).then(answerOf);
   return { direct: await send(false), sdk: await send(true) };
 }
@@ -112,8 +112,8 @@ describe("a 2026-07-28 host's tools/call on the direct path", () => {
   it('leaves to the SDK handler whatever it would refuse or lift', () => {
     const body = toolCall('everything__echo', { message: 'x' });
     const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'everything__echo' };
-    expect(directToolCall(body, headers)).toMatchObject({ id: 7, params: { name: 'everything__echo', arguments: { message: 'x' } } });
-    expect(directToolCall(body, headers)!.params._meta).toBeUndefined();
+    expect(directRequest(body, headers)).toMatchObject({ id: 7, params: { name: 'everything__echo', arguments: { message: 'x' } } });
+    expect(directRequest(body, headers)!.params._meta).toBeUndefined();
     const refused: [string, unknown, Record<string, string>][] = [
       ['no Mcp-Name', body, { ...headers, 'mcp-name': undefined as never }],
       ['another Mcp-Method', body, { ...headers, 'mcp-method': 'tools/list' }],
@@ -137,6 +137,61 @@ describe("a 2026-07-28 host's tools/call on the direct path", () => {
         headers,
       ],
     ];
-    for (const [why, b, h] of refused) expect(directToolCall(b, h), why).toBeNull();
+    for (const [why, b, h] of refused) expect(directRequest(b, h), why).toBeNull();
+  });
+});
+
+describe("a 2026-07-28 host's list requests on the direct path", () => {
+  const LISTS = ['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'];
+  const listHeaders = (method: string): Record<string, string> => ({
+    authorization: `Bearer ${g.token}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': method,
+  });
+  const list = (method: string, params: Record<string, unknown> = {}, meta: Record<string, unknown> = {}) => ({
+    jsonrpc: '2.0',
+    id: 9,
+    method,
+    params: { ...params, _meta: { ...envelope, ...meta } },
+  });
+
+  /** The same list both ways: plain (direct), and with a _meta key of no meaning to either, which only the SDK's handler takes. */
+  async function bothPaths(method: string, params: Record<string, unknown> = {}) {
+    const direct = list(method, params);
+    const viaSdk = list(method, params, { 'x.test/path': 'sdk' });
+    const lower = Object.fromEntries(Object.entries(listHeaders(method)).map(([k, v]) => [k.toLowerCase(), v]));
+    expect(directRequest(direct, lower)).toMatchObject({ id: 9, method, params });
+    expect(directRequest(viaSdk, lower)).toBeNull();
+    const send = (body: unknown) => fetch(g.url, { method: 'POST', headers: listHeaders(method), body: JSON.stringify(body) }).then(answerOf);
+    return { direct: await send(direct), sdk: await send(viaSdk) };
+  }
+
+  it('answers the tools, prompts, resources and templates lists as the SDK handler does', async () => {
+    for (const method of LISTS) {
+      const { direct, sdk } = await bothPaths(method);
+      expect(direct, method).toEqual(sdk);
+      expect(direct.status).toBe(200);
+      expect(direct.messages[0]!.result).toMatchObject({ resultType: 'complete', cacheScope: 'private' });
+    }
+    const { direct } = await bothPaths('tools/list', { cursor: 'any' });
+    expect(direct.messages[0]!.result.tools.map((t: { name: string }) => t.name)).toContain('everything__echo');
+  });
+
+  it('leaves to the SDK handler a list it would refuse or lift', () => {
+    const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
+    const refused: [string, unknown, Record<string, string>][] = [
+      ['an Mcp-Name header', list('tools/list'), { ...headers, 'mcp-name': 'x' }],
+      ['another Mcp-Method', list('tools/list'), { ...headers, 'mcp-method': 'prompts/list' }],
+      ['a cursor not a string', list('tools/list', { cursor: 1 }), headers],
+      ['a param lists do not have', list('tools/list', { name: 'x' }), headers],
+      ['a method not served directly', list('prompts/get'), { ...headers, 'mcp-method': 'prompts/get' }],
+      ['no envelope', { jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }, headers],
+    ];
+    for (const [why, b, h] of refused) expect(directRequest(b, h), why).toBeNull();
+    // A tasks host's list is a list like any other.
+    const tasksHost = list('tools/list', {}, { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+    expect(directRequest(tasksHost, headers)).not.toBeNull();
   });
 });

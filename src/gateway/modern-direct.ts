@@ -24,35 +24,56 @@ const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'p
 const envelopeVerdicts = new Map<string, boolean>();
 const MAX_KEPT_VERDICTS = 1_000;
 
-/** A 2026-07-28 tools/call admitted to the direct path: its id, its params as a handler sees them, and its envelope. */
-export interface DirectToolCall {
+/** The list requests a host repeats, served directly too: their params are a cursor at most. */
+const LIST_METHODS: ReadonlySet<string> = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list']);
+
+/** A 2026-07-28 request admitted to the direct path: its id and method, its params as a handler sees them, and its envelope. */
+export interface DirectRequest {
   id: string | number;
+  method: string;
   params: Record<string, unknown>;
   envelope: Record<string, unknown>;
 }
 
 /**
- * A 2026-07-28 host's tools/call that the gateway serves without the SDK's per-request
- * server instance (docs/gateway.md, "The direct path"): one the SDK's handler would take
- * as it is, with nothing for it to refuse or lift. The revision's rules are still the
- * SDK's: the envelope is classified by its own `classifyInboundRequest` (its shape, the
- * version header against it), the rest of the body is checked as its JSON-RPC schema
- * checks it, and the Mcp-Protocol-Version, Mcp-Method and Mcp-Name headers must be
- * present and equal to the body's values as they are. Anything else (a header encoded
- * or missing, a retry's requestState or inputResponses, a task, a key the params do
- * not usually carry) is null and goes to the SDK's handler, which answers it, its
- * refusals included, in its own words.
+ * A 2026-07-28 host's plain tools/call or list request that the gateway serves without
+ * the SDK's per-request server instance (docs/gateway.md, "The direct path"): one the
+ * SDK's handler would take as it is, with nothing for it to refuse or lift. The
+ * revision's rules are still the SDK's: the envelope is classified by its own
+ * `classifyInboundRequest` (its shape, the version header against it), the rest of the
+ * body is checked as its JSON-RPC schema checks it, and the Mcp-Protocol-Version and
+ * Mcp-Method headers (and a tools/call's Mcp-Name; a list has none) must be present and
+ * equal to the body's values as they are. Anything else (a header encoded or missing, a
+ * retry's requestState or inputResponses, a task, a key the params do not usually
+ * carry) is null and goes to the SDK's handler, which answers it, its refusals
+ * included, in its own words.
  */
-export function directToolCall(body: unknown, headers: IncomingHttpHeaders): DirectToolCall | null {
-  if (!isPlainObject(body) || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return null;
+export function directRequest(body: unknown, headers: IncomingHttpHeaders): DirectRequest | null {
+  if (!isPlainObject(body) || body.jsonrpc !== '2.0') return null;
+  const method = body.method;
+  const isCall = method === 'tools/call';
+  if (!isCall && !(typeof method === 'string' && LIST_METHODS.has(method))) return null;
   const id = body.id;
   if (typeof id !== 'string' && !(typeof id === 'number' && Number.isInteger(id))) return null;
   for (const key of Object.keys(body)) if (!REQUEST_KEYS.has(key)) return null;
   // Params the SDK's schema would refuse (no name, arguments not an object) are its to answer.
   if (malformedRequestParams(body, MODERN_REVISION)) return null;
-  const params = body.params as { name: string; arguments?: Record<string, unknown>; _meta?: unknown };
-  if (headers['mcp-protocol-version'] !== MODERN_REVISION || headers['mcp-method'] !== 'tools/call' || headers['mcp-name'] !== params.name) return null;
-  for (const key of Object.keys(params)) if (key !== 'name' && key !== 'arguments' && key !== '_meta') return null;
+  const params = body.params;
+  if (!isPlainObject(params) || headers['mcp-protocol-version'] !== MODERN_REVISION || headers['mcp-method'] !== method) return null;
+  const handlerParams: Record<string, unknown> = {};
+  if (isCall) {
+    if (headers['mcp-name'] !== params.name) return null;
+    for (const key of Object.keys(params)) if (key !== 'name' && key !== 'arguments' && key !== '_meta') return null;
+    handlerParams.name = params.name;
+    if (params.arguments !== undefined) handlerParams.arguments = params.arguments;
+  } else {
+    if (headers['mcp-name'] !== undefined) return null;
+    for (const key of Object.keys(params)) if (key !== 'cursor' && key !== '_meta') return null;
+    if (params.cursor !== undefined) {
+      if (typeof params.cursor !== 'string') return null;
+      handlerParams.cursor = params.cursor;
+    }
+  }
   const meta = params._meta;
   if (!isPlainObject(meta)) return null;
   const envelope: Record<string, unknown> = {};
@@ -65,30 +86,29 @@ export function directToolCall(body: unknown, headers: IncomingHttpHeaders): Dir
     else return null;
   }
   const extensions = (envelope[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined)?.extensions;
-  if (isPlainObject(extensions) && TASKS_EXTENSION in extensions) return null;
-  if (!isModernEnvelope(envelope)) return null;
-  const handlerParams: Record<string, unknown> = { name: params.name };
-  if (params.arguments !== undefined) handlerParams.arguments = params.arguments;
+  // A tasks host's call may become a task, whose answer the SDK's handler shapes.
+  if (isCall && isPlainObject(extensions) && TASKS_EXTENSION in extensions) return null;
+  if (!isModernEnvelope(method, envelope)) return null;
   if (Object.keys(rest).length > 0) handlerParams._meta = rest;
-  return { id, params: handlerParams, envelope };
+  return { id, method, params: handlerParams, envelope };
 }
 
 /**
- * Whether the SDK classifies a tools/call with this envelope as a request of revision
- * 2026-07-28 (its envelope checks, and the version header against it). The verdict
- * depends on nothing else that directToolCall lets through (the other parts of the
- * body are checked there as the SDK's JSON-RPC schema checks them), and a host sends
+ * Whether the SDK classifies a request of `method` with this envelope as one of
+ * revision 2026-07-28 (its envelope checks, and the version header against it). The
+ * verdict depends on nothing else that directRequest lets through (the other parts of
+ * the body are checked there as the SDK's JSON-RPC schema checks them), and a host sends
  * the same envelope with every request, so it is kept: classifying costs about 12 µs.
  */
-function isModernEnvelope(envelope: Record<string, unknown>): boolean {
-  const key = JSON.stringify(envelope);
+function isModernEnvelope(method: string, envelope: Record<string, unknown>): boolean {
+  const key = `${method} ${JSON.stringify(envelope)}`;
   let verdict = envelopeVerdicts.get(key);
   if (verdict === undefined) {
     const outcome = classifyInboundRequest({
       httpMethod: 'POST',
       protocolVersionHeader: MODERN_REVISION,
-      mcpMethodHeader: 'tools/call',
-      body: { jsonrpc: '2.0', id: 0, method: 'tools/call', params: { name: 'tool', _meta: envelope } },
+      mcpMethodHeader: method,
+      body: { jsonrpc: '2.0', id: 0, method, params: method === 'tools/call' ? { name: 'tool', _meta: envelope } : { _meta: envelope } },
     });
     verdict = outcome.kind === 'modern' && outcome.messageKind === 'request' && outcome.classification.revision === MODERN_REVISION;
     if (envelopeVerdicts.size >= MAX_KEPT_VERDICTS) envelopeVerdicts.clear();
@@ -98,17 +118,25 @@ function isModernEnvelope(envelope: Record<string, unknown>): boolean {
 }
 
 /**
- * A tools/call result as the SDK's handler encodes it for revision 2026-07-28: an empty
- * content list where a result has none, `resultType` (`complete` unless the result
- * names its own), and the server's identity in `_meta`. (The SDK also validates the
- * result against its schema, and an input_required result's requests against the
- * host's capabilities; the direct path relays an upstream's result as it came, as a
- * 2025 host's path does: the upstream had those capabilities in the envelope.)
+ * A direct request's result as the SDK's handler encodes it for revision 2026-07-28: a
+ * tools/call result's empty content list where it has none, a list's tools without
+ * `execution` (a field the revision deleted) and its `ttlMs` (0 unless the result names
+ * a valid one), `resultType` (`complete` unless the result names its own), and the
+ * server's identity in `_meta`. (The SDK also
+ * validates the result against its schema, and an input_required result's requests
+ * against the host's capabilities; the direct path relays an upstream's result as it
+ * came, as a 2025 host's path does: the upstream had those capabilities in the envelope.)
  */
-export function encodeToolCallResult(result: Record<string, unknown>, serverInfo: { name: string; version: string }): Record<string, unknown> {
+export function encodeDirectResult(method: string, result: Record<string, unknown>, serverInfo: { name: string; version: string }): Record<string, unknown> {
   let encoded = result;
-  if (result.resultType !== 'input_required' && result.content === undefined && !CONTENTLESS_RESULT_KEYS.some((key) => key in result))
-    encoded = { ...encoded, content: [] };
+  if (method === 'tools/call') {
+    if (result.resultType !== 'input_required' && result.content === undefined && !CONTENTLESS_RESULT_KEYS.some((key) => key in result))
+      encoded = { ...encoded, content: [] };
+  } else {
+    if (method === 'tools/list' && Array.isArray(result.tools) && result.tools.some((tool) => isPlainObject(tool) && 'execution' in tool))
+      encoded = { ...encoded, tools: result.tools.map(withoutExecution) };
+    if (!(Number.isSafeInteger(result.ttlMs) && (result.ttlMs as number) >= 0)) encoded = { ...encoded, ttlMs: 0 };
+  }
   if (encoded.resultType === undefined) encoded = { ...encoded, resultType: 'complete' };
   const meta = encoded._meta;
   if (meta === undefined) return { ...encoded, _meta: { [SERVER_INFO_META_KEY]: serverInfo } };
@@ -116,8 +144,15 @@ export function encodeToolCallResult(result: Record<string, unknown>, serverInfo
   return { ...encoded, _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } };
 }
 
+/** A tool as revision 2026-07-28 lists it: `execution` is not part of it (tasks became an extension). */
+function withoutExecution(tool: unknown): unknown {
+  if (!isPlainObject(tool) || !('execution' in tool)) return tool;
+  const { execution: _, ...rest } = tool;
+  return rest;
+}
+
 /** A handler's failure as the SDK's handler answers it in revision 2026-07-28 (its code, message and data). */
-export function encodeToolCallError(id: string | number, error: unknown): Record<string, unknown> {
+export function encodeDirectError(id: string | number, error: unknown): Record<string, unknown> {
   const failure = error as { code?: unknown; message?: unknown; data?: unknown };
   const code = Number.isSafeInteger(failure.code) ? (failure.code as number) : ProtocolErrorCode.InternalError;
   return {

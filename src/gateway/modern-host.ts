@@ -19,7 +19,7 @@ import type { UpstreamFetch } from './upstream-client.js';
 import { GATEWAY_VERSION, type GatewayProxy } from './proxy.js';
 import type { TraceContext } from './trace-context.js';
 import { HeldCalls, type ModernLeg } from './bridge-held-calls.js';
-import { encodeToolCallError, encodeToolCallResult, type DirectToolCall } from './modern-direct.js';
+import { encodeDirectError, encodeDirectResult, type DirectRequest } from './modern-direct.js';
 import { RequestStates } from './bridge-request-state.js';
 import type { HostIdentity } from './modern-upstream.js';
 import { modernCapabilities, TASK_METHODS } from './host-tasks.js';
@@ -62,10 +62,10 @@ export interface ModernHostRequest {
 /** The SDK's handler, and the direct path beside it for the requests it admits (modern-direct.ts). */
 export interface ModernHostHandler extends McpHttpHandler {
   /**
-   * Serves a tools/call admitted by directToolCall: the JSON-RPC answer, as the SDK's handler would encode it.
+   * Serves a request admitted by directRequest: the JSON-RPC answer, as the SDK's handler would encode it.
    * `notify` gets what the upstream sends the host before it (progress, log messages), in order.
    */
-  serveDirect(host: ModernHostRequest, call: DirectToolCall, notify: (notification: JSONRPCMessage) => Promise<void>): Promise<Record<string, unknown>>;
+  serveDirect(host: ModernHostRequest, request: DirectRequest, notify: (notification: JSONRPCMessage) => Promise<void>): Promise<Record<string, unknown>>;
 }
 
 /** Whether a POSTed message is of revision 2026-07-28: it carries the per-request envelope or the revision's header. */
@@ -143,19 +143,23 @@ export function createModernHostHandler(proxy: GatewayProxy, deps: { services: S
         ? listen.bus.as({ caller: host.caller, catalog: host.catalog }, () => handler.fetch(request, options))
         : handler.fetch(request, options);
     },
-    serveDirect: async (host, call, notify) => {
+    serveDirect: async (host, request, notify) => {
       try {
         const result = await serve(host, {
-          identity: identityOf(call.envelope, host.caller.gatewayName),
-          method: 'tools/call',
-          params: call.params,
+          identity: identityOf(request.envelope, host.caller.gatewayName),
+          method: request.method,
+          params: request.params,
           requestState: undefined,
           inputResponses: undefined,
           notify,
         });
-        return { jsonrpc: '2.0', id: call.id, result: encodeToolCallResult(result, { name: host.caller.gatewayName, version: GATEWAY_VERSION }) };
+        return {
+          jsonrpc: '2.0',
+          id: request.id,
+          result: encodeDirectResult(request.method, result, { name: host.caller.gatewayName, version: GATEWAY_VERSION }),
+        };
       } catch (error) {
-        return encodeToolCallError(call.id, error);
+        return encodeDirectError(request.id, error);
       }
     },
     close: async () => {

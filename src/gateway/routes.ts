@@ -21,7 +21,7 @@ import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 import { createModernHostHandler, isModernMessage, type ModernHostRequest } from './modern-host.js';
 import { MODERN_REVISION } from './modern-upstream.js';
-import { DIRECT_SSE_HEADERS, DIRECT_SSE_KEEP_ALIVE_MS, directAnswerStatus, directToolCall, type DirectToolCall } from './modern-direct.js';
+import { DIRECT_SSE_HEADERS, DIRECT_SSE_KEEP_ALIVE_MS, directAnswerStatus, directRequest, type DirectRequest } from './modern-direct.js';
 import { paramHeaderRefusal, type ParamHeaderSource } from './mcp-param-headers.js';
 import { sendWebResponse, toWebRequest } from '../http/web-request.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
@@ -241,7 +241,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       settle(record, { kind: 'answer', message: refusal });
       return sendJson(reply, 400, null, refusal);
     }
-    const direct = directToolCall(request.body, request.headers);
+    const direct = directRequest(request.body, request.headers);
     if (direct) return serveDirect(reply, modernHost, direct);
     const response = await modern.fetch(toWebRequest(request), {
       parsedBody: request.body,
@@ -251,12 +251,12 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   };
 
   /**
-   * A tools/call on the direct path (modern-direct.ts): a JSON answer, or an event stream from the first message the
+   * A request on the direct path (modern-direct.ts): a JSON answer, or an event stream from the first message the
    * upstream sends the host before it (progress, log messages), as the SDK's handler answers (its 'auto' mode).
    */
-  const serveDirect = async (reply: FastifyReply, host: ModernHostRequest, call: DirectToolCall): Promise<FastifyReply> => {
+  const serveDirect = async (reply: FastifyReply, host: ModernHostRequest, direct: DirectRequest): Promise<FastifyReply> => {
     let keepAlive: NodeJS.Timeout | undefined;
-    const answer = await modern.serveDirect(host, call, async (notification) => {
+    const answer = await modern.serveDirect(host, direct, async (notification) => {
       if (reply.raw.destroyed) return;
       if (!reply.sent) {
         reply.hijack();
