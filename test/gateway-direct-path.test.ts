@@ -141,14 +141,15 @@ describe("a 2026-07-28 host's tools/call on the direct path", () => {
   });
 });
 
-describe("a 2026-07-28 host's list requests on the direct path", () => {
+describe("a 2026-07-28 host's lists, prompts and reads on the direct path", () => {
   const LISTS = ['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'];
-  const listHeaders = (method: string): Record<string, string> => ({
+  const listHeaders = (method: string, name?: string): Record<string, string> => ({
     authorization: `Bearer ${g.token}`,
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
     'mcp-protocol-version': '2026-07-28',
     'mcp-method': method,
+    ...(name !== undefined ? { 'mcp-name': name } : {}),
   });
   const list = (method: string, params: Record<string, unknown> = {}, meta: Record<string, unknown> = {}) => ({
     jsonrpc: '2.0',
@@ -157,14 +158,17 @@ describe("a 2026-07-28 host's list requests on the direct path", () => {
     params: { ...params, _meta: { ...envelope, ...meta } },
   });
 
-  /** The same list both ways: plain (direct), and with a _meta key of no meaning to either, which only the SDK's handler takes. */
-  async function bothPaths(method: string, params: Record<string, unknown> = {}) {
+  /**
+   * The same request both ways: plain (direct), and with a _meta key of no meaning to either, which only the SDK's
+   * handler takes; `name` is what its Mcp-Name header says.
+   */
+  async function bothPaths(method: string, params: Record<string, unknown> = {}, name?: string) {
     const direct = list(method, params);
     const viaSdk = list(method, params, { 'x.test/path': 'sdk' });
-    const lower = Object.fromEntries(Object.entries(listHeaders(method)).map(([k, v]) => [k.toLowerCase(), v]));
+    const lower = Object.fromEntries(Object.entries(listHeaders(method, name)).map(([k, v]) => [k.toLowerCase(), v]));
     expect(directRequest(direct, lower)).toMatchObject({ id: 9, method, params });
     expect(directRequest(viaSdk, lower)).toBeNull();
-    const send = (body: unknown) => fetch(g.url, { method: 'POST', headers: listHeaders(method), body: JSON.stringify(body) }).then(answerOf);
+    const send = (body: unknown) => fetch(g.url, { method: 'POST', headers: listHeaders(method, name), body: JSON.stringify(body) }).then(answerOf);
     return { direct: await send(direct), sdk: await send(viaSdk) };
   }
 
@@ -179,6 +183,25 @@ describe("a 2026-07-28 host's list requests on the direct path", () => {
     expect(direct.messages[0]!.result.tools.map((t: { name: string }) => t.name)).toContain('everything__echo');
   });
 
+  it('answers a prompt and a resource read as the SDK handler does, an unknown one too', async () => {
+    const prompts = (await bothPaths('prompts/list')).direct.messages[0]!.result.prompts as { name: string; arguments?: { required?: boolean }[] }[];
+    const prompt = prompts.find((p) => !(p.arguments ?? []).some((a) => a.required))!;
+    const resources = (await bothPaths('resources/list')).direct.messages[0]!.result.resources as { uri: string }[];
+    const asked: [string, Record<string, unknown>, string][] = [
+      ['prompts/get', { name: prompt.name }, prompt.name],
+      ['prompts/get', { name: 'everything__no-such-prompt', arguments: { a: 'b' } }, 'everything__no-such-prompt'],
+      ['resources/read', { uri: resources[0]!.uri }, resources[0]!.uri],
+      ['resources/read', { uri: 'demo://no/such/resource' }, 'demo://no/such/resource'],
+      ['resources/read', { uri: 'not a uri' }, 'not a uri'],
+    ];
+    for (const [method, params, name] of asked) {
+      const { direct, sdk } = await bothPaths(method, params, name);
+      expect(direct, `${method} ${name}`).toEqual(sdk);
+    }
+    const read = await bothPaths('resources/read', { uri: resources[0]!.uri }, resources[0]!.uri);
+    expect(read.direct.messages[0]!.result).toMatchObject({ resultType: 'complete', cacheScope: 'private', contents: [{ uri: resources[0]!.uri }] });
+  });
+
   it('leaves to the SDK handler a list it would refuse or lift', () => {
     const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' };
     const refused: [string, unknown, Record<string, string>][] = [
@@ -186,7 +209,9 @@ describe("a 2026-07-28 host's list requests on the direct path", () => {
       ['another Mcp-Method', list('tools/list'), { ...headers, 'mcp-method': 'prompts/list' }],
       ['a cursor not a string', list('tools/list', { cursor: 1 }), headers],
       ['a param lists do not have', list('tools/list', { name: 'x' }), headers],
-      ['a method not served directly', list('prompts/get'), { ...headers, 'mcp-method': 'prompts/get' }],
+      ['a method not served directly', list('completion/complete'), { ...headers, 'mcp-method': 'completion/complete' }],
+      ['a prompt without its Mcp-Name', list('prompts/get', { name: 'p' }), { ...headers, 'mcp-method': 'prompts/get' }],
+      ['a read whose Mcp-Name is another', list('resources/read', { uri: 'a://b' }), { ...headers, 'mcp-method': 'resources/read', 'mcp-name': 'a://c' }],
       ['no envelope', { jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }, headers],
     ];
     for (const [why, b, h] of refused) expect(directRequest(b, h), why).toBeNull();

@@ -24,8 +24,27 @@ const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'p
 const envelopeVerdicts = new Map<string, boolean>();
 const MAX_KEPT_VERDICTS = 1_000;
 
-/** The list requests a host repeats, served directly too: their params are a cursor at most. */
-const LIST_METHODS: ReadonlySet<string> = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list']);
+/**
+ * The requests served directly, each with the params it may carry besides `_meta` and
+ * the one the Mcp-Name header repeats (a list has none). Completions stay the SDK's: their
+ * params' shapes are its schema's to judge.
+ */
+const DIRECT_SHAPES: Readonly<Record<string, { keys: readonly string[]; named?: 'name' | 'uri' }>> = {
+  'tools/call': { keys: ['name', 'arguments'], named: 'name' },
+  'prompts/get': { keys: ['name', 'arguments'], named: 'name' },
+  'resources/read': { keys: ['uri'], named: 'uri' },
+  'tools/list': { keys: ['cursor'] },
+  'prompts/list': { keys: ['cursor'] },
+  'resources/list': { keys: ['cursor'] },
+  'resources/templates/list': { keys: ['cursor'] },
+};
+
+/**
+ * The results revision 2026-07-28 lets hosts cache (`ttlMs`, `cacheScope`). A
+ * gateway's are per caller (the caller's identities, the gateway's curation), so they
+ * are never `public`, whatever an upstream said of its own result.
+ */
+export const CACHEABLE_METHODS: ReadonlySet<string> = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);
 
 /** A 2026-07-28 request admitted to the direct path: its id and method, its params as a handler sees them, and its envelope. */
 export interface DirectRequest {
@@ -36,14 +55,15 @@ export interface DirectRequest {
 }
 
 /**
- * A 2026-07-28 host's plain tools/call or list request that the gateway serves without
- * the SDK's per-request server instance (docs/gateway.md, "The direct path"): one the
- * SDK's handler would take as it is, with nothing for it to refuse or lift. The
+ * A 2026-07-28 host's plain tools/call, prompts/get, resources/read or list that the
+ * gateway serves without the SDK's per-request server instance (docs/gateway.md, "The
+ * direct path"): one the SDK's handler would take as it is, with nothing for it to
+ * refuse or lift. The
  * revision's rules are still the SDK's: the envelope is classified by its own
  * `classifyInboundRequest` (its shape, the version header against it), the rest of the
  * body is checked as its JSON-RPC schema checks it, and the Mcp-Protocol-Version and
- * Mcp-Method headers (and a tools/call's Mcp-Name; a list has none) must be present and
- * equal to the body's values as they are. Anything else (a header encoded or missing, a
+ * Mcp-Method headers (and Mcp-Name where the method has one) must be present and equal
+ * to the body's values as they are. Anything else (a header encoded or missing, a
  * retry's requestState or inputResponses, a task, a key the params do not usually
  * carry) is null and goes to the SDK's handler, which answers it, its refusals
  * included, in its own words.
@@ -51,8 +71,8 @@ export interface DirectRequest {
 export function directRequest(body: unknown, headers: IncomingHttpHeaders): DirectRequest | null {
   if (!isPlainObject(body) || body.jsonrpc !== '2.0') return null;
   const method = body.method;
-  const isCall = method === 'tools/call';
-  if (!isCall && !(typeof method === 'string' && LIST_METHODS.has(method))) return null;
+  if (typeof method !== 'string' || !Object.hasOwn(DIRECT_SHAPES, method)) return null;
+  const shape = DIRECT_SHAPES[method]!;
   const id = body.id;
   if (typeof id !== 'string' && !(typeof id === 'number' && Number.isInteger(id))) return null;
   for (const key of Object.keys(body)) if (!REQUEST_KEYS.has(key)) return null;
@@ -60,20 +80,14 @@ export function directRequest(body: unknown, headers: IncomingHttpHeaders): Dire
   if (malformedRequestParams(body, MODERN_REVISION)) return null;
   const params = body.params;
   if (!isPlainObject(params) || headers['mcp-protocol-version'] !== MODERN_REVISION || headers['mcp-method'] !== method) return null;
+  if (headers['mcp-name'] !== (shape.named ? params[shape.named] : undefined)) return null;
   const handlerParams: Record<string, unknown> = {};
-  if (isCall) {
-    if (headers['mcp-name'] !== params.name) return null;
-    for (const key of Object.keys(params)) if (key !== 'name' && key !== 'arguments' && key !== '_meta') return null;
-    handlerParams.name = params.name;
-    if (params.arguments !== undefined) handlerParams.arguments = params.arguments;
-  } else {
-    if (headers['mcp-name'] !== undefined) return null;
-    for (const key of Object.keys(params)) if (key !== 'cursor' && key !== '_meta') return null;
-    if (params.cursor !== undefined) {
-      if (typeof params.cursor !== 'string') return null;
-      handlerParams.cursor = params.cursor;
-    }
+  for (const key of Object.keys(params)) {
+    if (key === '_meta') continue;
+    if (!shape.keys.includes(key)) return null;
+    handlerParams[key] = params[key];
   }
+  if (handlerParams.cursor !== undefined && typeof handlerParams.cursor !== 'string') return null;
   const meta = params._meta;
   if (!isPlainObject(meta)) return null;
   const envelope: Record<string, unknown> = {};
@@ -87,8 +101,8 @@ export function directRequest(body: unknown, headers: IncomingHttpHeaders): Dire
   }
   const extensions = (envelope[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined)?.extensions;
   // A tasks host's call may become a task, whose answer the SDK's handler shapes.
-  if (isCall && isPlainObject(extensions) && TASKS_EXTENSION in extensions) return null;
-  if (!isModernEnvelope(method, envelope)) return null;
+  if (method === 'tools/call' && isPlainObject(extensions) && TASKS_EXTENSION in extensions) return null;
+  if (!isModernEnvelope(method, shape.named, envelope)) return null;
   if (Object.keys(rest).length > 0) handlerParams._meta = rest;
   return { id, method, params: handlerParams, envelope };
 }
@@ -100,7 +114,7 @@ export function directRequest(body: unknown, headers: IncomingHttpHeaders): Dire
  * the body are checked there as the SDK's JSON-RPC schema checks them), and a host sends
  * the same envelope with every request, so it is kept: classifying costs about 12 µs.
  */
-function isModernEnvelope(method: string, envelope: Record<string, unknown>): boolean {
+function isModernEnvelope(method: string, named: string | undefined, envelope: Record<string, unknown>): boolean {
   const key = `${method} ${JSON.stringify(envelope)}`;
   let verdict = envelopeVerdicts.get(key);
   if (verdict === undefined) {
@@ -108,7 +122,7 @@ function isModernEnvelope(method: string, envelope: Record<string, unknown>): bo
       httpMethod: 'POST',
       protocolVersionHeader: MODERN_REVISION,
       mcpMethodHeader: method,
-      body: { jsonrpc: '2.0', id: 0, method, params: method === 'tools/call' ? { name: 'tool', _meta: envelope } : { _meta: envelope } },
+      body: { jsonrpc: '2.0', id: 0, method, params: { ...(named ? { [named]: 'x' } : {}), _meta: envelope } },
     });
     verdict = outcome.kind === 'modern' && outcome.messageKind === 'request' && outcome.classification.revision === MODERN_REVISION;
     if (envelopeVerdicts.size >= MAX_KEPT_VERDICTS) envelopeVerdicts.clear();
@@ -119,9 +133,9 @@ function isModernEnvelope(method: string, envelope: Record<string, unknown>): bo
 
 /**
  * A direct request's result as the SDK's handler encodes it for revision 2026-07-28: a
- * tools/call result's empty content list where it has none, a list's tools without
- * `execution` (a field the revision deleted) and its `ttlMs` (0 unless the result names
- * a valid one), `resultType` (`complete` unless the result names its own), and the
+ * tools/call result's empty content list where it has none, a tool list without
+ * `execution` (a field the revision deleted), a cacheable result's `ttlMs` (0 unless the
+ * result names a valid one), `resultType` (`complete` unless the result names its own), and the
  * server's identity in `_meta`. (The SDK also
  * validates the result against its schema, and an input_required result's requests
  * against the host's capabilities; the direct path relays an upstream's result as it
@@ -135,7 +149,7 @@ export function encodeDirectResult(method: string, result: Record<string, unknow
   } else {
     if (method === 'tools/list' && Array.isArray(result.tools) && result.tools.some((tool) => isPlainObject(tool) && 'execution' in tool))
       encoded = { ...encoded, tools: result.tools.map(withoutExecution) };
-    if (!(Number.isSafeInteger(result.ttlMs) && (result.ttlMs as number) >= 0)) encoded = { ...encoded, ttlMs: 0 };
+    if (CACHEABLE_METHODS.has(method) && !(Number.isSafeInteger(result.ttlMs) && (result.ttlMs as number) >= 0)) encoded = { ...encoded, ttlMs: 0 };
   }
   if (encoded.resultType === undefined) encoded = { ...encoded, resultType: 'complete' };
   const meta = encoded._meta;

@@ -19,7 +19,7 @@ import type { UpstreamFetch } from './upstream-client.js';
 import { GATEWAY_VERSION, type GatewayProxy } from './proxy.js';
 import type { TraceContext } from './trace-context.js';
 import { HeldCalls, type ModernLeg } from './bridge-held-calls.js';
-import { encodeDirectError, encodeDirectResult, type DirectRequest } from './modern-direct.js';
+import { CACHEABLE_METHODS, encodeDirectError, encodeDirectResult, type DirectRequest } from './modern-direct.js';
 import { RequestStates } from './bridge-request-state.js';
 import type { HostIdentity } from './modern-upstream.js';
 import { modernCapabilities, TASK_METHODS } from './host-tasks.js';
@@ -41,13 +41,6 @@ const RELAYED_METHODS = [
  * takes them with schemas of their own, which leave the params to the proxy to judge (it names what is wrong, in words).
  */
 const TASK_REQUEST_SCHEMAS = { params: z.looseObject({}), result: z.looseObject({}) };
-
-/**
- * The results revision 2026-07-28 lets hosts cache (`ttlMs`, `cacheScope`). A
- * gateway's are per caller (the caller's identities, the gateway's curation), so they
- * are never `public`, whatever an upstream said of its own result.
- */
-const CACHEABLE_METHODS: ReadonlySet<string> = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);
 
 /** What one modern request is served with; the route hands it to the SDK's handler as authInfo.extra. */
 export interface ModernHostRequest {
