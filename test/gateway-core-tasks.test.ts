@@ -302,7 +302,18 @@ describe('a 2026-07-28 host’s tasks on server-everything (2025-11-25 core task
     const taskMessages = tap.messages.slice(before).filter((m) => m.method === 'tools/call' || m.params?.taskId === upstreamId);
     expect(new Set(taskMessages.map(sessionOf)).size).toBe(1);
     expect(sessionOf(taskMessages[0]!)).toBeTruthy();
+    // It outlives the call: the task lives there until its time to live ends.
+    expect(tap.ended).not.toContain(sessionOf(taskMessages[0]!));
   }, 30_000);
+
+  it('ends the session it opened at once when the call makes no task', async () => {
+    const before = tap.messages.length;
+    const answer = await asHost('tools/call', { name: RESEARCH, arguments: { topic: 42 } });
+    expect(answer.body.result?.resultType).not.toBe('task');
+    const call = tap.messages.slice(before).find((m) => m.method === 'tools/call')!;
+    expect(call.params).toMatchObject({ task: { ttl: 3_600_000 } });
+    await vi.waitFor(() => expect(tap.ended).toContain(call.sessionId), { timeout: 5_000 });
+  });
 
   it('asks for the extension a host did not declare (-32021), before the upstream hears of the call', async () => {
     const before = tap.messages.length;

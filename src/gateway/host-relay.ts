@@ -71,8 +71,8 @@ export class HostRelay {
   }
 
   /** Opens the upstream session a 2026-07-28 host's 2025-11-25 task will live in (upstreams.ts, openTaskSession). */
-  openTaskSession(ctx: HostContext, route: Route, keepMs: number): Promise<{ sessionId?: string; protocolVersion?: string }> {
-    return this.upstreams.openTaskSession(ctx, route, keepMs);
+  openTaskSession(ctx: HostContext, route: Route): ReturnType<Upstreams['openTaskSession']> {
+    return this.upstreams.openTaskSession(ctx, route);
   }
 
   /** What asking a 2025 host for an upstream's input needs (bridge-input-rounds.ts). */

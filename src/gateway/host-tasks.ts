@@ -208,13 +208,30 @@ export class HostTasks {
         `Tool ${tool} of server ${route.slug} runs only as a task of revision ${CORE_TASKS_REVISION}, which this gateway bridges to hosts of revision ${MODERN_REVISION} over Streamable HTTP only, and this server is reached over HTTP+SSE.`,
       );
     if (!declaresTasks(ctx)) throw undeclaredTasks(`Tool ${tool} of server ${route.slug} runs only as a task, which`);
-    const session = await this.relays.openTaskSession(ctx, route, CORE_TASK_TTL_MS);
+    const { session, endAfter } = await this.relays.openTaskSession(ctx, route);
+    // Until the answer says otherwise, the session lives as long as the task may.
+    endAfter(CORE_TASK_TTL_MS);
     const routed = { ...message, params: { ...params, name: tool, task: { ttl: CORE_TASK_TTL_MS } } } as JSONRPCMessage;
-    const outcome = await this.relays.relay(inTaskSession(ctx, route, session), route, routed);
-    return mapResult(outcome, (message as { id: RequestId }).id, (result) => {
-      const task = result.task;
-      if (!isObject(task) || typeof task.taskId !== 'string') return result;
-      return { resultType: 'task', ...toExtensionTask(task, this.seal(ctx, route, tool, task.taskId, session.sessionId ?? '')) };
+    let outcome: Outcome;
+    try {
+      outcome = await this.relays.relay(inTaskSession(ctx, route, session), route, routed);
+    } catch (err) {
+      endAfter(0);
+      throw err;
+    }
+    const requestId = (message as { id: RequestId }).id;
+    return mapOutcome(outcome, (answer) => {
+      if (!isAnswerTo(requestId, answer)) return answer;
+      const result = (answer as { result?: unknown }).result;
+      const task = isObject(result) ? result.task : undefined;
+      // No task came of it (an error, a refusal): nothing lives in the session.
+      if (!isObject(task) || typeof task.taskId !== 'string') {
+        endAfter(0);
+        return answer;
+      }
+      endAfter(typeof task.ttl === 'number' && task.ttl >= 0 ? Math.min(task.ttl, CORE_TASK_TTL_MS) : CORE_TASK_TTL_MS);
+      const hostTaskId = this.seal(ctx, route, tool, task.taskId, session.sessionId ?? '');
+      return { ...answer, result: { resultType: 'task', ...toExtensionTask(task, hostTaskId) } } as JSONRPCMessage;
     });
   }
 

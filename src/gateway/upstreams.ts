@@ -89,20 +89,28 @@ export class Upstreams {
   /**
    * Opens a 2025 Streamable HTTP session for a 2026-07-28 host's task (a 2025-11-25 task
    * lives in the session it was created in): its own, so no other call's session ending
-   * ends the task. This process ends it after `keepMs` (the task's time to live); a
-   * process that closes first leaves it to the upstream, since other replicas may still
-   * serve the task.
+   * ends the task. This process ends it (DELETE) when told to by `endAfter`, the task's
+   * time to live; a process that closes first leaves it to the upstream, since other
+   * replicas may still serve the task.
    */
-  async openTaskSession(ctx: HostContext, route: Route, keepMs: number): Promise<OpenedSession> {
+  async openTaskSession(ctx: HostContext, route: Route): Promise<{ session: OpenedSession; endAfter(ms: number): void }> {
     const credential = await this.credential(route);
     const { instructions: _, ...session } = await openStreamable(this.kit, ctx, route, credential, this.kit.hostOf(ctx));
-    const end = setTimeout(() => {
+    // Made now, so a timer keeps this small object rather than the whole request context.
+    const closing = this.kit.request(ctx, route, credential, session.sessionId, session.protocolVersion);
+    const end = () =>
       void this.credential(route).then((current) =>
-        deleteUpstreamSession({ ...this.kit.request(ctx, route, current, session.sessionId, session.protocolVersion), signal: AbortSignal.timeout(5_000) }),
+        deleteUpstreamSession({ ...closing, credentialHeaders: current.headers, signal: AbortSignal.timeout(5_000) }),
       );
-    }, keepMs);
-    end.unref();
-    return session;
+    let timer: NodeJS.Timeout | undefined;
+    return {
+      session,
+      endAfter(ms) {
+        clearTimeout(timer);
+        timer = setTimeout(end, ms);
+        timer.unref();
+      },
+    };
   }
 
   async credential(route: Route): Promise<RouteCredential> {

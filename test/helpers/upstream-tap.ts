@@ -16,13 +16,15 @@ export interface UpstreamTap extends Upstream {
   messages: TappedMessage[];
   /** The ids of requests whose HTTP exchange the client closed before the upstream's answer was complete. */
   abandoned: (string | number)[];
+  /** The sessions the client ended (DELETE), in order. */
+  ended: string[];
 }
 
 /**
  * A loopback HTTP proxy in front of an upstream (a process the test cannot look into,
  * such as server-everything) that records what the upstream is sent: each POSTed
- * JSON-RPC message, and each request whose exchange the client closed before the
- * answer ended (the upstream's request is then closed too). Bodies and answers pass
+ * JSON-RPC message, each request whose exchange the client closed before the answer
+ * ended (the upstream's request is then closed too), and each session ended. Bodies and answers pass
  * unchanged, streams included. A tools/call whose arguments carry `tapHoldMs` reaches
  * the upstream that much later (the upstream's schema drops the argument): a client
  * that closes its request meanwhile has had no answer begun.
@@ -31,6 +33,7 @@ export async function startUpstreamTap(target: string): Promise<UpstreamTap> {
   const upstream = new URL(target);
   const messages: TappedMessage[] = [];
   const abandoned: (string | number)[] = [];
+  const ended: string[] = [];
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -38,6 +41,7 @@ export async function startUpstreamTap(target: string): Promise<UpstreamTap> {
     const sessionId = req.headers['mcp-session-id'] as string | undefined;
     const message = req.method === 'POST' ? jsonOf<Omit<TappedMessage, 'sessionId'>>(body) : undefined;
     if (message) messages.push({ ...message, sessionId });
+    if (req.method === 'DELETE' && sessionId) ended.push(sessionId);
     const forward = http.request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
       (answer) => {
@@ -60,6 +64,7 @@ export async function startUpstreamTap(target: string): Promise<UpstreamTap> {
     url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}${upstream.pathname}`,
     messages,
     abandoned,
+    ended,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
