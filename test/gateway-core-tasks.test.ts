@@ -194,6 +194,28 @@ describe('core tasks of revision 2025-11-25 through a gateway (2025-11-25 host, 
     expect(String(noResult)).not.toContain(upstreamId);
   });
 
+  it('ends the host’s session (404) when server-everything forgot the upstream one (it answers 400, not 404)', async () => {
+    const opened = await raw('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'forgotten', version: '1' } });
+    const before = tap.messages.length;
+    const echo = () =>
+      fetch(at.url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${at.token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': opened.sessionId!,
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'everything__echo', arguments: { message: 'hi' } } }),
+      });
+    expect((await echo()).status).toBe(200);
+    const { sessionId } = tap.messages.slice(before).find((m) => m.method === 'tools/call')!;
+    await fetch(tap.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId!, 'mcp-protocol-version': '2025-11-25' } });
+    // As the revision says of a session the server no longer has: the host initializes again.
+    expect((await echo()).status).toBe(404);
+  });
+
   it('refuses a forged id and one issued to another session or connection, before any upstream hears of it', async () => {
     const client = await host();
     const taskId = await startResearch(client, 'dunes');
@@ -361,6 +383,29 @@ describe('a 2026-07-28 host’s tasks on server-everything (2025-11-25 core task
       await replica.app.close();
     }
   }, 30_000);
+
+  it('says so when the upstream no longer has the task’s session', async () => {
+    const before = tap.messages.length;
+    const taskId = await createTask({ topic: 'estuaries' });
+    const { sessionId } = tap.messages.slice(before).find((m) => m.method === 'tools/call')!;
+    // The upstream forgets the session (as a restarted server would).
+    const forgot = await fetch(tap.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId!, 'mcp-protocol-version': '2025-11-25' } });
+    expect(forgot.status).toBeLessThan(300);
+    const gone = await asHost('tasks/get', { taskId });
+    expect(gone.body.error).toMatchObject({ code: -32000, message: expect.stringMatching(/no longer has the session the task lived in/) });
+  });
+
+  it('opens another pooled session when server-everything forgot the one its calls shared (it answers 400, not 404)', async () => {
+    const echo = () => asHost('tools/call', { name: 'everything__echo', arguments: { message: 'again' } }, {});
+    const before = tap.messages.length;
+    expect((await echo()).body.result).toMatchObject({ content: [{ text: 'Echo: again' }] });
+    const { sessionId } = tap.messages.slice(before).find((m) => m.method === 'tools/call')!;
+    await fetch(tap.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId!, 'mcp-protocol-version': '2025-11-25' } });
+    const after = tap.messages.length;
+    expect((await echo()).body.result).toMatchObject({ content: [{ text: 'Echo: again' }] });
+    const calls = tap.messages.slice(after).filter((m) => m.method === 'tools/call');
+    expect(calls.map((m) => m.sessionId)).toEqual([sessionId, expect.not.stringMatching(sessionId!)]);
+  });
 
   it('cancels a task, and refuses its id to another connection', async () => {
     const taskId = await createTask({ topic: 'glaciers' });

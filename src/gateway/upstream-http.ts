@@ -43,6 +43,16 @@ export class UpstreamHttpError extends Error {
   }
 }
 
+/**
+ * Whether an upstream's refusal of a request sent in a session says it no longer knows
+ * the session: 404, as the revisions say, or 400 naming the session, as servers built on
+ * the SDKs' examples answer ("Bad Request: No valid session ID provided";
+ * server-everything among them).
+ */
+export function forgotSession(err: unknown): boolean {
+  return err instanceof UpstreamHttpError && (err.status === 404 || (err.status === 400 && /session/i.test(err.body)));
+}
+
 const headersFor = (req: UpstreamRequest, accept: string): Record<string, string> => ({
   ...req.credentialHeaders,
   accept,

@@ -25,7 +25,7 @@ const MAX_SESSIONS = 10_000;
  * the call. Requests of one connection, to one assignment, from a host of one
  * identity (revision, capabilities, client info: what the upstream's initialize was
  * told) share a session; MCP sessions carry concurrent requests by id. A session the
- * upstream forgot (404) is dropped and opened again by the caller.
+ * upstream forgot (upstream-http.ts, forgotSession) is dropped and opened again by the caller.
  */
 export class UpstreamSessionPool {
   private readonly entries = new Map<string, Entry>();

@@ -2,7 +2,7 @@ import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import type { HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
 import { setUpstreamLogLevel } from '../host-log-levels.js';
-import { cancelUpstreamRequest, deleteUpstreamSession, postToUpstream, UpstreamHttpError, type UpstreamReply } from '../upstream-http.js';
+import { cancelUpstreamRequest, deleteUpstreamSession, forgotSession, postToUpstream, type UpstreamReply } from '../upstream-http.js';
 import { UpstreamSessionPool } from '../upstream-session-pool.js';
 import { whenRead, type UpstreamAdapter, type UpstreamExchange, type UpstreamKit } from './adapter.js';
 import { openStreamable } from './streamable-session.js';
@@ -17,7 +17,7 @@ const NO_CANCEL = { handleEvent() {} };
  * its connection shares with its other requests of the same host identity
  * (upstream-session-pool.ts): one exchange per call instead of four. The session
  * stays the request's while the request lasts (a bridged input round answers on it);
- * a session the upstream forgot (404) is opened again, once. A request the host closes
+ * a session the upstream forgot (forgotSession) is opened again, once. A request the host closes
  * before its answer (its cancellation, in revision 2026-07-28) is cancelled in the
  * session with `notifications/cancelled`, as a 2025 upstream expects.
  */
@@ -81,7 +81,7 @@ export class StreamablePooledAdapter implements UpstreamAdapter {
       ctx.signal.removeEventListener('abort', cancel);
       lease.release();
       modern.upstreams.delete(route.assignmentGuid);
-      if (err instanceof UpstreamHttpError && err.status === 404 && !retried) {
+      if (forgotSession(err) && !retried) {
         this.sessions.drop(key);
         return this.exchange(ctx, route, credential, message, true);
       }

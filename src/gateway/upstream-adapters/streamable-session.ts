@@ -1,7 +1,7 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { SessionExpired, type HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
-import { deleteUpstreamSession, initializeUpstream, postToUpstream, UpstreamHttpError } from '../upstream-http.js';
+import { deleteUpstreamSession, forgotSession, initializeUpstream, postToUpstream } from '../upstream-http.js';
 import { whenRead, type InitHost, type OpenedSession, type UpstreamAdapter, type UpstreamExchange, type UpstreamKit } from './adapter.js';
 
 /** Opens a session with a 2025 Streamable HTTP upstream (initialize, initialized) for `host`. */
@@ -28,8 +28,8 @@ export async function openStreamable(
  * A 2025 Streamable HTTP upstream within the host's session: the upstream session
  * opened at the host's initialize (or held by a 2026-07-28 host's request), or, for
  * an upstream the session does not know (assigned later, or a request sent without a
- * session), one opened for this request and closed after it. A 404 in the host's
- * session means the upstream forgot it: the host must initialize again.
+ * session), one opened for this request and closed after it. An upstream that forgot
+ * the host's session (forgotSession) has the host initialize again.
  */
 export class StreamableSessionAdapter implements UpstreamAdapter {
   constructor(private readonly kit: UpstreamKit) {}
@@ -56,7 +56,7 @@ export class StreamableSessionAdapter implements UpstreamAdapter {
       if (!transient) return { ...reply, protocolVersion };
       return whenRead({ ...reply, protocolVersion }, () => this.closeTransient(ctx, route, credential, session));
     } catch (err) {
-      if (err instanceof UpstreamHttpError && err.status === 404 && upstream?.sessionId && !transient) throw new SessionExpired();
+      if (forgotSession(err) && upstream?.sessionId && !transient) throw new SessionExpired();
       throw err;
     }
   }
