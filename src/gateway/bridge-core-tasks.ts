@@ -18,6 +18,15 @@ import type { TaskMethod } from './host-tasks.js';
 /** Where revision 2025-11-25 names the task a message is about, in `_meta`. */
 export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 
+/**
+ * Words of an upstream (an error's message) with its task id replaced by the host's: an
+ * upstream may name its task there. Only an id long enough not to be part of other
+ * words (the SDKs' are 32 hex digits).
+ */
+export function renamedInWords(words: string, upstreamId: string, hostId: string): string {
+  return upstreamId.length >= 8 && words.includes(upstreamId) ? words.replaceAll(upstreamId, hostId) : words;
+}
+
 /** The pace of tasks/result's polling when the upstream suggests none, and its bounds when it does. */
 const DEFAULT_POLL_MS = 500;
 const MIN_POLL_MS = 50;

@@ -2,7 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { INPUT_METHODS, toInputRequest, type InputRequest } from './bridge-input-requests.js';
-import { RELATED_TASK } from './bridge-core-tasks.js';
+import { RELATED_TASK, renamedInWords } from './bridge-core-tasks.js';
 import { ERRORS, GatewayCallError, SessionExpired, type HostContext, type Outcome } from './call-model.js';
 import type { Route } from './catalog.js';
 import type { HostRelay } from './host-relay.js';
@@ -115,7 +115,11 @@ export class ExtensionTasksBridge {
         this.drop(hostTaskId);
         // Ended: tasks/result answers at once. A tool's result (an error result too) completes the task; a protocol error fails it.
         const ended = await this.ask(ctx, route, 'tasks/result', upstreamTaskId);
-        if ('error' in ended) return answer({ ...task, status: 'failed', error: (ended as { error: unknown }).error });
+        if ('error' in ended) {
+          const error = (ended as { error: { message?: unknown } }).error;
+          const words = typeof error.message === 'string' ? renamedInWords(error.message, upstreamTaskId, hostTaskId) : error.message;
+          return answer({ ...task, status: 'failed', error: { ...error, message: words } });
+        }
         return answer({ ...task, status: 'completed', result: withoutRelatedTask((ended as { result: Record<string, unknown> }).result) });
       }
       if (task.status === 'input_required') return answer({ ...task, inputRequests: await this.inputRequests(ctx, route, upstreamTaskId, hostTaskId) });

@@ -2,7 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { ERRORS, GATEWAY_CAPABILITIES, GatewayCallError, type HostContext, type Outcome } from './call-model.js';
 import type { Catalog, Route } from './catalog.js';
-import { RELATED_TASK, serveBridged, toCoreTask } from './bridge-core-tasks.js';
+import { RELATED_TASK, renamedInWords, serveBridged, toCoreTask } from './bridge-core-tasks.js';
 import { CORE_TASK_TTL_MS, ExtensionTasksBridge, inTaskSession, toExtensionTask } from './bridge-extension-tasks.js';
 import type { HostRelay } from './host-relay.js';
 import { MODERN_REVISION } from './modern-upstream.js';
@@ -324,9 +324,10 @@ function renamedTask(message: JSONRPCMessage, upstreamId: string, hostId: string
   const m = message as { result?: unknown; params?: unknown; error?: { message?: unknown } };
   if (isObject(m.result)) return { ...message, result: renameTask(m.result, upstreamId, hostId) } as JSONRPCMessage;
   if (isObject(m.params)) return { ...message, params: renameTask(m.params, upstreamId, hostId) } as JSONRPCMessage;
-  // Only an id long enough not to be part of other words (the SDKs' are 32 hex digits).
-  if (isObject(m.error) && typeof m.error.message === 'string' && upstreamId.length >= 8 && m.error.message.includes(upstreamId))
-    return { ...message, error: { ...m.error, message: m.error.message.replaceAll(upstreamId, hostId) } } as JSONRPCMessage;
+  if (isObject(m.error) && typeof m.error.message === 'string') {
+    const words = renamedInWords(m.error.message, upstreamId, hostId);
+    if (words !== m.error.message) return { ...message, error: { ...m.error, message: words } } as JSONRPCMessage;
+  }
   return message;
 }
 
