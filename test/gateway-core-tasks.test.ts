@@ -7,7 +7,7 @@ import { CancelTaskResultV2Schema, CreateTaskResultV2Schema, GetTaskResultV2Sche
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { answerOf, gatewayClient, gatewayServing, legacySseClient, listenLoopback, modernRequest, startReplica } from './helpers/gateway.js';
+import { answerOf, expectWireShape, gatewayClient, gatewayServing, legacySseClient, listenLoopback, modernRequest, startReplica } from './helpers/gateway.js';
 import { startUpstreamTap, type UpstreamTap } from './helpers/upstream-tap.js';
 import { startTasksUpstream, TASKS_EXTENSION } from './helpers/tasks-upstream.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
@@ -265,16 +265,11 @@ describe('a 2026-07-28 host’s tasks on server-everything (2025-11-25 core task
   const TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
   const asHost = (method: string, params: Record<string, unknown>, capabilities: Record<string, unknown> = TASKS) =>
     modernRequest(at, method, params, capabilities);
-  /** A result checked against the extension's own wire schema (its reference package's zod schemas). */
-  const expectWire = (schema: { safeParse(value: unknown): { success: boolean; error?: unknown } }, result: unknown) => {
-    const parsed = schema.safeParse(result);
-    expect(parsed.success, `${String(parsed.error)}\n${JSON.stringify(result)}`).toBe(true);
-  };
 
   async function createTask(args: Record<string, unknown>, capabilities: Record<string, unknown> = TASKS): Promise<string> {
     const created = await asHost('tools/call', { name: RESEARCH, arguments: args }, capabilities);
     expect(created.body.result, JSON.stringify(created.body)).toMatchObject({ resultType: 'task', status: 'working', ttlMs: expect.any(Number) });
-    expectWire(CreateTaskResultV2Schema, created.body.result);
+    expectWireShape(CreateTaskResultV2Schema, created.body.result);
     return created.body.result!.taskId as string;
   }
 
@@ -288,7 +283,7 @@ describe('a 2026-07-28 host’s tasks on server-everything (2025-11-25 core task
     for (let i = 0; i < 300; i++) {
       const got = await modernRequest(via, 'tasks/get', { taskId }, capabilities);
       expect(got.body.error).toBeUndefined();
-      expectWire(GetTaskResultV2Schema, got.body.result);
+      expectWireShape(GetTaskResultV2Schema, got.body.result);
       if (!from.includes(got.body.result!.status)) return got.body.result!;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -366,7 +361,7 @@ describe('a 2026-07-28 host’s tasks on server-everything (2025-11-25 core task
     const forged = await asHost('tasks/update', { taskId, inputResponses: { 'input-1': { action: 'accept', content: {} } } }, capabilities);
     expect(forged.body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/names no request of this task/) });
     const ack = await asHost('tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { interpretation: 'snake' } } } }, capabilities);
-    expectWire(UpdateTaskResultV2Schema, ack.body.result);
+    expectWireShape(UpdateTaskResultV2Schema, ack.body.result);
     expect(ack.body.result!.taskId).toBeUndefined();
     const done = await pollUntilNot(taskId, ['input_required', 'working'], capabilities);
     expect(done.status).toBe('completed');
@@ -413,7 +408,7 @@ describe('a 2026-07-28 host’s tasks on server-everything (2025-11-25 core task
     const stranger = await modernRequest({ url: at.url, token: issued.body.token }, 'tasks/cancel', { taskId }, TASKS);
     expect(stranger.body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/not issued by this gateway for this connection/) });
     const cancelled = await asHost('tasks/cancel', { taskId });
-    expectWire(CancelTaskResultV2Schema, cancelled.body.result);
+    expectWireShape(CancelTaskResultV2Schema, cancelled.body.result);
     expect(cancelled.body.result!.taskId).toBeUndefined();
     expect((await asHost('tasks/get', { taskId })).body.result).toMatchObject({ taskId, status: 'cancelled' });
   });

@@ -3,7 +3,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { z } from 'zod';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, modernRequest, registerServer } from './helpers/gateway.js';
+import { CreateTaskResultV2Schema, GetTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
+import { expectWireShape, gatewayClient, listenLoopback, modernRequest, registerServer } from './helpers/gateway.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
 import { startTasksUpstream, TASKS_EXTENSION } from './helpers/tasks-upstream.js';
 import type { Upstream } from './helpers/upstreams.js';
@@ -83,6 +84,7 @@ function raw(method: string, params: Record<string, unknown>, opts: { capabiliti
 async function createTask(tool: string, args: Record<string, unknown>): Promise<string> {
   const created = await raw('tools/call', { name: tool, arguments: args });
   expect(created.body.result).toMatchObject({ resultType: 'task', status: expect.any(String) });
+  expectWireShape(CreateTaskResultV2Schema, created.body.result);
   return created.body.result!.taskId as string;
 }
 
@@ -120,6 +122,8 @@ describe('the tasks extension through a gateway (2026-07-28 host, 2026-07-28 ups
     const client = await modernClient();
     const done = await pollUntilNot(client, taskId, ['working']);
     expect(done).toMatchObject({ taskId, status: 'completed', result: { content: [{ type: 'text', text: 'computed first' }] } });
+    // As a host of the revision reads it on the wire, the extension's own schema.
+    expectWireShape(GetTaskResultV2Schema, (await raw('tasks/get', { taskId })).body.result);
     const get = upstream.requests.findLast((r) => r.method === 'tasks/get')!;
     expect(get.params.taskId).toMatch(/^task-/);
     // The upstream's Mcp-Name names its own task (the SDK's server checks it against the body).

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -150,4 +151,10 @@ export async function modernRequest(
   });
   // A 2026-07-28 server may answer with an event stream: the answer is its data line.
   return { status: res.status, body: await answerOf(res) };
+}
+
+/** A value checked against a protocol's own wire schema (a zod schema of its reference package), the issues and the value in the failure. */
+export function expectWireShape(schema: { safeParse(value: unknown): { success: boolean; error?: unknown } }, value: unknown): void {
+  const parsed = schema.safeParse(value);
+  expect(parsed.success, `${String(parsed.error)}\n${JSON.stringify(value)}`).toBe(true);
 }
