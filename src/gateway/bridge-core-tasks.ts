@@ -12,7 +12,9 @@ import type { TaskMethod } from './host-tasks.js';
  * (contract 8.1): the upstream's task in the shape of revision 2025-11-25, and
  * tasks/result, which revision 2026-07-28 does not have (its tasks/get carries the
  * result), as a 2025-11-25 host expects it: held until the task ends, the requests of
- * an input_required task asked on its stream and answered with tasks/update.
+ * an input_required task asked on its stream and answered with tasks/update. What both
+ * bridging directions share is here too: a task's shape in either revision, and an
+ * upstream's task id renamed in its words (bridge-extension-tasks.ts is the other way).
  */
 
 /** Where revision 2025-11-25 names the task a message is about, in `_meta`. */
@@ -34,19 +36,37 @@ const MAX_POLL_MS = 5_000;
 /** The longest tasks/result waits for a task to end: the host may ask again (a host in a session that leaves does not end the wait). */
 const MAX_RESULT_WAIT_MS = 3_600_000;
 
-/** A 2026-07-28 task (a CreateTaskResult, or tasks/get's task) as a 2025-11-25 Task named `hostTaskId`. */
-export function toCoreTask(task: Record<string, unknown>, hostTaskId: string): Record<string, unknown> {
+/** Where each revision puts a task's time to live and its polling pace (the other fields are named alike). */
+interface TaskFieldNames {
+  ttl: string;
+  pollInterval: string;
+}
+const CORE_TASK_FIELDS: TaskFieldNames = { ttl: 'ttl', pollInterval: 'pollInterval' };
+const EXTENSION_TASK_FIELDS: TaskFieldNames = { ttl: 'ttlMs', pollInterval: 'pollIntervalMs' };
+
+/** A task of one revision as the other's, named `hostTaskId`: the fields both have, the two that differ renamed. */
+function convertTask(task: Record<string, unknown>, hostTaskId: string, from: TaskFieldNames, to: TaskFieldNames): Record<string, unknown> {
   const now = new Date().toISOString();
+  const ttl = task[from.ttl];
+  const pollInterval = task[from.pollInterval];
   return {
     taskId: hostTaskId,
     status: task.status,
-    ttl: typeof task.ttlMs === 'number' ? task.ttlMs : null,
+    [to.ttl]: typeof ttl === 'number' ? ttl : null,
     createdAt: typeof task.createdAt === 'string' ? task.createdAt : now,
     lastUpdatedAt: typeof task.lastUpdatedAt === 'string' ? task.lastUpdatedAt : now,
-    ...(typeof task.pollIntervalMs === 'number' ? { pollInterval: task.pollIntervalMs } : {}),
+    ...(typeof pollInterval === 'number' ? { [to.pollInterval]: pollInterval } : {}),
     ...(typeof task.statusMessage === 'string' ? { statusMessage: task.statusMessage } : {}),
   };
 }
+
+/** A 2026-07-28 task (a CreateTaskResult, or tasks/get's task) as a 2025-11-25 Task named `hostTaskId`. */
+export const toCoreTask = (task: Record<string, unknown>, hostTaskId: string): Record<string, unknown> =>
+  convertTask(task, hostTaskId, EXTENSION_TASK_FIELDS, CORE_TASK_FIELDS);
+
+/** A 2025-11-25 Task (a CreateTaskResult's `task`, or tasks/get's result) as the extension's task named `hostTaskId`. */
+export const toExtensionTask = (task: Record<string, unknown>, hostTaskId: string): Record<string, unknown> =>
+  convertTask(task, hostTaskId, CORE_TASK_FIELDS, EXTENSION_TASK_FIELDS);
 
 /** What tasks/result needs: asking the host (as an input round does), and the upstream's tasks/get and tasks/update. */
 export interface TaskResultContext extends Omit<InputRoundsContext, 'retry' | 'relayed'> {

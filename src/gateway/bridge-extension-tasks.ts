@@ -2,8 +2,9 @@ import { hkdfSync } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { INPUT_METHODS, toInputRequest, type InputRequest } from './bridge-input-requests.js';
-import { RELATED_TASK, renamedInWords } from './bridge-core-tasks.js';
+import { RELATED_TASK, renamedInWords, toExtensionTask } from './bridge-core-tasks.js';
 import { ERRORS, GatewayCallError, SessionExpired, type HostContext, type Outcome } from './call-model.js';
+import { isPlainObject } from '../mcp/request-params.js';
 import type { Route } from './catalog.js';
 import type { HostRelay } from './host-relay.js';
 import { isAnswerTo } from './relay.js';
@@ -27,20 +28,6 @@ const INPUT_WAIT_MS = 2_000;
 const MAX_HELD_STREAMS = 1_000;
 const HELD_UNUSED_MS = 3_600_000;
 
-/** A 2025-11-25 Task (a CreateTaskResult's `task`, or tasks/get's result) as the extension's task named `hostTaskId`. */
-export function toExtensionTask(task: Record<string, unknown>, hostTaskId: string): Record<string, unknown> {
-  const now = new Date().toISOString();
-  return {
-    taskId: hostTaskId,
-    status: task.status,
-    ttlMs: typeof task.ttl === 'number' ? task.ttl : null,
-    createdAt: typeof task.createdAt === 'string' ? task.createdAt : now,
-    lastUpdatedAt: typeof task.lastUpdatedAt === 'string' ? task.lastUpdatedAt : now,
-    ...(typeof task.pollInterval === 'number' ? { pollIntervalMs: task.pollInterval } : {}),
-    ...(typeof task.statusMessage === 'string' ? { statusMessage: task.statusMessage } : {}),
-  };
-}
-
 /** A 2026-07-28 host's request context with the upstream session its task lives in, for the route's exchanges. */
 export function inTaskSession(ctx: HostContext, route: Route, session: { sessionId?: string; protocolVersion?: string }): HostContext {
   return { ...ctx, modern: { ...ctx.modern!, upstreams: new Map([[route.assignmentGuid, session]]) } };
@@ -61,8 +48,6 @@ interface SealedInput {
   t: string;
   i: RequestId;
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 let lastStreamId = 0;
 
@@ -213,7 +198,7 @@ export class ExtensionTasksBridge {
   /** tasks/update: each answer to the request its key names, sent to the upstream in the task's session. */
   private async update(ctx: HostContext, route: Route, params: Record<string, unknown>, upstreamTaskId: string, hostTaskId: string): Promise<void> {
     const responses = params.inputResponses;
-    if (!isObject(responses) || Object.keys(responses).length === 0)
+    if (!isPlainObject(responses) || Object.keys(responses).length === 0)
       throw new GatewayCallError(
         ERRORS.invalidParams,
         'tasks/update needs params.inputResponses: the answers, by the keys of the inputRequests tasks/get gave.',
@@ -226,7 +211,7 @@ export class ExtensionTasksBridge {
           ERRORS.invalidParams,
           'tasks/update: a key of inputResponses names no request of this task (use the keys of its inputRequests).',
         );
-      if (!isObject(result))
+      if (!isPlainObject(result))
         throw new GatewayCallError(ERRORS.invalidParams, 'tasks/update: each of inputResponses must be an object, the answer to its request.');
       answers.push({ key, id: input.i, result });
     }
@@ -260,7 +245,7 @@ function wake(held: HeldInputs): void {
 
 /** A result or a request's params without the related-task `_meta` of revision 2025-11-25, which names the task by the upstream's id. */
 function withoutRelatedTask(value: Record<string, unknown>): Record<string, unknown> {
-  if (!isObject(value._meta) || !(RELATED_TASK in value._meta)) return value;
+  if (!isPlainObject(value._meta) || !(RELATED_TASK in value._meta)) return value;
   const { [RELATED_TASK]: _, ...meta } = value._meta;
   const { _meta: __, ...rest } = value;
   return Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest;

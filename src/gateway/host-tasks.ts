@@ -2,8 +2,9 @@ import { hkdfSync } from 'node:crypto';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { ERRORS, GATEWAY_CAPABILITIES, GatewayCallError, type HostContext, type Outcome } from './call-model.js';
 import type { Catalog, Route } from './catalog.js';
-import { RELATED_TASK, renamedInWords, serveBridged, toCoreTask } from './bridge-core-tasks.js';
-import { CORE_TASK_TTL_MS, ExtensionTasksBridge, inTaskSession, toExtensionTask } from './bridge-extension-tasks.js';
+import { isPlainObject } from '../mcp/request-params.js';
+import { RELATED_TASK, renamedInWords, serveBridged, toCoreTask, toExtensionTask } from './bridge-core-tasks.js';
+import { CORE_TASK_TTL_MS, ExtensionTasksBridge, inTaskSession } from './bridge-extension-tasks.js';
 import type { HostRelay } from './host-relay.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { isAnswerTo } from './relay.js';
@@ -52,18 +53,16 @@ const MAX_TASK_IDS_KEPT = 10_000;
  */
 export const isTaskStatus = (message: JSONRPCMessage): boolean => (message as { method?: unknown }).method === 'notifications/tasks/status';
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** Whether a route's upstream offers the tasks extension (learned at validation, in its features). */
 function offersTasks(route: Route): boolean {
   const extensions = route.features?.capabilities.extensions as Record<string, unknown> | undefined;
-  return route.features?.protocolVersion === MODERN_REVISION && isObject(extensions?.[TASKS_EXTENSION]);
+  return route.features?.protocolVersion === MODERN_REVISION && isPlainObject(extensions?.[TASKS_EXTENSION]);
 }
 
 /** Whether a route's upstream, learned as 2025-11-25, takes task-augmented tools/call. */
 function offersCoreTasks(route: Route): boolean {
   const tasks = route.features?.capabilities.tasks as { requests?: { tools?: { call?: unknown } } } | undefined;
-  return route.features?.protocolVersion === CORE_TASKS_REVISION && isObject(tasks?.requests?.tools?.call);
+  return route.features?.protocolVersion === CORE_TASKS_REVISION && isPlainObject(tasks?.requests?.tools?.call);
 }
 
 /** Whether a route's tool, as learned at validation, runs only as a task (`execution.taskSupport: 'required'`). */
@@ -85,7 +84,7 @@ const offersTasksToModern = (route: Route): boolean => offersTasks(route) || (of
 /** Whether a 2026-07-28 host declared the tasks extension in its request's client capabilities. */
 function declaresTasks(ctx: HostContext): boolean {
   const extensions = ctx.modern?.identity.clientCapabilities.extensions as Record<string, unknown> | undefined;
-  return isObject(extensions?.[TASKS_EXTENSION]);
+  return isPlainObject(extensions?.[TASKS_EXTENSION]);
 }
 
 /** The refusal of a 2026-07-28 host's request that needs the tasks extension it did not declare. */
@@ -174,7 +173,7 @@ export class HostTasks {
     const augmentation = params.task;
     const asked = augmentation !== undefined && coreTasksHost(ctx);
     // Refused here, in words, rather than forwarded for an upstream's schema to fail on.
-    if (asked && !(isObject(augmentation) && (augmentation.ttl === undefined || typeof augmentation.ttl === 'number')))
+    if (asked && !(isPlainObject(augmentation) && (augmentation.ttl === undefined || typeof augmentation.ttl === 'number')))
       throw new GatewayCallError(ERRORS.invalidParams, 'tools/call params.task must be an object: { ttl?: milliseconds to keep the task }.');
     const kept = asked && offersCoreTasks(route);
     const bridged = asked && offersTasks(route);
@@ -189,7 +188,7 @@ export class HostTasks {
       });
     if (!kept) return outcome;
     return mapResult(outcome, requestId, (result) =>
-      isObject(result.task) && typeof result.task.taskId === 'string'
+      isPlainObject(result.task) && typeof result.task.taskId === 'string'
         ? { ...result, task: { ...result.task, taskId: this.seal(ctx, route, tool, result.task.taskId) } }
         : result,
     );
@@ -223,9 +222,9 @@ export class HostTasks {
     return mapOutcome(outcome, (answer) => {
       if (!isAnswerTo(requestId, answer)) return answer;
       const result = (answer as { result?: unknown }).result;
-      const task = isObject(result) ? result.task : undefined;
+      const task = isPlainObject(result) ? result.task : undefined;
       // No task came of it (an error, a refusal): nothing lives in the session.
-      if (!isObject(task) || typeof task.taskId !== 'string') {
+      if (!isPlainObject(task) || typeof task.taskId !== 'string') {
         endAfter(0);
         return answer;
       }
@@ -322,9 +321,9 @@ export class HostTasks {
  */
 function renamedTask(message: JSONRPCMessage, upstreamId: string, hostId: string): JSONRPCMessage {
   const m = message as { result?: unknown; params?: unknown; error?: { message?: unknown } };
-  if (isObject(m.result)) return { ...message, result: renameTask(m.result, upstreamId, hostId) } as JSONRPCMessage;
-  if (isObject(m.params)) return { ...message, params: renameTask(m.params, upstreamId, hostId) } as JSONRPCMessage;
-  if (isObject(m.error) && typeof m.error.message === 'string') {
+  if (isPlainObject(m.result)) return { ...message, result: renameTask(m.result, upstreamId, hostId) } as JSONRPCMessage;
+  if (isPlainObject(m.params)) return { ...message, params: renameTask(m.params, upstreamId, hostId) } as JSONRPCMessage;
+  if (isPlainObject(m.error) && typeof m.error.message === 'string') {
     const words = renamedInWords(m.error.message, upstreamId, hostId);
     if (words !== m.error.message) return { ...message, error: { ...m.error, message: words } } as JSONRPCMessage;
   }
@@ -333,8 +332,8 @@ function renamedTask(message: JSONRPCMessage, upstreamId: string, hostId: string
 
 function renameTask(value: Record<string, unknown>, upstreamId: string, hostId: string): Record<string, unknown> {
   let renamed = value.taskId === upstreamId ? { ...value, taskId: hostId } : value;
-  const related = isObject(value._meta) ? value._meta[RELATED_TASK] : undefined;
-  if (isObject(related) && related.taskId === upstreamId)
+  const related = isPlainObject(value._meta) ? value._meta[RELATED_TASK] : undefined;
+  if (isPlainObject(related) && related.taskId === upstreamId)
     renamed = { ...renamed, _meta: { ...(value._meta as Record<string, unknown>), [RELATED_TASK]: { ...related, taskId: hostId } } };
   return renamed;
 }
@@ -343,7 +342,7 @@ function renameTask(value: Record<string, unknown>, upstreamId: string, hostId: 
 function mapResult(outcome: Outcome, requestId: RequestId, map: (result: Record<string, unknown>) => Record<string, unknown>): Outcome {
   return mapOutcome(outcome, (message) => {
     const result = (message as { result?: unknown }).result;
-    if (!isAnswerTo(requestId, message) || !isObject(result)) return message;
+    if (!isAnswerTo(requestId, message) || !isPlainObject(result)) return message;
     // Most results are no task's and come back as they were: the message is copied only when its result changed.
     const mapped = map(result);
     return mapped === result ? message : ({ ...message, result: mapped } as JSONRPCMessage);
