@@ -4,7 +4,7 @@ import { pathParams, type AnyOperation } from '../src/core/operation.js';
 import { operations } from '../src/core/operations/index.js';
 import { runAdminCommand } from '../src/core/admin-commands.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
-import { closeClients, invoke, newWorkspace, SURFACES, startTestApp, type TestApp } from './helpers/harness.js';
+import { closeClients, invoke, newWorkspace, rest, SURFACES, startTestApp, type TestApp } from './helpers/harness.js';
 import { newMember } from './helpers/members.js';
 
 /**
@@ -93,6 +93,27 @@ describe('the audit log', () => {
     expect(res.status).toBe(403);
     const [record] = await auditOf(ws, { operation: 'create_team', actor_user_guid: member.userGuid });
     expect(record).toMatchObject({ outcome: 'missing_capability', status: 403, surface: 'mcp', request: { name: 'nope' } });
+  });
+
+  it('records a REST request refused before its input was whole: a body that is not JSON, too large, not an object, an unknown field or query parameter', async () => {
+    const ws = await newWorkspace(t);
+    const json = { 'content-type': 'application/json' };
+    const refused = [
+      await rest(t, ws.token, 'POST', '/teams', '{"name":"unterminated', json),
+      await rest(t, ws.token, 'POST', '/teams', JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }), json),
+      await rest(t, ws.token, 'POST', '/teams', '["a"]', json),
+      await rest(t, ws.token, 'POST', '/teams', 'name=a', { 'content-type': 'text/plain' }),
+      await rest(t, ws.token, 'POST', '/teams', { name: 'Probe', bogusField: 1 }),
+      await rest(t, ws.token, 'POST', '/teams?probe=1', { name: 'Probe' }),
+    ];
+    for (const res of refused) expect([res.status, res.body.code]).toEqual([400, 'validation_failed']);
+    const records = (await auditOf(ws, { operation: 'create_team' })).reverse();
+    expect(records.map((r) => [r.surface, r.outcome, r.status])).toEqual(refused.map(() => ['rest', 'validation_failed', 400]));
+    // What could be read of the request is recorded; a body that could not be is not.
+    expect(records[4].request).toEqual({ name: 'Probe', bogusField: 1 });
+    expect(records[0].request).toEqual({});
+    // Nothing was created.
+    expect(JSON.stringify((await invoke(t, 'rest', ws.token, 'list_teams', {})).body)).not.toContain('Probe');
   });
 
   it('records success with the created guid as a target, the source address and user agent; filters combine', async () => {

@@ -36,15 +36,16 @@ afterAll(async () => {
 
 // Every operation on REST, on MCP for a 2025 host (the 1.x SDK) and for a 2026-07-28 host pinned to that revision (the v2 SDK).
 describe.each([...SURFACES, 'mcp2026' as const])('every operation on %s', (surface) => {
+  // Whatever else is wrong with the input (an unknown field here): both surfaces decide who may call before what was sent.
   it.each(operations.map((op) => [op.name, op] as const))('%s refuses a caller without the entitlement', async (_name, op) => {
-    const res = await invoke(t, surface, unentitled, op.name, withIds(op));
+    const res = await invoke(t, surface, unentitled, op.name, { ...withIds(op), bogusField: 'x' });
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('entitlement_required');
     expect(res.body.entitlement).toBe(ADMIN_ENTITLEMENT);
   });
 
   it.each(operations.filter((op) => op.capability).map((op) => [op.name, op] as const))('%s refuses a role without its capability', async (_name, op) => {
-    const res = await invoke(t, surface, powerless, op.name, withIds(op));
+    const res = await invoke(t, surface, powerless, op.name, { ...withIds(op), bogusField: 'x' });
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({ code: 'missing_capability', capability: op.capability });
   });
@@ -104,6 +105,20 @@ describe('REST only', () => {
       expect(huge.body.code).toBe('validation_failed');
       const notObject = await rest(t, admin, req.method, req.url, '[1,2]', { 'content-type': 'application/json' });
       expect(notObject.status).toBe(400);
+    },
+  );
+
+  it.each(operations.filter((op) => op.capability && bodyParams(op).length > 0).map((op) => [op.name, op] as const))(
+    '%s refuses a caller without the capability before it reads the body, as MCP does',
+    async (_name, op) => {
+      const req = restRequestFor(op, withIds(op));
+      for (const body of ['{"unterminated', '[1,2]', JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) })]) {
+        const res = await rest(t, powerless, req.method, req.url, body, { 'content-type': 'application/json' });
+        expect(res.status).toBe(403);
+        expect(res.body).toMatchObject({ code: 'missing_capability', capability: op.capability });
+      }
+      const form = await rest(t, unentitled, req.method, req.url, 'a=b', { 'content-type': 'application/x-www-form-urlencoded' });
+      expect(form.body.code).toBe('entitlement_required');
     },
   );
 });

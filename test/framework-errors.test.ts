@@ -49,6 +49,16 @@ describe('errors noticed before a route runs', () => {
     expect(res.body.length).toBeLessThan(600);
   });
 
+  it('an id past the router limit on a route that takes one is a 404 problem that does not echo it whole', async () => {
+    const res = await t.app.inject({ method: 'GET', url: `/api/v1/svc-admin/gateways/${'a'.repeat(5000)}` });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({
+      code: 'not_found',
+      detail: expect.stringMatching(/^No resource has the id in \/api\/v1\/svc-admin\/gateways\/a+…: ids are at most 200 characters\.$/),
+    });
+    expect(res.body.length).toBeLessThan(600);
+  });
+
   it('headers over the limit are a 431 problem', async () => {
     const res = await raw(`GET /api/v1/svc-admin/whoami HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(res.status).toBe(431);

@@ -22,13 +22,24 @@ export function zodFieldErrors(error: z.ZodError): FieldError[] {
  * Runs one operation for one caller. This is the single place where entitlement,
  * capability, id format and input validation are decided, so REST and MCP cannot
  * disagree. Returns the handler's result; throws AppError.
+ *
+ * `refusal` is what a surface found wrong with the request before it could make the
+ * input whole (REST: a body that is not JSON, too large, or holds a field no parameter
+ * takes): it is thrown where the input's own validation would fail, after the
+ * entitlement, capability and id checks, so a caller gets the answer the other surface
+ * gives, and the refusal is audited like any other.
  */
-export async function executeOperation(op: AnyOperation, ctx: OperationContext, rawInput: Record<string, unknown>): Promise<unknown> {
-  if (op.annotations.readOnlyHint) return run(op, ctx, rawInput);
+export async function executeOperation(
+  op: AnyOperation,
+  ctx: OperationContext,
+  rawInput: Record<string, unknown>,
+  refusal: AppError | null = null,
+): Promise<unknown> {
+  if (op.annotations.readOnlyHint) return run(op, ctx, rawInput, refusal);
   // Every other operation leaves one audit record, whatever its outcome, before it is answered.
   let result: unknown;
   try {
-    result = await run(op, ctx, rawInput);
+    result = await run(op, ctx, rawInput, refusal);
   } catch (err) {
     const appError = toAppError(err);
     await audit(ctx, op, rawInput, null, appError.code, appError.status);
@@ -56,7 +67,7 @@ async function audit(ctx: OperationContext, op: AnyOperation, input: Record<stri
   ]);
 }
 
-async function run(op: AnyOperation, ctx: OperationContext, rawInput: Record<string, unknown>): Promise<unknown> {
+async function run(op: AnyOperation, ctx: OperationContext, rawInput: Record<string, unknown>, refusal: AppError | null): Promise<unknown> {
   const { principal } = ctx;
   if (!principal.entitled) {
     throw new AppError(
@@ -84,6 +95,7 @@ async function run(op: AnyOperation, ctx: OperationContext, rawInput: Record<str
   // An id field in the body that is not of our id format names nothing either: 404, as in the path.
   const malformed = malformedIdField(op, rawInput);
   if (malformed) throw new AppError('not_found', `No resource has the id ${JSON.stringify(malformed.slice(0, 64))}.`);
+  if (refusal) throw refusal;
   const parsed = op.input.safeParse(rawInput);
   if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
   const result = await op.handler(ctx, parsed.data);

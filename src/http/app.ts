@@ -1,4 +1,4 @@
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -19,7 +19,7 @@ import { ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
 import { registerOAuthCallbackRoute } from './oauth-callback-route.js';
 import { registerOAuthClientMetadataRoute } from './oauth-client-metadata-route.js';
 import { answerClientError, problemFromFastifyError, sendProblem } from './problem.js';
-import { assembleInput } from './rest-input.js';
+import { assembleInput, type RestInput } from './rest-input.js';
 import { ADMIN_REFUSED_KEYS, GATEWAY_REFUSED_KEYS, parseJsonBody } from './json-body.js';
 import { originOf } from './request-origin.js';
 import { registerOriginCheck } from './origin-check.js';
@@ -28,6 +28,10 @@ import { registerConsoleRoute } from './console-route.js';
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+  }
+  interface FastifyContextConfig {
+    /** The admin operation a REST route serves. */
+    operation?: AnyOperation;
   }
 }
 
@@ -40,6 +44,14 @@ export interface AppOptions {
 }
 
 const ONE_MIB = 1024 * 1024;
+/** The ids in paths are UUIDs; anything longer is certainly not one of ours. */
+const MAX_PARAM_LENGTH = 200;
+
+/** A request's path as a problem names it: not echoed whole, since a long one (up to the 8 KB request line) is cut. */
+const namedPath = (url: string): string => {
+  const path = url.split('?')[0]!;
+  return path.length > 200 ? `${path.slice(0, 200)}…` : path;
+};
 
 /**
  * Builds the HTTP application: REST routes and MCP tools generated from the operation
@@ -53,12 +65,16 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? { level: services.config.logLevel, redact: SERVICE_LOG_REDACTION },
     bodyLimit: ONE_MIB,
-    // Ids in paths are UUIDs; anything longer is certainly not one of ours.
-    routerOptions: { maxParamLength: 200 },
-    // A path fastify cannot decode (%ZZ, an overlong UTF-8 form) names no resource: the contract's 404, as problem+json.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // A path fastify cannot decode (%ZZ, an overlong UTF-8 form), or whose id is past the router's limit, names no
+    // resource: the contract's 404, as problem+json, and the path is not echoed whole.
     frameworkErrors: (error, request, reply) => {
       const appError =
-        error.code === 'FST_ERR_BAD_URL' ? new AppError('not_found', 'The path is not a valid URL: it names no resource.') : problemFromFastifyError(error);
+        error.code === 'FST_ERR_BAD_URL'
+          ? new AppError('not_found', 'The path is not a valid URL: it names no resource.')
+          : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+            ? new AppError('not_found', `No resource has the id in ${namedPath(request.url)}: ids are at most ${MAX_PARAM_LENGTH} characters.`)
+            : problemFromFastifyError(error);
       return sendProblem(reply, appError);
     },
     // Requests Node's parser refuses before fastify sees them (headers too large, a malformed request line).
@@ -75,15 +91,36 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     }
   });
 
+  /** Runs one operation for a REST request and sends its answer (its result, or its problem). */
+  const answerOperation = async (op: AnyOperation, request: FastifyRequest, reply: FastifyReply, { input, refusal }: RestInput) => {
+    const end = metrics.duration.startTimer({ operation: op.name, surface: 'rest' });
+    try {
+      const result = await executeOperation(op, { services, principal: request.principal!, origin: originOf(request, 'rest') }, input, refusal);
+      const status = successStatusOf(op, result);
+      metrics.requests.inc({ operation: op.name, surface: 'rest', status });
+      return reply.code(status).send(result);
+    } catch (err) {
+      const appError = toAppError(err);
+      metrics.requests.inc({ operation: op.name, surface: 'rest', status: appError.status });
+      if (appError.status >= 500) request.log.error({ err, operation: op.name }, 'operation failed');
+      return sendProblem(reply, appError);
+    } finally {
+      end();
+    }
+  };
+
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const appError = problemFromFastifyError(err);
+    // A body fastify refused (not JSON, too large, another content type) for an authenticated caller of an operation is
+    // that operation's refusal: answered after its entitlement and capability checks, as MCP answers, and audited.
+    const op = request.routeOptions.config.operation;
+    if (op && request.principal && appError.status < 500)
+      return answerOperation(op, request, reply, { input: { ...(request.params as Record<string, unknown>) }, refusal: appError });
     if (appError.status >= 500) request.log.error({ err }, 'unexpected error');
     return sendProblem(reply, appError);
   });
   app.setNotFoundHandler((request, reply) => {
-    // The path is named, not echoed whole: a long one (up to the 8 KB request line) is cut.
-    const path = request.url.split('?')[0]!;
-    return sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${path.length > 200 ? `${path.slice(0, 200)}…` : path}`));
+    return sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${namedPath(request.url)}`));
   });
 
   registerOriginCheck(app, services.config.allowedOrigins);
@@ -116,22 +153,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       method: op.method,
       url: ADMIN_PREFIX + op.path,
       onRequest: authenticateRequest,
-      handler: async (request, reply) => {
-        const end = metrics.duration.startTimer({ operation: op.name, surface: 'rest' });
-        try {
-          const result = await executeOperation(op, { services, principal: request.principal!, origin: originOf(request, 'rest') }, assembleInput(op, request));
-          const status = successStatusOf(op, result);
-          metrics.requests.inc({ operation: op.name, surface: 'rest', status });
-          return reply.code(status).send(result);
-        } catch (err) {
-          const appError = toAppError(err);
-          metrics.requests.inc({ operation: op.name, surface: 'rest', status: appError.status });
-          if (appError.status >= 500) request.log.error({ err, operation: op.name }, 'operation failed');
-          return sendProblem(reply, appError);
-        } finally {
-          end();
-        }
-      },
+      config: { operation: op },
+      handler: (request, reply) => answerOperation(op, request, reply, assembleInput(op, request)),
     });
   }
 

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { validationFailed } from '../core/errors.js';
+import { validationFailed, type AppError, type FieldError } from '../core/errors.js';
 import { bodyParams, pathParams, queryParams, type AnyOperation } from '../core/operation.js';
 
 /** The innermost type name of a schema, looking through optional/nullable/default wrappers. */
@@ -19,29 +19,46 @@ function coerceQueryValue(schema: z.ZodType | undefined, value: unknown): unknow
   return value;
 }
 
+/** A REST request as the operation's one input, and what is wrong with it that the input cannot show. */
+export interface RestInput {
+  input: Record<string, unknown>;
+  /** A query parameter or body field no parameter takes, or a body that is not an object (executeOperation's `refusal`). */
+  refusal: AppError | null;
+}
+
 /**
  * Flattens a REST request into the operation's one input object (path, query and
- * body parameters), refusing body fields that belong nowhere. The executor then
- * validates the whole object with the operation's schema, exactly as for MCP.
+ * body parameters). The executor validates the whole object with the operation's
+ * schema, exactly as for MCP; what only REST can get wrong (a query parameter or body
+ * field no parameter takes, a body that is not an object) is handed to it as the
+ * refusal, so it is answered where MCP's validation would answer, and audited. A body
+ * field named like a path or query parameter is refused and never replaces it.
  */
-export function assembleInput(op: AnyOperation, request: FastifyRequest): Record<string, unknown> {
+export function assembleInput(op: AnyOperation, request: FastifyRequest): RestInput {
   const shape = op.input.shape as Record<string, z.ZodType>;
   const input: Record<string, unknown> = {};
+  const errors: FieldError[] = [];
   const params = (request.params ?? {}) as Record<string, string>;
   for (const name of pathParams(op)) input[name] = params[name];
 
   const allowedQuery = new Set(queryParams(op));
   const query = (request.query ?? {}) as Record<string, unknown>;
-  const unknownQuery = Object.keys(query).filter((k) => !allowedQuery.has(k));
-  if (unknownQuery.length > 0) throw validationFailed(unknownQuery.map((k) => ({ path: k, message: 'unknown query parameter' })));
-  for (const [k, v] of Object.entries(query)) input[k] = coerceQueryValue(shape[k], v);
+  for (const [k, v] of Object.entries(query)) {
+    if (allowedQuery.has(k)) input[k] = coerceQueryValue(shape[k], v);
+    else errors.push({ path: k, message: 'unknown query parameter' });
+  }
 
   const body = request.body;
   // No body (or an empty one) is no parameters; a JSON null is a body that is not an object, refused like any other.
-  if (body === undefined) return input;
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw validationFailed([{ path: 'body', message: 'must be a JSON object' }]);
-  const allowedBody = new Set(bodyParams(op));
-  const unknownBody = Object.keys(body).filter((k) => !allowedBody.has(k));
-  if (unknownBody.length > 0) throw validationFailed(unknownBody.map((k) => ({ path: k, message: 'unknown field' })));
-  return { ...input, ...(body as Record<string, unknown>) };
+  if (body !== undefined) {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) errors.push({ path: 'body', message: 'must be a JSON object' });
+    else {
+      const allowedBody = new Set(bodyParams(op));
+      for (const [k, v] of Object.entries(body)) {
+        if (!allowedBody.has(k)) errors.push({ path: k, message: 'unknown field' });
+        if (!Object.hasOwn(input, k)) input[k] = v;
+      }
+    }
+  }
+  return { input, refusal: errors.length > 0 ? validationFailed(errors) : null };
 }
