@@ -75,6 +75,14 @@ describe.each(SURFACES)('roles on %s', (surface: Surface) => {
     const res = await invoke(t, surface, ws.token, 'create_role', { name: 'X', grants: { notACapability: 'true' } });
     expect(res.status).toBe(400);
     expect(res.body.errors).toEqual([{ path: 'grants.notACapability', message: expect.any(String) }]);
+    // Thousands of bad keys are counted, not all repeated: the answer names the first 50, each cut at 1,000 characters.
+    const many = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`notACapability${i}`, 'true']));
+    const flood = await invoke(t, surface, ws.token, 'create_role', { name: 'X', grants: { ['k'.repeat(5_000)]: 'true', ...many } });
+    expect(flood.status).toBe(400);
+    expect(flood.body.errors).toHaveLength(50);
+    expect(flood.body.errors[0].path).toBe(`grants.${'k'.repeat(993)}…`);
+    expect(flood.body.detail).toMatch(/^20001 invalid parameters, the first 50: grants\.k+…, grants\.notACapability0, /);
+    expect(JSON.stringify(flood.body).length).toBeLessThan(20_000);
     // Partner Portal keys exist only in partner workspaces.
     const partnerKey = await invoke(t, surface, ws.token, 'create_role', { name: 'X', grants: { managePartnerWorkspaces: 'true' } });
     expect(partnerKey.status).toBe(400);

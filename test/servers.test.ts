@@ -206,6 +206,11 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
     await bad({ authType: 'headers' }, 'headers');
     await bad({ authType: 'headers', headers: { 'svc-only': 'x', Empty: '' } }, 'headers');
     await bad({ authType: 'headers', headers: { 'bad name': 'x' } }, 'headers.bad name');
+    // Header maps follow one rule, an identity's as a collector's: headers the exchange owns, a name twice, control characters, more than 32.
+    await bad({ authType: 'headers', headers: { a: 'b', Host: 'elsewhere.example' } }, 'headers.Host');
+    await bad({ authType: 'headers', headers: { 'X-Key': 'b', 'x-key': 'c' } }, 'headers.x-key');
+    await bad({ authType: 'headers', headers: { 'X-Key': 'one\u0001two' } }, 'headers.X-Key');
+    await bad({ authType: 'headers', headers: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`X-H${i}`, 'v'])) }, 'headers');
     await bad({ authType: 'none', headers: { a: 'b' } }, 'headers');
     await bad({ authType: 'headers', headers: { a: 'b' }, oauthAccessToken: 'tok' }, 'oauthAccessToken');
     await bad({ authType: 'oauth', oauthAccessToken: 'tok' }, 'oauthClientId');

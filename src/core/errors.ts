@@ -102,14 +102,25 @@ export class AppError extends Error {
   }
 }
 
-export const validationFailed = (errors: FieldError[]): AppError =>
-  new AppError(
+/** The most field errors a problem lists: a request can hold thousands of bad keys, and its answer need not repeat them all. */
+export const MAX_LISTED_ERRORS = 50;
+
+/** The longest field path a problem repeats (a map key is the caller's text, of any length). */
+const MAX_PATH_LENGTH = 1_000;
+
+export const validationFailed = (errors: FieldError[]): AppError => {
+  const listed = errors.slice(0, MAX_LISTED_ERRORS).map((e) => (e.path.length > MAX_PATH_LENGTH ? { ...e, path: `${e.path.slice(0, MAX_PATH_LENGTH)}…` } : e));
+  const paths = listed.map((e) => e.path || 'input').join(', ');
+  return new AppError(
     'validation_failed',
     errors.length === 1
-      ? `${errors[0]!.path || 'input'}: ${errors[0]!.message}`
-      : `${errors.length} invalid parameters: ${errors.map((e) => e.path || 'input').join(', ')}`,
-    { errors },
+      ? `${listed[0]!.path || 'input'}: ${listed[0]!.message}`
+      : errors.length > listed.length
+        ? `${errors.length} invalid parameters, the first ${listed.length}: ${paths}`
+        : `${errors.length} invalid parameters: ${paths}`,
+    { errors: listed },
   );
+};
 
 export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
 

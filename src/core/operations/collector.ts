@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { AppError, validationFailed, type FieldError } from '../errors.js';
 import { deleteCollectorHeadersSecret, findCollectorConfiguration, saveCollectorConfiguration, syncForwarderCursors } from '../collector/config-repository.js';
-import { normalizeCollectorHeaders, resolveLogsFormat } from '../collector/rules.js';
+import { resolveLogsFormat } from '../collector/rules.js';
+import { checkedHeaderMap, headerMapInput } from '../header-map.js';
 import { defineOperation } from '../operation.js';
 import type { Services } from '../services.js';
 import type { CollectorConfiguration } from '../../stores/schema.js';
@@ -48,12 +49,9 @@ const SetOtelConfigurationInput = z.strictObject({
       'otlp (OTLP/HTTP JSON, the default) or collector_hec (HTTP Event Collector events). Omitted keeps the stored format. Governs logs only; traces are always OTLP.',
     ),
   tracesCollectorUrl: CollectorUrl('OTLP/HTTP trace endpoint'),
-  headers: z
-    .record(z.string(), z.string())
-    .optional()
-    .describe(
-      'Headers sent with both signals, e.g. {"Authorization": "Splunk <token>"}. A map replaces the whole set, {} clears it, omitted keeps it. Values are stored encrypted and never returned.',
-    ),
+  headers: headerMapInput(
+    'Headers sent with both signals, e.g. {"Authorization": "Splunk <token>"}. A map replaces the whole set, {} clears it, omitted keeps it. Values are stored encrypted and never returned.',
+  ).optional(),
 });
 
 /** Runs the egress check (contract section 1) on every URL given, reporting all refused fields at once. */
@@ -105,7 +103,7 @@ export const collectorOperations = [
         ]);
       }
       await checkCollectorUrls(services, { logsCollectorUrl: input.logsCollectorUrl, tracesCollectorUrl: input.tracesCollectorUrl });
-      const headers = input.headers === undefined ? undefined : normalizeCollectorHeaders(input.headers);
+      const headers = input.headers === undefined ? undefined : checkedHeaderMap(input.headers);
       const org = principal.organizationGuid;
 
       const saved = await services.db.transaction().execute(async (trx) => {

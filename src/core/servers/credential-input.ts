@@ -5,13 +5,12 @@ import { insertIdentity, type Identity } from '../repositories/identities.js';
 import type { InboundServer } from '../repositories/inbound-servers.js';
 import type { Services } from '../services.js';
 import type { ConfigDb } from '../../stores/postgres.js';
-import { cleanHeaders, type HeadersSecret, type OAuthTokenSet } from './credentials.js';
+import { checkedHeaderMap, headerMapInput } from '../header-map.js';
+import type { HeadersSecret, OAuthTokenSet } from './credentials.js';
 
 const Secret = (description: string) => z.string().min(1).max(16_384).describe(description);
 
-export const HeadersMap = z
-  .record(z.string().max(256), z.string().max(8_192))
-  .describe('Static request headers (name to value). Values are write-only: stored encrypted, never returned.');
+export const HeadersMap = headerMapInput('Static request headers (name to value). Values are write-only: stored encrypted, never returned.');
 
 /** The credential fields create_inbound_server and add_identity share (admin-api, create_inbound_server body). */
 export const credentialFields = {
@@ -46,25 +45,17 @@ const OAUTH_FIELDS = [
 ] as const;
 /** Fields that only make sense next to an access token (headless OAuth). */
 const HEADLESS_ONLY = ['oauthRefreshToken', 'oauthExpiresAt', 'oauthTokenEndpoint'] as const;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** The OAuth fields present in the input. */
 export const oauthFieldsGiven = (input: CredentialInput): string[] => OAUTH_FIELDS.filter((k) => input[k] !== undefined);
 
 /**
- * The header map of a headers credential, cleaned (svc- names and empty entries
- * dropped) and checked: at least one header must remain, names must be HTTP tokens
- * and values single-line. Errors name the header, never its value.
+ * The header map of a headers credential, as every header map is kept (checkedHeaderMap):
+ * at least one header must remain once svc- names and empty entries are dropped.
  */
 export function headersFrom(input: { headers?: Record<string, string> }): HeadersSecret {
   if (!input.headers) throw validationFailed([{ path: 'headers', message: 'is required for a headers credential' }]);
-  const headers = cleanHeaders(input.headers);
-  const errors: FieldError[] = [];
-  for (const [name, value] of Object.entries(headers)) {
-    if (!HEADER_NAME.test(name)) errors.push({ path: `headers.${name}`, message: 'is not a valid header name' });
-    else if (/[\r\n\0]/.test(value)) errors.push({ path: `headers.${name}`, message: 'value must be a single line' });
-  }
-  if (errors.length) throw validationFailed(errors);
+  const headers = checkedHeaderMap(input.headers);
   if (Object.keys(headers).length === 0)
     throw validationFailed([{ path: 'headers', message: 'must hold at least one header once svc- prefixed and empty entries are dropped' }]);
   return headers;

@@ -20,23 +20,6 @@ export interface OAuthTokenSet {
   tokenEndpointAuthMethods?: string[];
 }
 
-/** The reserved prefix of the service's own headers (admin-api rule 5). */
-const RESERVED_PREFIX = 'svc-';
-
-/**
- * Cleans an identity's header map as admin-api rule 5 asks: names starting with
- * `svc-` and entries with an empty name or value are dropped.
- */
-export function cleanHeaders(headers: Record<string, string>): HeadersSecret {
-  const out: HeadersSecret = {};
-  for (const [name, value] of Object.entries(headers)) {
-    const trimmed = name.trim();
-    if (!trimmed || value === '' || trimmed.toLowerCase().startsWith(RESERVED_PREFIX)) continue;
-    out[trimmed] = value;
-  }
-  return out;
-}
-
 /** Every secret string in a credential, for redacting upstream answers. */
 export function secretStringsOf(secret: HeadersSecret | OAuthTokenSet | undefined): string[] {
   if (!secret) return [];
