@@ -130,6 +130,34 @@ describe.each(SURFACES)('roles on %s', (surface: Surface) => {
   });
 });
 
+describe.each(SURFACES)('the last user who can give roles back, on %s', (surface: Surface) => {
+  it('is kept: no role change, deletion or deactivation may leave the workspace without one', async () => {
+    const ws = await newWorkspace(t);
+    const viewer = (await invoke(t, surface, ws.token, 'create_role', { name: 'Viewer', grants: { viewAllGateways: 'true' } })).body;
+    const lockout = /no active user of the workspace holding manageRoles and manageUserRoles/;
+    const refusals = [
+      await invoke(t, surface, ws.token, 'delete_role', { roleGuid: ws.roleGuid, reassignToRoleGuid: viewer.guid }),
+      await invoke(t, surface, ws.token, 'modify_role', { roleGuid: ws.roleGuid, grants: { manageUserRoles: 'false' } }),
+      await invoke(t, surface, ws.token, 'set_user_role', { userGuid: ws.userGuid, roleGuid: viewer.guid }),
+    ];
+    // A user who may remove users but not give roles cannot deactivate the last one who can.
+    const remover = await newMember(t, ws, ['removeUsers']);
+    refusals.push(await invoke(t, surface, remover.token, 'deactivate_user', { userGuid: ws.userGuid }));
+    for (const res of refusals) expect([res.status, res.body.code, res.body.detail]).toEqual([409, 'conflict', expect.stringMatching(lockout)]);
+    // Nothing changed: the administrator still administers.
+    const roles = (await invoke(t, surface, ws.token, 'list_roles')).body.items;
+    expect(roles.map((r: { name: string }) => r.name)).toContain('Administrator');
+    expect(roles.find((r: { guid: string }) => r.guid === ws.roleGuid).grantedCapabilities).toContain('manageUserRoles');
+    // With a second such user, the first may step down; a rename alone is never refused.
+    const second = await newMember(t, ws, ['manageRoles', 'manageUserRoles']);
+    expect((await invoke(t, surface, ws.token, 'modify_role', { roleGuid: ws.roleGuid, name: 'Admins' })).status).toBe(200);
+    const steppedDown = await invoke(t, surface, ws.token, 'set_user_role', { userGuid: ws.userGuid, roleGuid: viewer.guid });
+    expect([steppedDown.status, steppedDown.body.roleGuid]).toEqual([200, viewer.guid]);
+    const self = await invoke(t, surface, second.token, 'set_user_role', { userGuid: second.userGuid, roleGuid: viewer.guid });
+    expect(self.status).toBe(409);
+  });
+});
+
 describe.each(SURFACES)('users on %s', (surface: Surface) => {
   it('invites a user with role, teams and referrer; a second invite of the same email conflicts', async () => {
     const ws = await newWorkspace(t);

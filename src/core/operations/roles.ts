@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { capabilityKeysFor, type OrganizationType } from '../capabilities.js';
 import { notFound, validationFailed } from '../errors.js';
 import { newGuid } from '../ids.js';
+import { keepingARoleAdmin } from '../role-admins.js';
 import { defineOperation } from '../operation.js';
 import { deleteRole, findRole, insertRole, listRoles, updateRole } from '../repositories/roles.js';
 import { reassignRole } from '../repositories/users.js';
@@ -84,7 +85,10 @@ export const roleOperations = [
       const name = input.name ?? role.name;
       const sameGrants = granted.join(',') === [...role.granted_capabilities].sort().join(',');
       if (name === role.name && sameGrants) return toRole(role);
-      return toRole(await updateRole(services.db, role.guid, { name, granted_capabilities: granted }));
+      if (sameGrants) return toRole(await updateRole(services.db, role.guid, { name }));
+      return toRole(
+        await keepingARoleAdmin(services.db, principal.organizationGuid, (trx) => updateRole(trx, role.guid, { name, granted_capabilities: granted })),
+      );
     },
   }),
   defineOperation({
@@ -101,7 +105,7 @@ export const roleOperations = [
       if (input.reassignToRoleGuid === input.roleGuid) {
         throw validationFailed([{ path: 'reassignToRoleGuid', message: 'must name a different role than the one deleted' }]);
       }
-      return services.db.transaction().execute(async (trx) => {
+      return keepingARoleAdmin(services.db, principal.organizationGuid, async (trx) => {
         const role = await findRole(trx, principal.organizationGuid, input.roleGuid);
         if (!role) throw notFound('Role');
         const target = await findRole(trx, principal.organizationGuid, input.reassignToRoleGuid);

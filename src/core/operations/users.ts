@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AppError, conflict, notFound, validationFailed } from '../errors.js';
 import { isGuid, newGuid } from '../ids.js';
 import { defineOperation, type Principal } from '../operation.js';
+import { keepingARoleAdmin } from '../role-admins.js';
 import { findRole, findRoleByName, insertRole } from '../repositories/roles.js';
 import { existingTeamGuids } from '../repositories/teams.js';
 import { deactivateUser, findUser, findUserByEmail, insertUser, listUsers, setUserRole, setUserTeams, type UserRecord } from '../repositories/users.js';
@@ -91,7 +92,7 @@ export const userOperations = [
       const user = await loadUser(services.db, principal, input.userGuid);
       const role = await findRole(services.db, principal.organizationGuid, input.roleGuid);
       if (!role) throw notFound('Role');
-      if (user.role_guid !== role.guid) await setUserRole(services.db, user.guid, role.guid);
+      if (user.role_guid !== role.guid) await keepingARoleAdmin(services.db, principal.organizationGuid, (trx) => setUserRole(trx, user.guid, role.guid));
       return toUser(await loadUser(services.db, principal, user.guid));
     },
   }),
@@ -184,7 +185,7 @@ export const userOperations = [
     handler: async ({ services, principal }, input) => {
       const user = await loadUser(services.db, principal, input.userGuid);
       if (user.guid === principal.userGuid) throw conflict('You cannot deactivate yourself; ask another administrator.');
-      if (user.is_active) await services.db.transaction().execute((trx) => deactivateUser(trx, user.guid));
+      if (user.is_active) await keepingARoleAdmin(services.db, principal.organizationGuid, (trx) => deactivateUser(trx, user.guid));
       return { deactivated: user.guid };
     },
   }),

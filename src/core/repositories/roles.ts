@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { ConfigDb } from '../../stores/postgres.js';
 import type { Role } from '../../stores/schema.js';
 
@@ -23,4 +24,25 @@ export async function updateRole(db: ConfigDb, guid: string, change: { name?: st
 
 export async function deleteRole(db: ConfigDb, guid: string): Promise<void> {
   await db.deleteFrom('roles').where('guid', '=', guid).execute();
+}
+
+/** What lets someone give roles back (modify_role, set_user_role): a workspace keeps an active user who holds both. */
+export const ROLE_ADMIN_CAPABILITIES = ['manageRoles', 'manageUserRoles'];
+
+/**
+ * The workspace's active users who hold every one of ROLE_ADMIN_CAPABILITIES, counted
+ * under a lock on the workspace's row, so that two changes in flight cannot each remove
+ * one of the last two (the lock is held to the end of the transaction).
+ */
+export async function countRoleAdmins(trx: ConfigDb, organizationGuid: string): Promise<number> {
+  await trx.selectFrom('organizations').select('guid').where('guid', '=', organizationGuid).forUpdate().execute();
+  const row = await trx
+    .selectFrom('users')
+    .innerJoin('roles', 'roles.guid', 'users.role_guid')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('users.organization_guid', '=', organizationGuid)
+    .where('users.is_active', '=', true)
+    .where(sql<boolean>`roles.granted_capabilities @> ${sql.val(ROLE_ADMIN_CAPABILITIES)}::text[]`)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { validationFailed, type FieldError } from '../errors.js';
+import { validationFailed } from '../errors.js';
 import { newGuid } from '../ids.js';
 import { insertIdentity, type Identity } from '../repositories/identities.js';
 import type { InboundServer } from '../repositories/inbound-servers.js';
