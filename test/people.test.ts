@@ -196,9 +196,17 @@ describe.each(SURFACES)('users on %s', (surface: Surface) => {
     expect((await invoke(t, surface, ws.token, 'invite_user', { email: 'not-an-email' })).body.errors[0].path).toBe('email');
     const ghostRole = await invoke(t, surface, ws.token, 'invite_user', { email: 'c@example.test', roleGuid: '01a1fdd9-0000-7000-8000-000000000000' });
     expect(ghostRole.status).toBe(404);
-    const badTeams = await invoke(t, surface, ws.token, 'invite_user', { email: 'd@example.test', teamGuids: 'nope' });
-    expect(badTeams.status).toBe(400);
-    expect(badTeams.body.errors[0].path).toBe('teamGuids');
+    // An id that names nothing is a 404 whatever its form, in a list as in a field of its own (roleGuid).
+    const malformedRole = await invoke(t, surface, ws.token, 'invite_user', { email: 'c@example.test', roleGuid: 'nope' });
+    expect(malformedRole.status).toBe(404);
+    const badTeams = await invoke(t, surface, ws.token, 'invite_user', { email: 'd@example.test', teamGuids: `nope,${'x'.repeat(500)}` });
+    expect([badTeams.status, badTeams.body.detail]).toEqual([404, `Team not found: "nope", "${'x'.repeat(64)}".`]);
+    const ghostTeams = Array.from({ length: 7 }, (_, i) => `01a1fdd9-0000-7000-8000-00000000000${i}`).join(',');
+    expect((await invoke(t, surface, ws.token, 'invite_user', { email: 'd@example.test', teamGuids: ghostTeams })).body.detail).toMatch(/ and 2 more\.$/);
+    // A list sent as an array is of the wrong type, whatever it holds.
+    const listed = await invoke(t, surface, ws.token, 'invite_user', { email: 'd@example.test', teamGuids: ['nope'] });
+    expect([listed.status, listed.body.errors?.[0].path]).toEqual([400, 'teamGuids']);
+    expect((await invoke(t, surface, ws.token, 'list_users')).body.items.some((u: { emailAddress: string }) => u.emailAddress === 'd@example.test')).toBe(false);
   });
 
   it('set_user_role and set_user_teams (exact set; empty string clears)', async () => {

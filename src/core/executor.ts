@@ -142,7 +142,7 @@ function unstorableFields(input: Record<string, unknown>): FieldError[] {
 }
 
 /**
- * The first value of an id field outside the path (`...Guid`, `...Guids`) that is not
+ * The first value of an id field outside the path (`...Guid`) that is not
  * of the service's id format, if any: in the body, or in the query of a DELETE
  * (delete_role's reassignToRoleGuid). The filters of a GET keep their own answer (a
  * 400 naming the filter, like any bad filter).
@@ -151,9 +151,7 @@ function malformedIdField(op: AnyOperation, input: Record<string, unknown>): str
   const checked = new Set(op.method === 'GET' ? [] : [...bodyParams(op), ...queryParams(op)]);
   for (const [key, value] of Object.entries(input)) {
     if (!checked.has(key)) continue;
-    const ids = /Guid$/.test(key) ? [value] : /Guids$/.test(key) && Array.isArray(value) ? value : [];
-    const bad = ids.find((id) => typeof id === 'string' && !isGuid(id));
-    if (bad !== undefined) return bad as string;
+    if (/Guid$/.test(key) && typeof value === 'string' && !isGuid(value)) return value;
   }
   return undefined;
 }

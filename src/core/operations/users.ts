@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError, conflict, notFound, validationFailed } from '../errors.js';
+import { AppError, conflict, notFound } from '../errors.js';
 import { isGuid, newGuid } from '../ids.js';
 import { defineOperation, type Principal } from '../operation.js';
 import { keepingARoleAdmin } from '../role-admins.js';
@@ -36,8 +36,15 @@ const DEFAULT_ROLE_NAME = 'Member';
 
 const UserGuid = Id('User guid');
 
-/** Parses a comma-separated guid list (empty string = none), checking each names a team of the workspace. */
-async function resolveTeamGuids(db: ConfigDb, principal: Principal, field: string, raw: string): Promise<string[]> {
+/** How many of the ids a team list names no team by a not-found problem repeats, each cut at 64 characters. */
+const MAX_NAMED_MISSING = 5;
+
+/**
+ * Parses a comma-separated guid list (empty string = none), checking each names a team
+ * of the workspace: one that does not, or is not of the service's id format, is a 404,
+ * as any id field that names nothing (executor.ts).
+ */
+async function resolveTeamGuids(db: ConfigDb, principal: Principal, raw: string): Promise<string[]> {
   const guids = [
     ...new Set(
       raw
@@ -46,11 +53,12 @@ async function resolveTeamGuids(db: ConfigDb, principal: Principal, field: strin
         .filter(Boolean),
     ),
   ];
-  const malformed = guids.filter((g) => !isGuid(g));
-  if (malformed.length > 0) throw validationFailed([{ path: field, message: `not team guids: ${malformed.join(', ')}` }]);
-  const existing = await existingTeamGuids(db, principal.organizationGuid, guids);
+  const existing = await existingTeamGuids(db, principal.organizationGuid, guids.filter(isGuid));
   const missing = guids.filter((g) => !existing.has(g));
-  if (missing.length > 0) throw new AppError('not_found', `Team not found: ${missing.join(', ')}`);
+  if (missing.length > 0) {
+    const named = missing.slice(0, MAX_NAMED_MISSING).map((g) => JSON.stringify(g.slice(0, 64)));
+    throw new AppError('not_found', `Team not found: ${named.join(', ')}${missing.length > named.length ? ` and ${missing.length - named.length} more` : ''}.`);
+  }
   return guids;
 }
 
@@ -108,7 +116,7 @@ export const userOperations = [
     annotations: CHANGES,
     handler: async ({ services, principal }, input) => {
       const user = await loadUser(services.db, principal, input.userGuid);
-      const teams = await resolveTeamGuids(services.db, principal, 'teamGuids', input.teamGuids);
+      const teams = await resolveTeamGuids(services.db, principal, input.teamGuids);
       await services.db.transaction().execute((trx) => setUserTeams(trx, user.guid, teams));
       return toUser(await loadUser(services.db, principal, user.guid));
     },
@@ -136,7 +144,7 @@ export const userOperations = [
       const email = input.email.trim().toLowerCase();
       const { db } = services;
       if (input.roleGuid !== undefined && !isGuid(input.roleGuid)) throw notFound('Role');
-      const teams = input.teamGuids ? await resolveTeamGuids(db, principal, 'teamGuids', input.teamGuids) : [];
+      const teams = input.teamGuids ? await resolveTeamGuids(db, principal, input.teamGuids) : [];
       try {
         return await db.transaction().execute(async (trx) => {
           if (await findUserByEmail(trx, principal.organizationGuid, email)) throw conflict(`${email} is already a user of this workspace.`);
