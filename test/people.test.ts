@@ -206,7 +206,9 @@ describe.each(SURFACES)('users on %s', (surface: Surface) => {
     // A list sent as an array is of the wrong type, whatever it holds.
     const listed = await invoke(t, surface, ws.token, 'invite_user', { email: 'd@example.test', teamGuids: ['nope'] });
     expect([listed.status, listed.body.errors?.[0].path]).toEqual([400, 'teamGuids']);
-    expect((await invoke(t, surface, ws.token, 'list_users')).body.items.some((u: { emailAddress: string }) => u.emailAddress === 'd@example.test')).toBe(false);
+    expect((await invoke(t, surface, ws.token, 'list_users')).body.items.some((u: { emailAddress: string }) => u.emailAddress === 'd@example.test')).toBe(
+      false,
+    );
   });
 
   it('set_user_role and set_user_teams (exact set; empty string clears)', async () => {
