@@ -180,7 +180,6 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
     expect(res.body).toEqual({ deleted: true, inboundServerGuid: s.guid });
     expect((await call(surface, ws.token, 'get_inbound_server', { inboundServerGuid: s.guid })).status).toBe(404);
     expect((await call(surface, ws.token, 'delete_inbound_server', { inboundServerGuid: s.guid })).status).toBe(404);
-    expect((await call(surface, ws.token, 'list_identities', { inboundServerGuid: s.guid })).status).toBe(404);
     expect((await call(surface, ws.token, 'list_inbound_servers')).body.items.map((x: { guid: string }) => x.guid)).not.toContain(s.guid);
     const db = t.runtime.services.db;
     const row = await db.selectFrom('inbound_servers').select('deleted_at').where('guid', '=', s.guid).executeTakeFirstOrThrow();
@@ -188,8 +187,13 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
     const ids = await db.selectFrom('identities').select(['guid', 'secret_guid']).where('inbound_server_guid', '=', s.guid).execute();
     expect(ids).toHaveLength(1);
     expect(await db.selectFrom('secrets').select('guid').where('guid', '=', ids[0]!.secret_guid!).executeTakeFirst()).toBeDefined();
-    // The identity itself is still reachable until removed explicitly.
+    // The identity itself is still reachable until removed explicitly, and list_identities still finds it (nothing else would).
+    expect((await call(surface, ws.token, 'list_identities', { inboundServerGuid: s.guid })).body.items).toEqual([
+      expect.objectContaining({ guid: ids[0]!.guid, inboundServerGuid: s.guid }),
+    ]);
     expect((await call(surface, ws.token, 'disable_identity', { identityGuid: ids[0]!.guid })).body.enabled).toBe(false);
+    expect((await call(surface, ws.token, 'delete_identity', { identityGuid: ids[0]!.guid })).status).toBe(200);
+    expect((await call(surface, ws.token, 'list_identities', { inboundServerGuid: s.guid })).body.items).toEqual([]);
   });
 
   it('refuses bad input with 400 naming the field', async () => {

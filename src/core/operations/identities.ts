@@ -83,7 +83,8 @@ export const identityOperations = [
     name: 'list_identities',
     title: 'List identities of a server',
     description:
-      "Lists the identities (credentials) of an inbound server that the caller may see: global ones and the caller's own private ones. Never returns header values or tokens.",
+      "Lists the identities (credentials) of an inbound server that the caller may see: global ones and the caller's own private ones. Never returns header values or tokens. " +
+      'A deleted server keeps its identities until they are removed explicitly (delete_identity): they are listed here still.',
     method: 'GET',
     path: '/servers/:inboundServerGuid/identities',
     capability: 'accessAllIdentities',
@@ -91,7 +92,7 @@ export const identityOperations = [
     output: ItemsOf(IdentitySummary),
     annotations: READ_ONLY,
     handler: async ({ services, principal }, input) => {
-      const server = await findServer(services.db, principal.organizationGuid, input.inboundServerGuid);
+      const server = await findServer(services.db, principal.organizationGuid, input.inboundServerGuid, { includeDeleted: true });
       if (!server) throw notFound('Inbound server');
       return { items: (await listVisibleIdentities(services.db, principal.organizationGuid, principal.userGuid, server.guid)).map(toIdentitySummary) };
     },

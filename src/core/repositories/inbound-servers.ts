@@ -4,15 +4,16 @@ import type { Insertable, Selectable, Updateable } from 'kysely';
 
 export type InboundServer = Selectable<InboundServersTable>;
 
-/** A live (not deleted) inbound server of the workspace. */
-export async function findServer(db: ConfigDb, organizationGuid: string, guid: string): Promise<InboundServer | undefined> {
-  return db
-    .selectFrom('inbound_servers')
-    .selectAll()
-    .where('organization_guid', '=', organizationGuid)
-    .where('guid', '=', guid)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+/** A live (not deleted) inbound server of the workspace; a deleted one too with `includeDeleted`. */
+export async function findServer(
+  db: ConfigDb,
+  organizationGuid: string,
+  guid: string,
+  { includeDeleted = false }: { includeDeleted?: boolean } = {},
+): Promise<InboundServer | undefined> {
+  let query = db.selectFrom('inbound_servers').selectAll().where('organization_guid', '=', organizationGuid).where('guid', '=', guid);
+  if (!includeDeleted) query = query.where('deleted_at', 'is', null);
+  return query.executeTakeFirst();
 }
 
 /** Every live inbound server of the workspace, oldest first. */
