@@ -101,7 +101,8 @@ describe('ids of the wrong form outside the path', () => {
   it.each([
     ['set_user_role', { roleGuid: '12' }],
     ['set_user_role', { roleGuid: '   ' }],
-    ['set_user_teams', { teamGuids: ['nope'] }],
+    ['set_user_teams', { teamGuids: 'nope' }],
+    ['set_user_teams', { teamGuids: `${'0'.repeat(36)},nope` }],
   ])('%s with %j is a 404 on both surfaces, like an id that names nothing', async (name, input) => {
     const me = (await invoke(t, 'rest', ws.token, 'whoami', {})).body.user.guid;
     for (const surface of ['rest', 'mcp'] as const) {
