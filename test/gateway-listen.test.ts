@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { ConfigChanges } from '../src/core/config-changes.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { listenLoopback, modernRequest, registerServer, startReplica } from './helpers/gateway.js';
+import { listenLoopback, modernRequest, registerServer, startRelayedReplica } from './helpers/gateway.js';
 import { startToolServer, type Upstream } from './helpers/upstreams.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
 import { startSessionServer } from './helpers/watched-upstream.js';
@@ -27,11 +26,7 @@ const LIST_CHANGED = ['notifications/tools/list_changed', 'notifications/prompts
 beforeAll(async () => {
   [t, tools, modern] = await Promise.all([startTestApp(), startToolServer('alpha'), startModernUpstream()]);
   base = await listenLoopback(t);
-  // A second replica: its own app, caches and notice board, which hears of the first's changes only
-  // through a relay (in production, Postgres LISTEN/NOTIFY: test/config-change-relay.test.ts).
-  const board = new ConfigChanges();
-  t.runtime.services.configChanges.relayTo((org) => board.deliver(org));
-  const replica = await startReplica({ ...t.runtime.services, configChanges: board });
+  const replica = await startRelayedReplica(t.runtime.services);
   replicaApp = replica.app;
   replicaBase = replica.base;
 }, 120_000);

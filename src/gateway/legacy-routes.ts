@@ -28,6 +28,8 @@ interface LegacyStream {
 
 export interface LegacyRouteDeps {
   admit(request: FastifyRequest<{ Params: { gatewayGuid: string } }>, reply: FastifyReply): Promise<GatewayCaller | null>;
+  /** Ends the stream once the request's token no longer admits its caller (access-watch.ts). */
+  endWhenAccessEnds(request: FastifyRequest, caller: GatewayCaller, out: ServerResponse): void;
   rpcError(code: number, message: string, data?: Record<string, unknown>): unknown;
   proxy: GatewayProxy;
   catalogs: Catalogs;
@@ -67,6 +69,7 @@ export function registerLegacyGatewayRoutes(
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     reply.raw.write(`event: endpoint\ndata: /gateways/${encodeURIComponent(request.params.gatewayGuid)}/message?sessionId=${id}\n\n`);
+    deps.endWhenAccessEnds(request, caller, reply.raw);
     const keepalive = setInterval(() => reply.raw.write(': keepalive\n\n'), KEEPALIVE_MS);
     await new Promise<void>((resolve) => {
       const done = () => resolve();

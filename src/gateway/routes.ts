@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { bearerToken } from '../core/auth/tokens.js';
@@ -13,6 +14,7 @@ import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits } from './rate-limits.js';
 import { SessionIds, type GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
 import { StreamReplay } from './stream-replay.js';
+import { endWhenRefused } from './access-watch.js';
 import { openHostEventStream } from './event-stream.js';
 import { traceContextFrom } from './trace-context.js';
 import { UpstreamHealth } from './upstream-health.js';
@@ -74,6 +76,17 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       return null;
     }
     return (await withinRateLimits(caller, reply)) ? caller : null;
+  };
+
+  /** Ends a long-lived stream of the caller the request admitted once the request's token no longer admits it (access-watch.ts). */
+  const endWhenAccessEnds = (request: FastifyRequest, caller: GatewayCaller, out: ServerResponse) => {
+    const token = bearerToken(request.headers.authorization);
+    endWhenRefused({
+      configChanges: services.configChanges,
+      organizationGuid: caller.organizationGuid,
+      readmit: () => access.check(token, caller.gatewayGuid),
+      out,
+    });
   };
 
   /** Counts one message against the caller's rate limits; answers the refusal itself and returns false. */
@@ -247,6 +260,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       parsedBody: request.body,
       authInfo: { token: 'verified', clientId: caller.connectionGuid, scopes: [], extra: { modernHost } },
     });
+    if ((request.body as { method?: unknown }).method === 'subscriptions/listen') endWhenAccessEnds(request, caller, reply.raw);
     return sendWebResponse(reply, response);
   };
 
@@ -271,7 +285,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return reply;
   };
 
-  registerLegacyGatewayRoutes(app, services, { admit, rpcError, proxy, catalogs, fetch: upstreams.fetch, postOptions });
+  registerLegacyGatewayRoutes(app, services, { admit, endWhenAccessEnds, rpcError, proxy, catalogs, fetch: upstreams.fetch, postOptions });
 
   app.get<{ Params: { gatewayGuid: string } }>(path, routeOptions, async (request, reply) => {
     const found = await admitSession(request, reply);
@@ -288,6 +302,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', [SESSION_HEADER]: found.id });
     reply.raw.flushHeaders();
+    endWhenAccessEnds(request, found.caller, reply.raw);
     await openHostEventStream({
       services,
       catalogs,

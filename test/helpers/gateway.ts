@@ -4,6 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FastifyInstance } from 'fastify';
+import { ConfigChanges } from '../../src/core/config-changes.js';
 import type { Services } from '../../src/core/services.js';
 import type { CreatedWorkspace } from '../../src/core/workspaces.js';
 import { buildApp } from '../../src/http/app.js';
@@ -83,6 +84,17 @@ export async function startReplica(services: Services): Promise<{ app: FastifyIn
   const app = await buildApp({ services, logger: false });
   await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+}
+
+/**
+ * Another replica with its own notice board, which hears of the first's configuration
+ * changes only through a relay (in production, Postgres LISTEN/NOTIFY:
+ * test/config-change-relay.test.ts).
+ */
+export async function startRelayedReplica(services: Services): Promise<{ app: FastifyInstance; base: string }> {
+  const board = new ConfigChanges();
+  services.configChanges.relayTo((org) => board.deliver(org));
+  return startReplica({ ...services, configChanges: board });
 }
 
 /** A fetch that sends each request to the next of `bases` in turn (a load balancer without affinity); `seen` records where each went. */
