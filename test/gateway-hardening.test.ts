@@ -291,6 +291,28 @@ describe('a session its host ended', () => {
     return res.status;
   };
 
+  it('refuses a request naming a revision the gateway does not speak (400, in the 1.x SDK’s words), on every method; initialize negotiates', async () => {
+    const sessionId = await initialize();
+    const unknown = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '1999-01-01' };
+    const listed = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, unknown);
+    expect([listed.status, listed.body.error?.code]).toEqual([400, -32000]);
+    expect(listed.body.error.message).toMatch(/^Bad Request: Unsupported protocol version: 1999-01-01 \(supported versions: 2025-11-25, /);
+    const got = await fetch(gatewayUrl, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...unknown } });
+    await got.body?.cancel();
+    expect(got.status).toBe(400);
+    const ended = await fetch(gatewayUrl, { method: 'DELETE', headers: { authorization: `Bearer ${token}`, ...unknown } });
+    expect(ended.status).toBe(400);
+    // The session is unharmed, and a revision it speaks is served.
+    expect((await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' })).status).toBe(
+      200,
+    );
+    const negotiated = await post(
+      { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '1999-01-01', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      { 'mcp-protocol-version': '1999-01-01' },
+    );
+    expect([negotiated.status, negotiated.body.result?.protocolVersion]).toEqual([200, '2025-11-25']);
+  });
+
   it('is a 404 for every method after DELETE, and the end is stored for the other replicas', async () => {
     const sessionId = await initialize();
     expect((await listWith(sessionId)).status).toBe(200);

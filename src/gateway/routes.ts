@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
+import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
 import { bearerToken } from '../core/auth/tokens.js';
 import { AppError, STORE_RETRY_AFTER_SECONDS } from '../core/errors.js';
 import type { Services } from '../core/services.js';
@@ -101,12 +101,26 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return false;
   };
 
-  /** The session the request names; answers 404 itself when the id is not one of ours for this connection. */
+  /** The session the request names; answers itself 400 for a revision the gateway does not speak, 404 when the id is not one of ours for this connection. */
   const sessionOf = async (
     request: FastifyRequest,
     reply: FastifyReply,
     caller: GatewayCaller,
   ): Promise<{ session: GatewaySession | null; id: string | null } | null> => {
+    const version = request.headers['mcp-protocol-version'];
+    // A 2025 request after initialize may name its revision; one the gateway does not speak is refused, as the revision
+    // asks (400) and in the 1.x SDK's words and code.
+    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
+      await reply
+        .code(400)
+        .send(
+          rpcError(
+            ERRORS.upstream,
+            `Bad Request: Unsupported protocol version: ${String(version).slice(0, 64)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+          ),
+        );
+      return null;
+    }
     const id = request.headers[SESSION_HEADER];
     if (typeof id !== 'string' || id === '') return { session: null, id: null };
     const session = sessionIds.open(id);
