@@ -10,6 +10,7 @@ import {
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { gatewayClient } from './helpers/gateway.js';
+import { invoke } from './helpers/harness.js';
 import { startTwoEraGateway, type TwoEraGateway } from './helpers/two-era-gateway.js';
 
 /**
@@ -115,6 +116,19 @@ async function until(what: string, check: () => boolean): Promise<void> {
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`not within ${WAIT_MS} ms: ${what}`);
     await sleep(50);
+  }
+}
+
+/** The call-log row of the call whose arguments carry `tag`, once written (at most WAIT_MS). */
+async function cancelledRow(g: TwoEraGateway, tag: string): Promise<Record<string, any>> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    await g.t.runtime.services.callLogs.flush();
+    const page = await invoke(g.t, 'rest', g.ws.token, 'query_logs', { filters: { type: 'tool_call' }, includeDetail: true, take: 1000 });
+    const row = (page.body.items as Record<string, any>[]).find((r) => String(r.request_body).includes(tag));
+    if (row) return row;
+    if (Date.now() > deadline) throw new Error(`not within ${WAIT_MS} ms: the row of the cancelled call ${tag}`);
+    await sleep(100);
   }
 }
 
@@ -273,6 +287,10 @@ const CASES: { name: string; run: (g: TwoEraGateway, host: Host, up: UpstreamSpe
       abort.abort('the host changed its mind');
       await expect(call).rejects.toThrow();
       await until('the upstream sees the cancellation', () => up.slow.cancelled(g, tag));
+      // The call's row is written at the cancellation, saying so: not an upstream failure after the upstream timeout.
+      const row = await cancelledRow(g, tag);
+      expect(row).toMatchObject({ status: 'error', error_message: expect.stringMatching(/^The call to server \S+ was cancelled: /) });
+      expect(row.duration_ms).toBeLessThan(WAIT_MS);
     },
   },
   {

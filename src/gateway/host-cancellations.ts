@@ -5,11 +5,13 @@ import type { GatewaySession } from './session-id.js';
 /**
  * A 2025 host cancels a request of its session with `notifications/cancelled`, a POST
  * of its own that arrives while the request is still being served. A 2025 upstream
- * hears it in its session (the proxy broadcasts it); a 2026-07-28 upstream has no
- * session, and its revision cancels a request by closing it. So the requests of 2025
- * sessions to 2026-07-28 upstreams in flight in this process are kept here, and the
- * cancellation aborts the one it names, which closes its upstream exchange. A
- * cancellation that reaches another replica finds nothing here (docs/gateway.md).
+ * hears it in its session (the proxy broadcasts it), and need send no answer after it;
+ * a 2026-07-28 upstream has no session, and its revision cancels a request by closing
+ * it. So the requests of 2025 sessions in flight in this process are kept here, and
+ * the cancellation aborts the one it names: its upstream exchange is closed and its
+ * row says it was cancelled, at once, instead of waiting out the upstream timeout for
+ * an answer that will not come. A cancellation that reaches another replica finds
+ * nothing here (docs/gateway.md).
  */
 export class HostCancellations {
   private readonly inFlight = new Map<string, AbortController>();

@@ -5,7 +5,6 @@ import { ERRORS, errorResponse, SessionExpired, thenDone, type HostContext, type
 import type { Route } from './catalog.js';
 import { HostCancellations } from './host-cancellations.js';
 import { isTaskStatus } from './host-tasks.js';
-import { MODERN_REVISION } from './modern-upstream.js';
 import { fromUpstream, isAnswerTo } from './relay.js';
 import type { Upstreams } from './upstreams.js';
 
@@ -17,7 +16,7 @@ import type { Upstreams } from './upstreams.js';
  * the outcome goes to settle() (call-outcome.ts).
  */
 export class HostRelay {
-  /** The requests a 2025 host's notifications/cancelled may still abort (to 2026-07-28 upstreams). */
+  /** The requests a 2025 host's notifications/cancelled may still abort. */
   readonly cancellations = new HostCancellations();
 
   constructor(
@@ -28,8 +27,9 @@ export class HostRelay {
 
   async relay(ctx: HostContext, route: Route, message: JSONRPCMessage): Promise<Outcome> {
     ctx.record.inboundServerGuid = route.serverGuid;
-    // A 2025 upstream hears a 2025 host's cancellation in its session; a 2026-07-28 upstream's request must be closed.
-    if (!ctx.session || route.features?.protocolVersion !== MODERN_REVISION) return this.exchange(ctx, route, message);
+    // A 2025 host's cancellation ends the call here at once: a 2025 upstream also hears it in its session (and, as its
+    // revision says, may send no answer at all), a 2026-07-28 upstream's request is closed by it.
+    if (!ctx.session) return this.exchange(ctx, route, message);
     const tracked = this.cancellations.track({ ...ctx, session: ctx.session }, (message as { id: RequestId }).id);
     let outcome: Outcome;
     try {

@@ -185,6 +185,11 @@ export class Upstreams {
   /** Turns an upstream failure into the host's error, forgetting a refused credential and feeding the alerts. */
   failed(ctx: HostContext, route: Route, message: JSONRPCMessage, err: unknown): GatewayCallError {
     if (err instanceof GatewayCallError) return err;
+    // Cut short by the host (a cancellation, a session-less host gone): the upstream did not fail, nothing to alert on.
+    if (ctx.signal.aborted)
+      return new GatewayCallError(ERRORS.upstream, `The call to server ${route.slug} was cancelled: ${cancellationOf(ctx.signal)}`, {
+        inboundServerGuid: route.serverGuid,
+      });
     const status = err instanceof UpstreamHttpError ? err.status : undefined;
     if (status === 401 || status === 403) this.catalogs.forgetCredential(route);
     const reason = this.describe(route, err);
@@ -234,3 +239,9 @@ export class Upstreams {
 
 /** The revision a route was learned in: 2026-07-28, or a 2025 one (unknown counts as 2025: initialize is how a session starts). */
 const revisionOf = (route: Route): string => route.features?.protocolVersion ?? LATEST_PROTOCOL_VERSION;
+
+/** Why a host's request was cut short, in words: the abort's own reason when it gave one. */
+function cancellationOf(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name !== 'AbortError' ? reason.message : 'the host went away or cancelled the request';
+}
