@@ -251,7 +251,13 @@ const CASES: { name: string; run: (g: TwoEraGateway, host: Host, up: UpstreamSpe
     name: 'tools/list and tools/call',
     run: async (_g, host, up) => {
       expect(await host.listTools()).toContain(up.tool.name);
-      expect(textOf(await host.callTool(up.tool.name, up.tool.args))).toBe(up.tool.text);
+      const result = await host.callTool(up.tool.name, up.tool.args);
+      expect(textOf(result)).toBe(up.tool.text);
+      // A 2025 host gets the result in its revision: none of what 2026-07-28 adds (its kind, cache hints, the server's identity).
+      if (host.revision === '2025') {
+        for (const field of ['resultType', 'ttlMs', 'cacheScope']) expect(result).not.toHaveProperty(field);
+        expect(result._meta?.['io.modelcontextprotocol/serverInfo']).toBeUndefined();
+      }
     },
   },
   {

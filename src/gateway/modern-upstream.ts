@@ -1,4 +1,5 @@
 import type { JSONRPCMessage, LoggingLevel } from '@modelcontextprotocol/server';
+import { isPlainObject } from '../mcp/request-params.js';
 import { encodeValue, paramHeaders, type ParamHeaderDeclaration } from './mcp-param-headers.js';
 
 /** The revision an upstream learned at validation speaks without sessions or initialize. */
@@ -8,6 +9,9 @@ const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
 const CLIENT_INFO_KEY = 'io.modelcontextprotocol/clientInfo';
 const CLIENT_CAPABILITIES_KEY = 'io.modelcontextprotocol/clientCapabilities';
 const LOG_LEVEL_KEY = 'io.modelcontextprotocol/logLevel';
+const SERVER_INFO_KEY = 'io.modelcontextprotocol/serverInfo';
+/** What revision 2026-07-28 adds to a complete result: its kind and cache hints, none of them a 2025 host's. */
+const MODERN_RESULT_FIELDS = ['resultType', 'ttlMs', 'cacheScope'] as const;
 
 /** Where Mcp-Name comes from for the methods that name something (the tasks extension's name their task). */
 const NAMED_BY: Record<string, 'name' | 'uri' | 'taskId'> = {
@@ -85,4 +89,27 @@ export function errorAnswerIn(status: number, body: string, request: JSONRPCMess
   } catch {
     return null;
   }
+}
+
+/**
+ * A 2026-07-28 upstream's message as a 2025 host takes it: a complete result without
+ * what the revision adds to it (`resultType`, the cache hints `ttlMs` and `cacheScope`,
+ * the server's identity in `_meta`, which a 2025 host learned at initialize, from the
+ * gateway). An `input_required` or `task` result is left whole: the bridges turn it
+ * into the host's revision (bridge-input-rounds.ts, bridge-core-tasks.ts).
+ */
+export function toLegacyHost(message: JSONRPCMessage): JSONRPCMessage {
+  const result = (message as { result?: unknown }).result;
+  if (!isPlainObject(result) || (result.resultType !== undefined && result.resultType !== 'complete')) return message;
+  const meta = result._meta;
+  const servedBy = isPlainObject(meta) && SERVER_INFO_KEY in meta;
+  if (!servedBy && !MODERN_RESULT_FIELDS.some((field) => field in result)) return message;
+  const legacy: Record<string, unknown> = { ...result };
+  for (const field of MODERN_RESULT_FIELDS) delete legacy[field];
+  if (servedBy) {
+    const { [SERVER_INFO_KEY]: _, ...rest } = meta;
+    if (Object.keys(rest).length > 0) legacy._meta = rest;
+    else delete legacy._meta;
+  }
+  return { ...message, result: legacy } as JSONRPCMessage;
 }

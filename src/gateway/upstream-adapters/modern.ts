@@ -3,7 +3,7 @@ import { MAX_LIST_PAGES } from '../aggregate.js';
 import { GATEWAY_VERSION, type HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
 import { isParamHeaderMismatch } from '../mcp-param-headers.js';
-import { errorAnswerIn, MODERN_REVISION, toModernUpstream } from '../modern-upstream.js';
+import { errorAnswerIn, MODERN_REVISION, toLegacyHost, toModernUpstream } from '../modern-upstream.js';
 import { postToUpstream, UpstreamHttpError } from '../upstream-http.js';
 import { refusesRevision } from '../upstream-revision.js';
 import { singleMessage, type UpstreamAdapter, type UpstreamExchange, type UpstreamKit } from './adapter.js';
@@ -31,7 +31,8 @@ export class ModernAdapter implements UpstreamAdapter {
         { ...this.kit.request(ctx, route, credential, undefined, MODERN_REVISION), routingHeaders: modern.headers },
         modern.message,
       );
-      return { ...reply, protocolVersion: MODERN_REVISION };
+      // A 2025 host's answers come in its revision; a 2026-07-28 host's as they are.
+      return { ...reply, protocolVersion: MODERN_REVISION, ...(ctx.modern ? {} : { messages: mapMessages(reply.messages, toLegacyHost) }) };
     } catch (err) {
       const answer = err instanceof UpstreamHttpError && !refusesRevision(err, MODERN_REVISION) ? errorAnswerIn(err.status, err.body, message) : null;
       if (!answer) throw err;
@@ -81,4 +82,8 @@ export class ModernAdapter implements UpstreamAdapter {
     }
     return false;
   }
+}
+
+async function* mapMessages(messages: AsyncIterable<JSONRPCMessage>, map: (message: JSONRPCMessage) => JSONRPCMessage): AsyncGenerator<JSONRPCMessage> {
+  for await (const message of messages) yield map(message);
 }
