@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Client as Client2026, StreamableHTTPClientTransport as Transport2026 } from '@modelcontextprotocol/client';
 import { Client as Client2025 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -237,6 +237,28 @@ describe('a 2026-07-28 host using a 2025 upstream that asks for input', () => {
       ['ask-sample', 'ok'],
       ['ask-twice', 'ok'],
     ]);
+  });
+
+  it("gets a request the upstream sends on its session's own stream, not the call's, when the call is the session's only one in flight", async () => {
+    const { url, token } = await connection();
+    const asked: string[] = [];
+    const host = await modernHost(url, token, asked);
+    expect(text(await host.callTool({ name: 'asking__ask-roots-aside', arguments: {} }))).toBe('roots: file:///work/project');
+    expect(asked).toEqual(['roots']);
+  });
+
+  it('answers such a request at once, in words, when the session has several calls in flight (which one asked cannot be told)', async () => {
+    const { url, token } = await connection();
+    const asked: string[] = [];
+    const host = await modernHost(url, token, asked);
+    const holds = asking.runs.hold ?? 0;
+    const held = host.callTool({ name: 'asking__hold', arguments: { ms: 1_500 } });
+    await vi.waitFor(() => expect(asking.runs.hold).toBe(holds + 1), { timeout: 5_000, interval: 20 });
+    expect(text(await host.callTool({ name: 'asking__ask-roots-aside', arguments: {} }))).toMatch(
+      /^roots refused: .*The gateway cannot tell which of the host's requests in flight roots\/list belongs to/,
+    );
+    expect(asked).toEqual([]);
+    expect(text(await held)).toBe('held 1500 ms');
   });
 
   it('shares one upstream session among the calls of a connection, and opens another when the upstream forgot it', async () => {

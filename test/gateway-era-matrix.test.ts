@@ -80,9 +80,9 @@ async function host2025(g: TwoEraGateway): Promise<Host> {
   };
 }
 
-async function host2026(g: TwoEraGateway): Promise<Host> {
+async function host2026(g: TwoEraGateway, name = 'matrix-host-2026'): Promise<Host> {
   const client = new Client2026(
-    { name: 'matrix-host-2026', version: '1.0.0' },
+    { name, version: '1.0.0' },
     { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: {}, sampling: {}, roots: {} } },
   );
   const logs: Host['logs'] = [];
@@ -328,4 +328,17 @@ describe.each(CELLS)('a $host host using a $upstream upstream', (cell) => {
   }, 30_000);
   afterAll(async () => host?.close());
   it.each(CASES)('$name', ({ run }) => run(g, host, UPSTREAMS[cell.upstream]), 30_000);
+});
+
+describe('a 2026-07-28 host using a 2025 upstream that asks outside the call’s stream', () => {
+  // server-everything's get-roots-list sends roots/list with no related request: on its session's own (GET) stream.
+  it('is asked all the same when the call is the session’s only one in flight', async () => {
+    const host = await host2026(g);
+    try {
+      const result = await host.callTool('everything__get-roots-list', {});
+      expect(textOf(result)).toContain(ROOTS[0]!.uri);
+    } finally {
+      await host.close();
+    }
+  }, 30_000);
 });

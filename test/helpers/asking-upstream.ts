@@ -19,7 +19,9 @@ export interface AskingUpstream extends Upstream {
  * A 2025 upstream built with the 1.x SDK (sessions, answers as event streams) whose
  * tools ask the host for input during the call with server-to-client requests:
  * `ask-confirm` (form elicitation), `ask-sample` (sampling), `ask-roots` (roots),
- * `ask-twice` (an elicitation, then sampling) and `slow-confirm` (progress first).
+ * `ask-twice` (an elicitation, then sampling), `slow-confirm` (progress first),
+ * `ask-roots-aside` (roots asked on the session's own stream, not the call's) and
+ * `hold` (answers after a while).
  * The SDK sends such a request only to a client that declared the capability.
  * Listens on 127.0.0.1.
  */
@@ -50,6 +52,21 @@ export async function startAskingUpstream(): Promise<AskingUpstream> {
       ran('ask-roots');
       const answer = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema);
       return { content: [{ type: 'text', text: `roots: ${answer.roots.map((r) => r.uri).join(', ')}` }] };
+    });
+    // Asked outside the call's stream (no related request: on the session's GET stream), as server-everything asks for roots.
+    server.registerTool('ask-roots-aside', { description: "Lists the host's roots, asked on the session's own stream" }, async () => {
+      ran('ask-roots-aside');
+      try {
+        const answer = await server.server.listRoots();
+        return { content: [{ type: 'text', text: `roots: ${answer.roots.map((r) => r.uri).join(', ')}` }] };
+      } catch (err) {
+        return { content: [{ type: 'text', text: `roots refused: ${err instanceof Error ? err.message : String(err)}` }] };
+      }
+    });
+    server.registerTool('hold', { description: 'Answers after `ms`', inputSchema: { ms: z.number() } }, async ({ ms }) => {
+      ran('hold');
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      return { content: [{ type: 'text', text: `held ${ms} ms` }] };
     });
     server.registerTool('ask-twice', { description: 'Asks for a name, then for a completion' }, async (extra) => {
       ran('ask-twice');

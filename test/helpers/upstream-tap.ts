@@ -8,6 +8,8 @@ export interface TappedMessage {
   method?: string;
   id?: string | number;
   params?: Record<string, unknown>;
+  /** An answer's error, when the message is the client's error answer to the upstream's request. */
+  error?: { code: number; message: string };
   sessionId: string | undefined;
 }
 
