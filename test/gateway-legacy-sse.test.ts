@@ -6,6 +6,7 @@ import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
 import { alternatingFetch, gatewayClient, legacySseClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
+import { startAskingUpstream } from './helpers/asking-upstream.js';
 
 /** An upstream that speaks only the legacy HTTP+SSE transport, reached through the gateway. */
 let t: TestApp;
@@ -106,6 +107,26 @@ describe('the host-facing legacy endpoint /gateways/{guid}/sse', () => {
     await t.runtime.services.callLogs.flush();
     const logs = await invoke(t, 'rest', ws.token, 'query_logs', { filters: { gateway_connection_guid: gw.connectionGuid }, includeDetail: true, take: 100 });
     expect(logs.body.items.map((r: { type: string }) => r.type)).toEqual(expect.arrayContaining(['initialize', 'tool_call']));
+  });
+
+  it('opens a new upstream session in the host’s when the upstream forgot the one it had (a restart): the host, tied to its stream, never initializes again', async () => {
+    const asking = await startAskingUpstream();
+    try {
+      const { serverGuid: askingGuid } = await registerServer(t, ws, { name: 'asking', url: asking.url, authType: 'none' });
+      const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: `restarts-${Math.random().toString(36).slice(2, 8)}` });
+      await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: askingGuid });
+      const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+      const client = await legacyHost(`${base}/gateways/${gw.body.guid}/sse`, issued.body.token);
+      expect(text(await client.callTool({ name: 'asking__hold', arguments: { ms: 1 } }))).toBe('held 1 ms');
+      const sessions = asking.declared.length;
+      asking.forgetSessions();
+      expect(text(await client.callTool({ name: 'asking__hold', arguments: { ms: 2 } }))).toBe('held 2 ms');
+      expect((await client.listTools()).tools.map((x) => x.name)).toContain('asking__hold');
+      // One initialize more, as the host declared itself at its own.
+      expect(asking.declared.length).toBe(sessions + 1);
+    } finally {
+      await asking.close();
+    }
   });
 
   it('refuses a missing or wrong token (401) and a stream of another connection (404)', async () => {

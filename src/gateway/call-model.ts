@@ -53,6 +53,13 @@ export interface HostContext {
   record: CallRecord;
   /** Set for a 2026-07-28 host (bridge-held-calls.ts); absent for a 2025 host. */
   modern?: ModernHostContext;
+  /**
+   * The host's session lives in this process and may change (the legacy HTTP+SSE
+   * transport's, tied to its stream): an upstream session the upstream forgot is opened
+   * again in it, where a Streamable HTTP host, whose session is sealed in its id, is
+   * told to initialize again (404).
+   */
+  renewsUpstreamSessions?: boolean;
 }
 
 /** A 2026-07-28 host's request: no session, the host's identity from its envelope. */

@@ -108,7 +108,10 @@ export function registerLegacyGatewayRoutes(
       const catalog = await deps.catalogs.forCaller(caller);
       // Answered on the stream: the POST is accepted at once, the work goes on while the stream is open.
       void (async () => {
-        const answer = await deps.proxy.handle({ caller, catalog, session: stream.session, trace, signal: stream.abort.signal, record }, message);
+        const answer = await deps.proxy.handle(
+          { caller, catalog, session: stream.session, trace, signal: stream.abort.signal, record, renewsUpstreamSessions: true },
+          message,
+        );
         if (answer.kind === 'json') {
           write(stream, answer.message);
           if (answer.newSession && !stream.abort.signal.aborted) {

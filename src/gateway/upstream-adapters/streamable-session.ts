@@ -29,12 +29,13 @@ export async function openStreamable(
  * opened at the host's initialize (or held by a 2026-07-28 host's request), or, for
  * an upstream the session does not know (assigned later, or a request sent without a
  * session), one opened for this request and closed after it. An upstream that forgot
- * the host's session (forgotSession) has the host initialize again.
+ * the host's session (forgotSession) has the host initialize again, or, for a host
+ * whose session this process may change (the legacy transport's), gets a new one.
  */
 export class StreamableSessionAdapter implements UpstreamAdapter {
   constructor(private readonly kit: UpstreamKit) {}
 
-  async exchange(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamExchange> {
+  async exchange(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage, renewed = false): Promise<UpstreamExchange> {
     const held = ctx.modern?.upstreams;
     let upstream: OpenedSession | undefined = ctx.session?.upstreams[route.assignmentGuid] ?? held?.get(route.assignmentGuid);
     let transient = false;
@@ -56,9 +57,23 @@ export class StreamableSessionAdapter implements UpstreamAdapter {
       if (!transient) return { ...reply, protocolVersion };
       return whenRead({ ...reply, protocolVersion }, () => this.closeTransient(ctx, route, credential, session));
     } catch (err) {
-      if (forgotSession(err) && upstream?.sessionId && !transient) throw new SessionExpired();
-      throw err;
+      if (!forgotSession(err) || !upstream?.sessionId || transient) throw err;
+      if (ctx.renewsUpstreamSessions && ctx.session && !renewed) return this.renewed(ctx, route, credential, message);
+      throw new SessionExpired();
     }
+  }
+
+  /**
+   * The exchange again in a new upstream session of the host's, the one the upstream
+   * forgot replaced in it (a legacy SSE host's session is this process's to change).
+   * The upstream hears the host as at its initialize; what it kept of the former
+   * session (a log level, subscriptions) is gone with it, as after any restart.
+   */
+  private async renewed(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamExchange> {
+    const session = ctx.session!;
+    const { instructions: _, ...opened } = await openStreamable(this.kit, ctx, route, credential, session);
+    session.upstreams[route.assignmentGuid] = opened;
+    return this.exchange(ctx, route, credential, message, true);
   }
 
   /** Ends an upstream session opened for one request (and forgets it, so a later exchange of the request opens its own). */
