@@ -86,6 +86,19 @@ describe('a 2026-07-28 host at a gateway', () => {
     const legacy = await gatewayClient(url, token);
     clients.push(legacy);
     await legacy.callTool({ name: 'everything__echo', arguments: { message: 'revision probe 2025' } });
+    // A request with neither a session nor a revision header: of the revision the transport says to assume.
+    const bare = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/call',
+        params: { name: 'everything__echo', arguments: { message: 'revision probe bare' } },
+      }),
+    });
+    expect(bare.status).toBe(200);
+    await bare.text();
     await t.runtime.services.callLogs.flush();
     const logs = await invoke(t, 'rest', ws.token, 'query_logs', { filters: { gateway_connection_guid: connectionGuid }, includeDetail: true, take: 1000 });
     expect(logs.status).toBe(200);
@@ -93,6 +106,7 @@ describe('a 2026-07-28 host at a gateway', () => {
     const probe = (text: string) => items.filter((r) => r.type === 'tool_call' && r.request_body?.includes(text)).map((r) => r.protocol_version);
     expect(probe('revision probe 2026')).toEqual(['2026-07-28']);
     expect(probe('revision probe 2025')).toEqual([LATEST_PROTOCOL_VERSION]);
+    expect(probe('revision probe bare')).toEqual(['2025-03-26']);
     // A 2025 host's initialize is logged with the revision its answer negotiated.
     const initializes = items.filter((r) => r.type === 'initialize');
     expect(initializes.length).toBeGreaterThan(0);

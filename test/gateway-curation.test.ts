@@ -164,7 +164,12 @@ describe('tool filters and overrides', () => {
     expect(denied.code).toBe(unknown.code);
     expect(denied.message).toBe(unknown.message.replace('gamma__whoami', 'beta__whoami'));
     const logged = await callLogs(connectionGuid);
-    expect(logged.find((r) => r.status === 'error' && r.error_message?.includes('filter'))).toMatchObject({ error_message: expect.stringContaining('whoami') });
+    // The row names the tool as the server's rows do (its own name, its server), where the host's name was beta__whoami.
+    expect(logged.find((r) => r.status === 'error' && r.error_message?.includes('filter'))).toMatchObject({
+      error_message: expect.stringContaining('whoami'),
+      tool_name: 'whoami',
+      inbound_server_guid: expect.any(String),
+    });
   });
 
   it('an allow filter exposes only what it names; a name the server does not offer is accepted with a hint', async () => {

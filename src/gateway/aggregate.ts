@@ -56,7 +56,12 @@ export function nameItems(naming: ToolNamingMode, perRoute: readonly ExposedItem
   );
 }
 
-export type Resolution = { route: Route; name: string } | { refused: string } | { slug: string | null };
+/**
+ * What an exposed name names: a route and the upstream's own name; a refusal in words
+ * (with the route and upstream name when the refusal is that route's curation, for the
+ * call log); or no route (`slug`: the prefix it had, if any).
+ */
+export type Resolution = { route: Route; name: string } | { refused: string; of?: { route: Route; name: string } } | { slug: string | null };
 
 /** A route's learned tools or prompts as its hosts see them (curated), and the same by name (the first of a name). */
 interface KnownItems {
@@ -121,8 +126,10 @@ function upstreamNameOf(route: Route, key: 'tools' | 'prompts', name: string, kn
   // Not in the list learned at validation: the overrides and the filter still decide.
   const renamedTo = Object.entries(route.toolOverrides ?? {}).find(([, o]) => o.name === name)?.[0];
   const upstreamName = renamedTo ?? name;
-  if (!renamedTo && route.toolOverrides?.[name]?.name !== undefined) return { refused: `tool ${name} of ${route.serverName} is offered under another name` };
-  if (!toolAllowed(route.toolFilter, upstreamName)) return { refused: `the tool filter of ${route.serverName} on this gateway excludes ${upstreamName}` };
+  if (!renamedTo && route.toolOverrides?.[name]?.name !== undefined)
+    return { refused: `tool ${name} of ${route.serverName} is offered under another name`, of: { route, name } };
+  if (!toolAllowed(route.toolFilter, upstreamName))
+    return { refused: `the tool filter of ${route.serverName} on this gateway excludes ${upstreamName}`, of: { route, name: upstreamName } };
   return { route, name: upstreamName };
 }
 

@@ -54,7 +54,9 @@ export class CallRecord {
   ) {
     this.sessionId = session?.id ?? null;
     this.requestHeaders = keptRequestHeaders(hostHeaders, this.sessionId);
-    this.protocolVersion = session?.protocolVersion ?? knownRevision(hostHeaders['mcp-protocol-version']);
+    const named = hostHeaders['mcp-protocol-version'];
+    // A request with neither a session nor the header is of the revision the transport says to assume then.
+    this.protocolVersion = session?.protocolVersion ?? (named === undefined ? ASSUMED_REVISION : knownRevision(named));
   }
 
   get method(): string {
@@ -104,6 +106,8 @@ export class CallRecord {
   }
 }
 
+/** What a server assumes of a request that names no revision and has no session (Streamable HTTP, since 2025-06-18). */
+const ASSUMED_REVISION = '2025-03-26';
 /** The revisions a host can speak to a gateway: anything else a host names is not kept. */
 const REVISIONS: ReadonlySet<unknown> = new Set([...SUPPORTED_PROTOCOL_VERSIONS, MODERN_REVISION]);
 const knownRevision = (value: unknown): string | null => (REVISIONS.has(value) ? (value as string) : null);

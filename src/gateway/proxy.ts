@@ -246,8 +246,9 @@ export class GatewayProxy {
     const kind = method === 'tools/call' ? 'Tool' : 'Prompt';
     const resolved = resolveExposedName(ctx.catalog, method === 'tools/call' ? 'tools' : 'prompts', qualified);
     if ('refused' in resolved) {
-      // Refused like an unknown name; the call log keeps the reason.
-      ctx.record.toolName = qualified.slice(0, 500);
+      // Refused like an unknown name; the call log keeps the reason, and names the tool as its other rows do when it is a server's.
+      ctx.record.toolName = (resolved.of?.name ?? qualified).slice(0, 500);
+      if (resolved.of) ctx.record.inboundServerGuid = resolved.of.route.serverGuid;
       throw new GatewayCallError(ERRORS.invalidParams, `${kind} ${qualified} not found on this gateway.`, undefined, resolved.refused);
     }
     if (!('route' in resolved)) {
