@@ -75,13 +75,31 @@ export async function call(name, input = {}) {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(rest);
   }
-  const res = await fetch(path + (query.size ? `?${query}` : ''), { method: op.method, headers, body });
-  const text = await res.text();
-  const data = text ? JSON.parse(text) : null;
+  let res;
+  try {
+    res = await fetch(path + (query.size ? `?${query}` : ''), { method: op.method, headers, body });
+  } catch {
+    throw new ApiError(0, { detail: 'The service cannot be reached: check the connection, then try again.', code: 'unreachable' });
+  }
+  const data = parsed(await res.text());
   if (res.status === 401) {
     token.clear();
     for (const fn of listeners) fn();
   }
+  if (data === undefined)
+    throw new ApiError(res.status, {
+      detail: `The service answered HTTP ${res.status} with something other than its JSON (a proxy in between?): try again shortly.`,
+    });
   if (!res.ok) throw new ApiError(res.status, data);
   return data;
+}
+
+/** A response body as JSON: null when empty, undefined when it is not JSON (a proxy's HTML error page, say). */
+function parsed(text) {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

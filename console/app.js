@@ -29,7 +29,10 @@ function parseHash() {
   return { page: PAGES.some((p) => p[0] === path) ? path : 'overview', params: Object.fromEntries(new URLSearchParams(query)) };
 }
 
-function SignIn({ onSignedIn }) {
+/** Why the console is back at sign-in, when it is not the first visit or a sign-out. */
+const ENDED = 'Your session ended: the access token is no longer accepted (revoked, expired, or its user deactivated). Sign in again.';
+
+function SignIn({ onSignedIn, notice }) {
   const [value, setValue] = useState('');
   const [error, setError] = useState(null);
   const submit = async (e) => {
@@ -40,12 +43,14 @@ function SignIn({ onSignedIn }) {
       onSignedIn(await call('whoami'));
     } catch (err) {
       token.clear();
-      setError(err);
+      // The API's words for a refused token are for programs; a person at the form is told plainly.
+      setError(err.status === 401 ? { problem: { detail: 'This access token is not accepted: check it, or create a new one.' } } : err);
     }
   };
   return html`<main class="signin">
     <form onSubmit=${submit} aria-label="Sign in" class="card">
       <h1>MCP gateway manager</h1>
+      ${notice ? html`<div class="notice" role="alert">${notice}</div>` : null}
       <p>Sign in with an access token (svcp_…). It is kept in this tab only.</p>
       <div class="field">
         <label for="access-token">Access token</label>
@@ -102,16 +107,30 @@ function App() {
   const [me, setMe] = useState(null);
   const [labels, setLabels] = useState(new Map());
   const [checking, setChecking] = useState(Boolean(token.get()));
+  const [notice, setNotice] = useState(null);
+  // The check of a kept token failed for another reason than the token (the service unreachable): retried, not signed out.
+  const [unreachable, setUnreachable] = useState(null);
   const signOut = () => {
     token.clear();
+    setNotice(null);
     setMe(null);
   };
-  useEffect(() => {
-    onUnauthenticated(() => setMe(null));
-    if (!token.get()) return;
+  const check = () => {
+    setUnreachable(null);
+    setChecking(true);
     call('whoami')
-      .then(setMe, () => token.clear())
+      .then(setMe, (err) => (err.status === 401 ? setNotice(ENDED) : setUnreachable(err)))
       .finally(() => setChecking(false));
+  };
+  // Whether a session is on (a 401 then ends it, which the sign-in form says; a wrong token at sign-in is its own error).
+  const signedIn = useRef(false);
+  signedIn.current = me !== null;
+  useEffect(() => {
+    onUnauthenticated(() => {
+      if (signedIn.current) setNotice(ENDED);
+      setMe(null);
+    });
+    if (token.get()) check();
   }, []);
   useEffect(() => {
     if (!me) return;
@@ -121,9 +140,18 @@ function App() {
     );
   }, [me]);
   if (checking && !me) return html`<p class="loading" role="status">Loading…</p>`;
+  if (unreachable && !me)
+    return html`<main class="signin">
+      <div class="card">
+        <${ErrorBox} error=${unreachable} />
+        <button type="button" onClick=${check}>Try again</button>
+      </div>
+    </main>`;
   if (!me)
     return html`<${SignIn}
+      notice=${notice}
       onSignedIn=${(who) => {
+        setNotice(null);
         setMe(who);
         setChecking(false);
       }}

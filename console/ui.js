@@ -1,6 +1,6 @@
 import { html } from 'htm/preact';
 import { createContext } from 'preact';
-import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { call } from './api.js';
 
 /** What every page may read: the caller (whoami) and the capability labels (list_capabilities). */
@@ -28,6 +28,18 @@ export function useCall(name, input, deps = []) {
     };
   }, [name, JSON.stringify(input), tick, ...deps]);
   return { ...state, reload };
+}
+
+/**
+ * The end of a page's "last N" time window: now, as of the view's parameters (another
+ * range or filter moves it; paging, `skip`, keeps it so pages do not shift) or the last
+ * refresh(). Returns [now, refresh].
+ */
+export function useWindowEnd(params) {
+  const [refreshed, setRefreshed] = useState(0);
+  const { skip: _, ...view } = params;
+  const now = useMemo(() => Date.now(), [JSON.stringify(view), refreshed]);
+  return [now, useCallback(() => setRefreshed((n) => n + 1), [])];
 }
 
 /** Re-runs `fn` every `ms` while the page is shown; `ms` null pauses it. */
@@ -107,6 +119,30 @@ export function Field({ label, as = 'input', options, value, onInput, hint, ...r
   return html`<div class="field"><label for=${id}>${label}</label>${control}${hint ? html`<small>${hint}</small>` : null}</div>`;
 }
 
+/**
+ * A select whose choice is saved at once (`save(value)`): the stored value is shown
+ * again, with why, when saving fails (a refusal must not look saved).
+ */
+export function SavedSelect({ label, value, options, save, onSaved }) {
+  const [error, setError] = useState(null);
+  const [shown, setShown] = useState(value);
+  useEffect(() => setShown(value), [value]);
+  const choose = async (next) => {
+    setError(null);
+    setShown(next);
+    try {
+      await save(next);
+      onSaved?.();
+    } catch (err) {
+      setShown(value);
+      setError(err);
+    }
+  };
+  return html`<div class="saved-select">
+    <${Field} label=${label} as="select" value=${shown} options=${options} onInput=${choose} />${error ? html`<${ErrorBox} error=${error} />` : null}
+  </div>`;
+}
+
 /** A form whose submit runs `action` and shows its error; `children` are the fields. */
 export function Form({ title, submit, action, children, onDone }) {
   const [error, setError] = useState(null);
@@ -131,10 +167,21 @@ export function Form({ title, submit, action, children, onDone }) {
   </form>`;
 }
 
-/** A button that runs an operation and shows its failure next to it. */
-export function ActionButton({ label, action, onDone, danger = false }) {
+/**
+ * A button that runs an operation and shows its failure next to it. A `danger` one
+ * (the operations that delete, archive, revoke, deactivate, disable or remove) asks
+ * first, in place: "Yes, <label>" runs it, "Cancel" puts the button back; `warning`
+ * says what else it does (revoking the token this tab is signed in with, say).
+ */
+export function ActionButton({ label, action, onDone, danger = false, warning }) {
   const [error, setError] = useState(null);
+  const [asking, setAsking] = useState(false);
+  const confirmRef = useRef(null);
+  useEffect(() => {
+    if (asking) confirmRef.current?.focus();
+  }, [asking]);
   const run = async () => {
+    setAsking(false);
     setError(null);
     try {
       onDone?.(await action());
@@ -142,8 +189,15 @@ export function ActionButton({ label, action, onDone, danger = false }) {
       setError(err);
     }
   };
+  const failure = error ? html`<${ErrorBox} error=${error} />` : null;
+  if (asking)
+    return html`<span class="action confirm" role="group" aria-label=${`Confirm: ${label}`}
+      >${warning ? html`<span class="warning">${warning}</span>` : null}<button ref=${confirmRef} type="button" class="danger" onClick=${run}>
+        Yes, ${label}</button
+      ><button type="button" onClick=${() => setAsking(false)} onKeyDown=${(e) => e.key === 'Escape' && setAsking(false)}>Cancel</button></span
+    >`;
   return html`<span class="action"
-    ><button type="button" class=${danger ? 'danger' : ''} onClick=${run}>${label}</button>${error ? html`<${ErrorBox} error=${error} />` : null}</span
+    ><button type="button" class=${danger ? 'danger' : ''} onClick=${danger ? () => setAsking(true) : run}>${label}</button>${failure}</span
   >`;
 }
 

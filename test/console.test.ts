@@ -193,8 +193,15 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(() => bodyRows().first().textContent()).toContain(seeded[1]!.toolName);
     expect(page.url()).toContain(`trace_id=${seeded[1]!.traceId}`);
     await shot('logs');
-    await table.getByRole('button', { name: /Details of the call/ }).click();
+    const opener = table.getByRole('button', { name: /Details of the call/ });
+    await opener.click();
     const detail = page.getByRole('complementary', { name: 'Call detail' });
+    // The detail takes the focus (it is drawn below the rows), and gives it back on Escape.
+    await expect.poll(() => detail.getByRole('heading', { level: 2 }).evaluate((h) => h === h.ownerDocument.activeElement)).toBe(true);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => detail.count()).toBe(0);
+    await expect.poll(() => opener.evaluate((b) => b === b.ownerDocument.activeElement)).toBe(true);
+    await opener.click();
     await expect.poll(() => detail.getByLabel('Response body').textContent()).toContain('answer 1');
     expect(await detail.getByLabel('Request headers').textContent()).toContain('[REDACTED]');
     expect(await detail.getByLabel('Request headers').textContent()).not.toContain('svcg_hidden_value');
@@ -334,7 +341,14 @@ describe.runIf(run)('the web console', () => {
     await shot('settings');
     const made = await page.getByLabel('Access token', { exact: true }).textContent();
     expect((await invoke(t, 'rest', made!, 'whoami', {})).status).toBe(200);
+    // A destructive action asks first, in place: Cancel leaves the token working.
     await tokens.getByRole('button', { name: 'Revoke console-made' }).click();
+    await tokens.getByRole('group', { name: 'Confirm: Revoke console-made' }).getByRole('button', { name: 'Cancel' }).click();
+    expect((await invoke(t, 'rest', made!, 'whoami', {})).status).toBe(200);
+    await tokens.getByRole('button', { name: 'Revoke console-made' }).click();
+    const confirm = tokens.getByRole('button', { name: 'Yes, Revoke console-made' });
+    await expect.poll(() => confirm.evaluate((b) => b === b.ownerDocument.activeElement)).toBe(true);
+    await confirm.click();
     await expect.poll(() => tokens.getByRole('cell', { name: 'console-made', exact: true }).count()).toBe(0);
     expect((await invoke(t, 'rest', made!, 'whoami', {})).status).toBe(401);
   });
@@ -469,7 +483,7 @@ describe.runIf(run)('the web console', () => {
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
   });
 
-  it('goes back to sign-in when the token stops working (a 401)', async () => {
+  it('goes back to sign-in when the token stops working (a 401), saying why', async () => {
     const member = await newMember(t, ws, ['exportLogs']);
     await signIn(page, member.token);
     await invoke(t, 'rest', ws.token, 'deactivate_user', { userGuid: member.userGuid });
@@ -478,5 +492,51 @@ describe.runIf(run)('the web console', () => {
     await page.evaluate("location.hash = '#/logs'");
     await page.getByLabel('Access token').waitFor();
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.getByRole('alert').textContent()).toMatch(/Your session ended: the access token is no longer accepted/);
+  });
+
+  it('keeps the token when the service cannot be reached, and offers to try again', async () => {
+    const other = await newPage(1280);
+    await signIn(other, ws.token);
+    await other.route('**/whoami', (route) => route.abort());
+    await other.reload();
+    await expect.poll(() => other.getByRole('alert').textContent()).toMatch(/cannot be reached/);
+    expect(await other.evaluate(() => sessionStorage.getItem('svc-admin-token'))).toBe(ws.token);
+    await other.unroute('**/whoami');
+    await other.getByRole('button', { name: 'Try again' }).click();
+    await other.getByRole('navigation', { name: 'Main' }).waitFor();
+    await other.close();
+  });
+
+  it('shows a refused choice as refused: the select goes back to what is stored, with the reason', async () => {
+    // A workspace of its own, whose one administrator cannot put themselves on a role that cannot give roles back (a 409).
+    const lone = await newWorkspace(t);
+    const nobody = (await invoke(t, 'rest', lone.token, 'create_role', { name: 'Nobody' })).body;
+    const other = await newPage(1280);
+    await signIn(other, lone.token);
+    await goTo('People', other);
+    const select = other.getByLabel(`Role of ${(await invoke(t, 'rest', lone.token, 'whoami', {})).body.user.emailAddress}`);
+    await select.waitFor();
+    const stored = await select.inputValue();
+    await select.selectOption(nobody.guid);
+    await expect.poll(() => other.getByRole('alert').first().textContent()).toMatch(/nobody could give roles back/);
+    await expect.poll(() => select.inputValue()).toBe(stored);
+    // An invitation starts with no capabilities unless a role is picked.
+    expect(await other.getByRole('form', { name: 'Invite a user' }).getByLabel('Role').inputValue()).toBe('');
+    await other.close();
+  });
+
+  it('Logs shows calls made since it opened once refreshed', async () => {
+    const other = await newPage(1280);
+    await signIn(other, ws.token);
+    await goTo('Logs', other);
+    await other.getByLabel('Trace id').fill('f'.repeat(32));
+    await other.getByRole('button', { name: 'Apply filters' }).click();
+    await expect.poll(() => other.getByRole('cell', { name: 'No calls in this range.' }).count()).toBe(1);
+    await ingest(t, [logRow(ws.organizationGuid, { traceId: 'f'.repeat(32), toolName: 'refreshed-tool', createdAt: Date.now() + 1_000 })]);
+    await new Promise((r) => setTimeout(r, 1_100));
+    await other.getByRole('button', { name: 'Refresh' }).click();
+    await expect.poll(() => bodyRows(other).first().textContent()).toContain('refreshed-tool');
+    await other.close();
   });
 });

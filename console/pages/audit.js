@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { navigate } from '../nav.js';
-import { ErrorBox, Field, Loading, RANGES, Table, fmtTime, rangeMs, short, useCall, useNames } from '../ui.js';
+import { ErrorBox, Field, Loading, RANGES, Table, fmtTime, rangeMs, short, useCall, useNames, useWindowEnd } from '../ui.js';
 
 const FILTERS = [
   ['operation', 'Operation'],
@@ -12,7 +12,7 @@ const FILTERS = [
 
 export function Audit({ params }) {
   const range = params.range ?? '7d';
-  const [now] = useState(Date.now());
+  const [now, refresh] = useWindowEnd(params);
   const [draft, setDraft] = useState(() => Object.fromEntries([...FILTERS.map(([k]) => [k, params[k] ?? '']), ['surface', params.surface ?? '']]));
   const [open, setOpen] = useState(null);
   const filters = Object.fromEntries([...FILTERS.map(([k]) => k), 'surface'].filter((k) => params[k]).map((k) => [k, params[k]]));
@@ -28,6 +28,7 @@ export function Audit({ params }) {
         options=${RANGES.map(([k, l]) => [k, l])}
         onInput=${(v) => navigate('audit', { ...params, range: v })}
       />
+      <button type="button" onClick=${refresh}>Refresh</button>
     </div>
     <form class="filters card" aria-label="Audit filters" onSubmit=${(e) => (e.preventDefault(), navigate('audit', { ...draft, range }))}>
       ${FILTERS.map(([k, label]) => html`<${Field} label=${label} value=${draft[k]} onInput=${(v) => setDraft({ ...draft, [k]: v })} />`)}

@@ -2,7 +2,7 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { hrefOf, navigate } from '../nav.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, fmtTime, useCall, useNames } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, ShownOnce, Table, fmtTime, useCall, useNames } from '../ui.js';
 
 const SCHEMES = [
   ['', 'none (open servers)'],
@@ -100,18 +100,15 @@ function GatewayDetail({ gateway, servers, onChange }) {
     <${ErrorBox} error=${naming.error} />
     ${
       naming.data
-        ? html`<${Field}
+        ? html`<${SavedSelect}
             label="Tool naming mode"
-            as="select"
             value=${naming.data.mode}
             options=${[
               ['prefixed', 'prefixed: server__tool'],
               ['when-needed', 'when needed: only names two servers share'],
             ]}
-            onInput=${async (mode) => {
-              await call('set_gateway_tool_naming', { gatewayGuid: gateway.guid, mode });
-              naming.reload();
-            }}
+            save=${(mode) => call('set_gateway_tool_naming', { gatewayGuid: gateway.guid, mode })}
+            onSaved=${naming.reload}
           />`
         : null
     }
@@ -243,6 +240,7 @@ function GatewayDetail({ gateway, servers, onChange }) {
                 render: (c) =>
                   html`<${ActionButton}
                     label=${c.enabled ? `Disable ${c.name}` : `Enable ${c.name}`}
+                    danger=${c.enabled}
                     action=${() => call(c.enabled ? 'disable_connection' : 'enable_connection', { connectionGuid: c.guid })}
                     onDone=${connections.reload}
                   />`,

@@ -1,7 +1,22 @@
 import { html } from 'htm/preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { navigate, hrefOf } from '../nav.js';
-import { ErrorBox, Field, Loading, RANGES, Table, fmtMs, fmtTime, fromLocalInput, rangeMs, short, toLocalInput, useCall, useNames } from '../ui.js';
+import {
+  ErrorBox,
+  Field,
+  Loading,
+  RANGES,
+  Table,
+  fmtMs,
+  fmtTime,
+  fromLocalInput,
+  rangeMs,
+  short,
+  toLocalInput,
+  useCall,
+  useNames,
+  useWindowEnd,
+} from '../ui.js';
 
 /** The query_logs filters the page offers, with their labels; each lives in the URL. */
 const FILTERS = [
@@ -35,9 +50,15 @@ function Detail({ row, onClose }) {
       return text;
     }
   };
-  return html`<aside class="card detail" aria-label="Call detail">
+  // Shown below the page's rows: brought into view, with focus on its heading; Escape closes it.
+  const aside = useRef(null);
+  useEffect(() => {
+    aside.current?.scrollIntoView?.({ block: 'start' });
+    aside.current?.querySelector('h2')?.focus();
+  }, [row.guid]);
+  return html`<aside class="card detail" aria-label="Call detail" ref=${aside} onKeyDown=${(e) => e.key === 'Escape' && onClose()}>
     <div class="page-head">
-      <h2>${row.method} ${row.tool_name ?? ''}</h2>
+      <h2 tabindex="-1">${row.method} ${row.tool_name ?? ''}</h2>
       <button type="button" onClick=${onClose}>Close detail</button>
     </div>
     <dl>
@@ -104,13 +125,23 @@ export function Logs({ params }) {
   const custom = Boolean(params.fromMs && params.toMs);
   const range = custom ? 'custom' : RANGES.some((r) => r[0] === params.range) ? params.range : '24h';
   const skip = Number(params.skip ?? 0);
-  const [now] = useState(Date.now());
+  const [now, refresh] = useWindowEnd(params);
   const filters = Object.fromEntries([...FILTERS.map(([k]) => k), 'type'].filter((k) => params[k]).map((k) => [k, params[k]]));
   const draftOf = () => Object.fromEntries([...FILTERS.map(([k]) => [k, params[k] ?? '']), ['type', params.type ?? '']]);
   const [draft, setDraft] = useState(draftOf);
   // A link to another view (a trace, a connection) replaces what the boxes show.
   useEffect(() => setDraft(draftOf()), [JSON.stringify(filters)]);
   const [open, setOpen] = useState(null);
+  // The control that opened the detail gets focus back when it closes.
+  const opener = useRef(null);
+  const show = (row, e) => {
+    opener.current = e.currentTarget;
+    setOpen(row);
+  };
+  const close = () => {
+    setOpen(null);
+    opener.current?.focus();
+  };
   const fromMs = custom ? Number(params.fromMs) : now - rangeMs(range);
   const toMs = custom ? Number(params.toMs) : now;
   const { data, error, loading } = useCall('query_logs', { filters, fromMs, toMs, skip, take: PAGE });
@@ -137,6 +168,7 @@ export function Logs({ params }) {
       <div class="buttons">
         <button type="submit">Apply filters</button>
         <button type="button" onClick=${() => navigate('logs', windowParams)}>Clear filters</button>
+        <button type="button" onClick=${refresh} disabled=${custom} title=${custom ? 'A fixed time range does not move' : undefined}>Refresh</button>
       </div>
     </form>
     <${ErrorBox} error=${error} />
@@ -151,7 +183,7 @@ export function Logs({ params }) {
                 {
                   label: 'Time',
                   render: (r) =>
-                    html`<button type="button" class="link" onClick=${() => setOpen(r)} aria-label=${`Details of the call at ${fmtTime(r.created_at)}`}>
+                    html`<button type="button" class="link" onClick=${(e) => show(r, e)} aria-label=${`Details of the call at ${fmtTime(r.created_at)}`}>
                       ${fmtTime(r.created_at)}
                     </button>`,
                 },
@@ -171,6 +203,6 @@ export function Logs({ params }) {
             </div>`
         : null
     }
-    ${open ? html`<${Detail} row=${open} onClose=${() => setOpen(null)} />` : null}
+    ${open ? html`<${Detail} row=${open} onClose=${close} />` : null}
   </section>`;
 }

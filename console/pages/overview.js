@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useRef } from 'preact/hooks';
 import { navigate, hrefOf } from '../nav.js';
-import { ErrorBox, Field, Loading, RANGES, Table, fmtBytes, fmtMs, rangeMs, short, useCall, useNames } from '../ui.js';
+import { ErrorBox, Field, Loading, RANGES, Table, fmtBytes, fmtMs, rangeMs, short, useCall, useNames, useWindowEnd } from '../ui.js';
 
 // Not a static import: the pages start their API calls while the chart library (the
 // largest module) still loads; index.html has already asked for it (modulepreload).
@@ -86,7 +86,7 @@ function Top({ title, groupBy, window, range, names }) {
 
 export function Overview({ params }) {
   const range = params.range ?? '24h';
-  const [now] = useState(Date.now());
+  const [now, refresh] = useWindowEnd(params);
   const window = { fromMs: now - rangeMs(range), toMs: now };
   const interval = INTERVAL[range] ?? 'hour';
   const series = useCall('get_usage_report', { ...window, interval, take: 10_000 });
@@ -100,6 +100,7 @@ export function Overview({ params }) {
     <div class="page-head">
       <h1 id="overview-title">Overview</h1>
       <${Field} label="Time range" as="select" value=${range} options=${RANGES.map(([k, l]) => [k, l])} onInput=${(v) => navigate('overview', { range: v })} />
+      <button type="button" onClick=${refresh}>Refresh</button>
     </div>
     <${ErrorBox} error=${series.error} />
     ${series.loading && !series.data ? html`<${Loading} />` : null}

@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, Table, useCall } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, Table, useCall } from '../ui.js';
 
 /** Capability checkboxes, grouped as list_capabilities groups them. */
 function CapabilityChecks({ groups, selected, onChange, idPrefix }) {
@@ -32,8 +32,8 @@ function CapabilityChecks({ groups, selected, onChange, idPrefix }) {
 const grantsMap = (groups, selected) =>
   Object.fromEntries(groups.flatMap((g) => g.capabilities.map((c) => [c.key, selected.includes(c.key) ? 'true' : 'false'])));
 
-function Roles({ groups }) {
-  const roles = useCall('list_roles', {});
+/** The roles (`roles`: the page's one list_roles, which the users' role choices read too). */
+function Roles({ groups, roles }) {
   const [name, setName] = useState('');
   const [grants, setGrants] = useState([]);
   const [editing, setEditing] = useState(null);
@@ -133,12 +133,12 @@ function Users({ roles }) {
                 label: 'Role',
                 render: (u) =>
                   roles
-                    ? html`<${Field}
+                    ? html`<${SavedSelect}
                         label=${`Role of ${u.emailAddress}`}
-                        as="select"
                         value=${u.roleGuid}
                         options=${roles.map((r) => [r.guid, r.name])}
-                        onInput=${async (roleGuid) => (await call('set_user_role', { userGuid: u.guid, roleGuid }), users.reload())}
+                        save=${(roleGuid) => call('set_user_role', { userGuid: u.guid, roleGuid })}
+                        onSaved=${users.reload}
                       />`
                     : u.roleName,
               },
@@ -164,16 +164,17 @@ function Users({ roles }) {
         ? html`<${Form}
             title="Invite a user"
             submit="Invite user"
-            action=${() => call('invite_user', { email: invite.email, roleGuid: invite.roleGuid || roles[0].guid })}
+            action=${() => call('invite_user', { email: invite.email, ...(invite.roleGuid ? { roleGuid: invite.roleGuid } : {}) })}
             onDone=${() => (setInvite({ email: '', roleGuid: '' }), users.reload())}
           >
             <${Field} label="Email" type="email" value=${invite.email} onInput=${(v) => setInvite({ ...invite, email: v })} required />
             <${Field}
               label="Role"
               as="select"
-              value=${invite.roleGuid || roles[0]?.guid}
-              options=${roles.map((r) => [r.guid, r.name])}
+              value=${invite.roleGuid}
+              options=${[['', 'Member (no capabilities)'], ...roles.map((r) => [r.guid, r.name])]}
               onInput=${(v) => setInvite({ ...invite, roleGuid: v })}
+              hint="An invited user starts with no capabilities unless you pick a role."
             />
           <//>`
         : null
@@ -189,6 +190,6 @@ export function People() {
     ${capabilities.loading ? html`<${Loading} />` : null}
     <${Users} roles=${roles.data?.items} />
     <${Teams} />
-    <${Roles} groups=${capabilities.data?.groups} />
+    <${Roles} groups=${capabilities.data?.groups} roles=${roles} />
   </section>`;
 }

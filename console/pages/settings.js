@@ -1,6 +1,6 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call } from '../api.js';
+import { call, token } from '../api.js';
 import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, fmtTime, parseHeaderLines, useCall } from '../ui.js';
 
 function Collector() {
@@ -56,6 +56,8 @@ function Collector() {
 
 function Tokens() {
   const tokens = useCall('list_access_tokens', {});
+  // svcp_<prefix>_<secret>: the prefix names the token this tab is signed in with.
+  const signedInPrefix = token.get()?.split('_')[1];
   const [label, setLabel] = useState('');
   const [days, setDays] = useState('90');
   const [minted, setMinted] = useState(null);
@@ -81,6 +83,7 @@ function Tokens() {
                   html`<${ActionButton}
                     label=${`Revoke ${t.label}`}
                     danger
+                    warning=${t.kind === 'access' && t.prefix === signedInPrefix ? 'This tab is signed in with this token: revoking it signs you out.' : undefined}
                     action=${() => call('revoke_access_token', { id: t.id })}
                     onDone=${tokens.reload}
                   />`,
@@ -93,12 +96,20 @@ function Tokens() {
       title="Create an access token"
       submit="Create token"
       action=${() => call('create_access_token', { label, expiresInDays: Number(days) })}
-      onDone=${(r) => (setMinted(r), setLabel(''), tokens.reload())}
+      onDone=${(r) => (setMinted({ ...r, label }), setLabel(''), tokens.reload())}
     >
       <${Field} label="Token label" value=${label} onInput=${setLabel} required />
       <${Field} label="Expires in days" type="number" min="0" max="90" value=${days} onInput=${setDays} hint="0 never expires" />
     <//>
     ${minted?.token ? html`<${ShownOnce} label="Access token" value=${minted.token} />` : null}
+    ${
+      minted?.alreadyExisted
+        ? html`<div class="notice" role="status">
+            You already have a token labelled “${minted.label}”: nothing was created. Its secret was shown once, when it was made; give a new label for a new
+            token.
+          </div>`
+        : null
+    }
   </section>`;
 }
 
