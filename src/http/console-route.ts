@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,9 +32,45 @@ const VENDOR: Record<string, string> = {
   'uPlot.min.css': packageFile('uplot', 'dist/uPlot.min.css'),
 };
 
+/**
+ * What a browser is told of every console file: the page runs only its own scripts
+ * (and the import map inline in index.html, by its hash), talks only to this service,
+ * and is never framed by another site (clickjacking: it holds a session that can
+ * revoke and delete). Inline styles are allowed: the chart library sets them.
+ */
+function consoleHeaders(indexHtml: string): Record<string, string> {
+  const importMap = /<script type="importmap">([\s\S]*?)<\/script>/.exec(indexHtml)?.[1] ?? '';
+  const importMapHash = createHash('sha256').update(importMap).digest('base64');
+  return {
+    'content-security-policy': [
+      "default-src 'self'",
+      `script-src 'self' 'sha256-${importMapHash}'`,
+      "style-src 'self' 'unsafe-inline'",
+      "img-src 'self' data:",
+      "connect-src 'self'",
+      "object-src 'none'",
+      "base-uri 'none'",
+      "form-action 'self'",
+      "frame-ancestors 'none'",
+    ].join('; '),
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+  };
+}
+
 /** Serves the web console at /console/ (contract 8.5): static files, no server-side state; it calls only the REST interface. */
 export async function registerConsoleRoute(app: FastifyInstance): Promise<void> {
-  await app.register(fastifyStatic, { root: CONSOLE_DIR, prefix: '/console/', index: 'index.html', decorateReply: true });
+  const headers = consoleHeaders(fs.readFileSync(path.join(CONSOLE_DIR, 'index.html'), 'utf8'));
+  await app.register(fastifyStatic, {
+    root: CONSOLE_DIR,
+    prefix: '/console/',
+    index: 'index.html',
+    decorateReply: true,
+    setHeaders: (res) => {
+      for (const [name, value] of Object.entries(headers)) void res.header(name, value);
+    },
+  });
   // Relative, so a redirect holds behind a proxy's path prefix. The service's own address,
   // typed into a browser, opens the console rather than a 404.
   for (const url of ['/', '/console']) app.get(url, (_request, reply) => reply.redirect('console/'));
