@@ -50,6 +50,11 @@ export async function capabilityOf(name) {
   return (await loadOperations()).get(name)?.capability ?? null;
 }
 
+/** The same, at once: undefined until the document is loaded (it is before any page shows: signing in loads it). */
+export function loadedCapabilityOf(name) {
+  return operations ? (operations.get(name)?.capability ?? null) : undefined;
+}
+
 export async function hasOperation(name) {
   return (await loadOperations()).has(name);
 }

@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { call } from './api.js';
+import { call, capabilityOf, loadedCapabilityOf } from './api.js';
 
 /** What every page may read: the caller (whoami) and the capability labels (list_capabilities). */
 export const Session = createContext({ me: null, labels: new Map() });
@@ -40,6 +40,31 @@ export function useWindowEnd(params) {
   const { skip: _, ...view } = params;
   const now = useMemo(() => Date.now(), [JSON.stringify(view), refreshed]);
   return [now, useCallback(() => setRefreshed((n) => n + 1), [])];
+}
+
+/** An operation's call as a control's action: `op` tells the control what it needs (useAllowed). */
+export const act = (op, input = {}) => Object.assign(() => call(op, input), { op });
+
+/**
+ * Whether the signed-in caller may run the operation `op`: the capability the service's
+ * OpenAPI document names for it, against those whoami gave. A control for what the
+ * caller may not do is not shown (it could only be refused). True while unknown.
+ */
+export function useAllowed(op) {
+  const { me } = useSession();
+  const [loaded, setLoaded] = useState(undefined);
+  const known = op ? loadedCapabilityOf(op) : null;
+  useEffect(() => {
+    if (!op || known !== undefined) return undefined;
+    let live = true;
+    capabilityOf(op).then((c) => live && setLoaded(c));
+    return () => {
+      live = false;
+    };
+  }, [op, known]);
+  const capability = known ?? loaded;
+  if (!capability || !me) return true;
+  return me.capabilities.includes(capability);
 }
 
 /** Re-runs `fn` every `ms` while the page is shown; `ms` null pauses it. */
@@ -123,10 +148,12 @@ export function Field({ label, as = 'input', options, value, onInput, hint, ...r
  * A select whose choice is saved at once (`save(value)`): the stored value is shown
  * again, with why, when saving fails (a refusal must not look saved).
  */
-export function SavedSelect({ label, value, options, save, onSaved }) {
+export function SavedSelect({ label, value, options, save, op, onSaved }) {
   const [error, setError] = useState(null);
   const [shown, setShown] = useState(value);
   useEffect(() => setShown(value), [value]);
+  // What the caller may not change is shown as text.
+  if (!useAllowed(op)) return html`<span aria-label=${label}>${options.find(([v]) => v === value)?.[1] ?? value}</span>`;
   const choose = async (next) => {
     setError(null);
     setShown(next);
@@ -147,6 +174,7 @@ export function SavedSelect({ label, value, options, save, onSaved }) {
 export function Form({ title, submit, action, children, onDone }) {
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  const allowed = useAllowed(action.op);
   const run = async (e) => {
     e.preventDefault();
     setBusy(true);
@@ -160,6 +188,7 @@ export function Form({ title, submit, action, children, onDone }) {
       setBusy(false);
     }
   };
+  if (!allowed) return null;
   return html`<form class="card" onSubmit=${run} aria-label=${title}>
     ${title ? html`<h3>${title}</h3>` : null} ${children}
     <${ErrorBox} error=${error} />
@@ -177,6 +206,7 @@ export function ActionButton({ label, action, onDone, danger = false, warning })
   const [error, setError] = useState(null);
   const [asking, setAsking] = useState(false);
   const confirmRef = useRef(null);
+  const allowed = useAllowed(action.op);
   useEffect(() => {
     if (asking) confirmRef.current?.focus();
   }, [asking]);
@@ -189,6 +219,7 @@ export function ActionButton({ label, action, onDone, danger = false, warning })
       setError(err);
     }
   };
+  if (!allowed) return null;
   const failure = error ? html`<${ErrorBox} error=${error} />` : null;
   if (asking)
     return html`<span class="action confirm" role="group" aria-label=${`Confirm: ${label}`}

@@ -437,6 +437,24 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(() => bodyRows().filter({ hasText: 'echo' }).count()).toBeGreaterThan(0);
   });
 
+  it('Gateways marks an archived gateway as such and unarchives it', async () => {
+    const gw = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Shelved gateway' })).body;
+    expect((await invoke(t, 'rest', ws.token, 'archive_gateway', { gatewayGuid: gw.guid })).status).toBe(200);
+    await goTo('Gateways');
+    await page.getByLabel('Show archived gateways').check();
+    const row = page.getByRole('row', { name: /Shelved gateway/ });
+    await expect.poll(() => row.getByRole('cell').nth(2).textContent()).toBe('yes');
+    await row.getByRole('link', { name: 'Shelved gateway' }).click();
+    // An archived gateway offers what it can do: be unarchived (not enabled, nor archived again).
+    expect(await page.getByRole('button', { name: 'Enable gateway' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Unarchive gateway' }).click();
+    await expect
+      .poll(async () => (await invoke(t, 'rest', ws.token, 'list_gateways', {})).body.items.some((g: { guid: string }) => g.guid === gw.guid))
+      .toBe(true);
+    await expect.poll(() => row.getByRole('cell').nth(2).textContent()).toBe('no');
+    await page.getByLabel('Show archived gateways').uncheck();
+  });
+
   it('is usable from the keyboard: Tab reaches the navigation links and Enter follows one', async () => {
     // A fresh document (the hash alone would not reload it), focus on nothing yet.
     await page.goto(`${base}/console/#/overview`);
@@ -480,6 +498,20 @@ describe.runIf(run)('the web console', () => {
     await other.getByRole('link', { name: 'Audit', exact: true }).click();
     await expect.poll(() => other.getByRole('alert').first().textContent()).toContain('View the audit log');
     await shot('no-capability-narrow', other);
+    // What the user may not do is not offered (it could only be refused); what needs no capability is.
+    await other.getByRole('link', { name: 'Servers', exact: true }).click();
+    await other.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
+    await other.getByRole('link', { name: 'People', exact: true }).click();
+    await other.getByRole('heading', { name: 'People', level: 1 }).waitFor();
+    await other.getByRole('link', { name: 'Settings', exact: true }).click();
+    await other.getByRole('button', { name: 'Create token' }).waitFor();
+    expect(await other.getByRole('button', { name: 'Save collector' }).count()).toBe(0);
+    await other.getByRole('link', { name: 'People', exact: true }).click();
+    await other.getByRole('heading', { name: 'People', level: 1 }).waitFor();
+    expect(await other.getByRole('button', { name: 'Create team' }).count()).toBe(0);
+    await other.getByRole('link', { name: 'Servers', exact: true }).click();
+    await other.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
+    expect(await other.getByRole('button', { name: 'Register server' }).count()).toBe(0);
     await other.close();
   });
 

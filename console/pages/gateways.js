@@ -2,7 +2,7 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { hrefOf, navigate } from '../nav.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, ShownOnce, Table, fmtTime, useCall, useNames } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, ShownOnce, Table, act, fmtTime, useCall, useNames } from '../ui.js';
 
 const SCHEMES = [
   ['', 'none (open servers)'],
@@ -45,6 +45,7 @@ function CurationEditor({ assignment, onSaved }) {
       toolOverrides: parsed,
     });
   };
+  action.op = 'modify_gateway_assignment';
   return html`<${Form} title="Tool filter and overrides" submit="Save tool curation" action=${action} onDone=${onSaved}>
     <${Field}
       label="Tool filter"
@@ -69,7 +70,7 @@ function CurationEditor({ assignment, onSaved }) {
   <//>`;
 }
 
-function GatewayDetail({ gateway, servers, onChange }) {
+function GatewayDetail({ gateway, archived, servers, onChange }) {
   const assignments = useCall('list_gateway_assignments', { gatewayGuid: gateway.guid });
   const naming = useCall('get_gateway_tool_naming', { gatewayGuid: gateway.guid });
   const connections = useCall('list_connections', { gatewayGuid: gateway.guid });
@@ -88,12 +89,17 @@ function GatewayDetail({ gateway, servers, onChange }) {
     </div>
     <p>Connect URL: <code>${gateway.url}</code></p>
     <div class="buttons">
-      <${ActionButton}
-        label=${gateway.enabled ? 'Disable gateway' : 'Enable gateway'}
-        action=${() => call(gateway.enabled ? 'disable_gateway' : 'enable_gateway', { gatewayGuid: gateway.guid })}
-        onDone=${onChange}
-      />
-      <${ActionButton} label="Archive gateway" danger action=${() => call('archive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />
+      ${
+        archived
+          ? html`<p>This gateway is archived: nothing new attaches to it until it is unarchived (it stays disabled then).</p>
+              <${ActionButton} label="Unarchive gateway" action=${act('unarchive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />`
+          : html`<${ActionButton}
+                label=${gateway.enabled ? 'Disable gateway' : 'Enable gateway'}
+                action=${act(gateway.enabled ? 'disable_gateway' : 'enable_gateway', { gatewayGuid: gateway.guid })}
+                onDone=${onChange}
+              />
+              <${ActionButton} label="Archive gateway" danger action=${act('archive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />`
+      }
     </div>
 
     <h3>Tool naming</h3>
@@ -107,6 +113,7 @@ function GatewayDetail({ gateway, servers, onChange }) {
               ['prefixed', 'prefixed: server__tool'],
               ['when-needed', 'when needed: only names two servers share'],
             ]}
+            op="set_gateway_tool_naming"
             save=${(mode) => call('set_gateway_tool_naming', { gatewayGuid: gateway.guid, mode })}
             onSaved=${naming.reload}
           />`
@@ -135,7 +142,7 @@ function GatewayDetail({ gateway, servers, onChange }) {
                     <${ActionButton}
                       label=${`Remove ${serverName(a.serverGuids[0])}`}
                       danger
-                      action=${() => call('remove_gateway_assignment', { assignmentGuid: a.guid })}
+                      action=${act('remove_gateway_assignment', { assignmentGuid: a.guid })}
                       onDone=${assignments.reload}
                     />`,
               },
@@ -158,7 +165,7 @@ function GatewayDetail({ gateway, servers, onChange }) {
     <${Form}
       title="Assign a server"
       submit="Assign server"
-      action=${() => call('assign_server_to_gateway', { gatewayGuid: gateway.guid, inboundServerGuid: assign.inboundServerGuid, ...(assign.identityScheme ? { identityScheme: assign.identityScheme } : {}) })}
+      action=${act('assign_server_to_gateway', { gatewayGuid: gateway.guid, inboundServerGuid: assign.inboundServerGuid, ...(assign.identityScheme ? { identityScheme: assign.identityScheme } : {}) })}
       onDone=${assignments.reload}
     >
       <${Field}
@@ -186,11 +193,11 @@ function GatewayDetail({ gateway, servers, onChange }) {
                 html`<li>
                   <${ActionButton}
                     label=${`Provision ${team.name}`}
-                    action=${() => call('assign_team_to_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                    action=${act('assign_team_to_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
                   />
                   <${ActionButton}
                     label=${`Unprovision ${team.name}`}
-                    action=${() => call('remove_team_from_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                    action=${act('remove_team_from_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
                   />
                 </li>`,
             )}
@@ -202,7 +209,7 @@ function GatewayDetail({ gateway, servers, onChange }) {
     <${Form}
       title="Issue a gateway token"
       submit="Issue gateway token"
-      action=${() => call('issue_gateway_token', { gatewayGuid: gateway.guid, ...(hostGuid ? { hostGuid } : {}) })}
+      action=${act('issue_gateway_token', { gatewayGuid: gateway.guid, ...(hostGuid ? { hostGuid } : {}) })}
       onDone=${(r) => (setIssued(r), connections.reload())}
     >
       ${
@@ -241,7 +248,7 @@ function GatewayDetail({ gateway, servers, onChange }) {
                   html`<${ActionButton}
                     label=${c.enabled ? `Disable ${c.name}` : `Enable ${c.name}`}
                     danger=${c.enabled}
-                    action=${() => call(c.enabled ? 'disable_connection' : 'enable_connection', { connectionGuid: c.guid })}
+                    action=${act(c.enabled ? 'disable_connection' : 'enable_connection', { connectionGuid: c.guid })}
                     onDone=${connections.reload}
                   />`,
               },
@@ -289,7 +296,11 @@ function ConnectionDetail({ guid }) {
 
 export function Gateways({ params }) {
   const [includeArchived, setIncludeArchived] = useState(false);
-  const { data, error, loading, reload } = useCall('list_gateways', includeArchived ? { includeArchived: true } : {});
+  const { data, error, loading, reload: reloadList } = useCall('list_gateways', includeArchived ? { includeArchived: true } : {});
+  // list_gateways names no gateway archived: with archived ones shown, they are those missing from the default list.
+  const live = useCall('list_gateways', includeArchived ? {} : null);
+  const archived = (g) => includeArchived && live.data !== null && !live.data.items.some((l) => l.guid === g.guid);
+  const reload = () => (reloadList(), live.reload());
   const [name, setName] = useState('');
   const servers = useNames([['list_inbound_servers', (s) => s.name]]);
   const open = data?.items.find((g) => g.guid === params.open);
@@ -307,16 +318,17 @@ export function Gateways({ params }) {
             columns=${[
               { label: 'Name', render: (g) => html`<a href=${hrefOf('gateways', { open: g.guid })}>${g.name}</a>` },
               { label: 'Enabled', render: (g) => (g.enabled ? 'yes' : 'no') },
+              ...(includeArchived ? [{ label: 'Archived', render: (g) => (archived(g) ? 'yes' : 'no') }] : []),
               { label: 'Connect URL', render: (g) => html`<code>${g.url}</code>` },
             ]}
           />`
         : null
     }
-    ${open ? html`<${GatewayDetail} key=${open.guid} gateway=${open} servers=${servers} onChange=${reload} />` : null}
+    ${open ? html`<${GatewayDetail} key=${open.guid} gateway=${open} archived=${archived(open)} servers=${servers} onChange=${reload} />` : null}
     <${Form}
       title="Create a gateway"
       submit="Create gateway"
-      action=${() => call('create_gateway', { name })}
+      action=${act('create_gateway', { name })}
       onDone=${(g) => (setName(''), reload(), navigate('gateways', { open: g.guid }))}
     >
       <${Field} label="Gateway name" value=${name} onInput=${setName} required />

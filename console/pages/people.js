@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, Table, useCall } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, Table, act, useCall } from '../ui.js';
 
 /** Capability checkboxes, grouped as list_capabilities groups them. */
 function CapabilityChecks({ groups, selected, onChange, idPrefix }) {
@@ -59,7 +59,7 @@ function Roles({ groups, roles }) {
             key=${editing.guid}
             title=${`Edit role ${editing.name}`}
             submit="Save role"
-            action=${() => call('modify_role', { roleGuid: editing.guid, grants: grantsMap(groups, editing.grantedCapabilities) })}
+            action=${act('modify_role', { roleGuid: editing.guid, grants: grantsMap(groups, editing.grantedCapabilities) })}
             onDone=${() => (setEditing(null), roles.reload())}
           >
             <${CapabilityChecks}
@@ -76,7 +76,7 @@ function Roles({ groups, roles }) {
         ? html`<${Form}
             title="Create a role"
             submit="Create role"
-            action=${() => call('create_role', { name, grants: grantsMap(groups, grants) })}
+            action=${act('create_role', { name, grants: grantsMap(groups, grants) })}
             onDone=${() => (setName(''), setGrants([]), roles.reload())}
           >
             <${Field} label="Role name" value=${name} onInput=${setName} required />
@@ -103,13 +103,13 @@ function Teams() {
               {
                 label: 'Actions',
                 render: (t) =>
-                  html`<${ActionButton} label=${`Delete ${t.name}`} danger action=${() => call('delete_team', { teamGuid: t.guid })} onDone=${teams.reload} />`,
+                  html`<${ActionButton} label=${`Delete ${t.name}`} danger action=${act('delete_team', { teamGuid: t.guid })} onDone=${teams.reload} />`,
               },
             ]}
           />`
         : null
     }
-    <${Form} title="Create a team" submit="Create team" action=${() => call('create_team', { name })} onDone=${() => (setName(''), teams.reload())}>
+    <${Form} title="Create a team" submit="Create team" action=${act('create_team', { name })} onDone=${() => (setName(''), teams.reload())}>
       <${Field} label="Team name" value=${name} onInput=${setName} required />
     <//>
   </section>`;
@@ -137,6 +137,7 @@ function Users({ roles }) {
                         label=${`Role of ${u.emailAddress}`}
                         value=${u.roleGuid}
                         options=${roles.map((r) => [r.guid, r.name])}
+                        op="set_user_role"
                         save=${(roleGuid) => call('set_user_role', { userGuid: u.guid, roleGuid })}
                         onSaved=${users.reload}
                       />`
@@ -150,7 +151,7 @@ function Users({ roles }) {
                     ? html`<${ActionButton}
                         label=${`Deactivate ${u.emailAddress}`}
                         danger
-                        action=${() => call('deactivate_user', { userGuid: u.guid })}
+                        action=${act('deactivate_user', { userGuid: u.guid })}
                         onDone=${users.reload}
                       />`
                     : null,
@@ -164,7 +165,7 @@ function Users({ roles }) {
         ? html`<${Form}
             title="Invite a user"
             submit="Invite user"
-            action=${() => call('invite_user', { email: invite.email, ...(invite.roleGuid ? { roleGuid: invite.roleGuid } : {}) })}
+            action=${act('invite_user', { email: invite.email, ...(invite.roleGuid ? { roleGuid: invite.roleGuid } : {}) })}
             onDone=${() => (setInvite({ email: '', roleGuid: '' }), users.reload())}
           >
             <${Field} label="Email" type="email" value=${invite.email} onInput=${(v) => setInvite({ ...invite, email: v })} required />

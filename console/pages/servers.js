@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, Table, parseHeaderLines, useCall, useInterval } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, Table, act, parseHeaderLines, useCall, useInterval } from '../ui.js';
 
 const POLL_MS = 2000;
 const AUTH_TYPES = [
@@ -36,6 +36,7 @@ function CreateServer({ onCreated }) {
     }
     return call('create_inbound_server', input);
   };
+  action.op = 'create_inbound_server';
   return html`<div>
     <${Form}
       title="Register a server"
@@ -112,7 +113,7 @@ function Identities({ server }) {
                 render: (i) =>
                   html`<${ActionButton}
                     label=${i.enabled ? `Disable ${i.name}` : `Enable ${i.name}`}
-                    action=${() => call(i.enabled ? 'disable_identity' : 'enable_identity', { identityGuid: i.guid })}
+                    action=${act(i.enabled ? 'disable_identity' : 'enable_identity', { identityGuid: i.guid })}
                     onDone=${reload}
                   />`,
               },
@@ -125,7 +126,7 @@ function Identities({ server }) {
         ? html`<${Form}
             title="Add an identity"
             submit="Add identity"
-            action=${() => call('add_identity', { inboundServerGuid: server.guid, headers: parseHeaderLines(headers), ...(label ? { identityLabel: label } : {}) })}
+            action=${act('add_identity', { inboundServerGuid: server.guid, headers: parseHeaderLines(headers), ...(label ? { identityLabel: label } : {}) })}
             onDone=${() => (setHeaders(''), reload())}
           >
             <${Field} label="Identity name" value=${label} onInput=${setLabel} />
@@ -164,13 +165,13 @@ export function Servers() {
                 render: (s) =>
                   html`<${ActionButton}
                       label=${s.enabled ? `Disable ${s.name}` : `Enable ${s.name}`}
-                      action=${() => call(s.enabled ? 'disable_inbound_server' : 'enable_inbound_server', { inboundServerGuid: s.guid })}
+                      action=${act(s.enabled ? 'disable_inbound_server' : 'enable_inbound_server', { inboundServerGuid: s.guid })}
                       onDone=${reload}
                     />
                     <${ActionButton}
                       label=${`Delete ${s.name}`}
                       danger
-                      action=${() => call('delete_inbound_server', { inboundServerGuid: s.guid })}
+                      action=${act('delete_inbound_server', { inboundServerGuid: s.guid })}
                       onDone=${reload}
                     />`,
               },

@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, token } from '../api.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, fmtTime, parseHeaderLines, useCall } from '../ui.js';
+import { token } from '../api.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, act, fmtTime, parseHeaderLines, useCall } from '../ui.js';
 
 function Collector() {
   const config = useCall('get_otel_configuration', {});
@@ -16,13 +16,12 @@ function Collector() {
       });
   }, [config.data]);
   const set = (k) => (v) => setF({ ...f, [k]: v });
-  const action = () =>
-    call('set_otel_configuration', {
-      ...(f.logsCollectorUrl ? { logsCollectorUrl: f.logsCollectorUrl } : {}),
-      ...(f.tracesCollectorUrl ? { tracesCollectorUrl: f.tracesCollectorUrl } : {}),
-      logsFormat: f.logsFormat,
-      ...(f.headers.trim() ? { headers: parseHeaderLines(f.headers) } : {}),
-    });
+  const action = act('set_otel_configuration', {
+    ...(f.logsCollectorUrl ? { logsCollectorUrl: f.logsCollectorUrl } : {}),
+    ...(f.tracesCollectorUrl ? { tracesCollectorUrl: f.tracesCollectorUrl } : {}),
+    logsFormat: f.logsFormat,
+    ...(f.headers.trim() ? { headers: parseHeaderLines(f.headers) } : {}),
+  });
   return html`<section aria-labelledby="collector-title">
     <h2 id="collector-title">Collector</h2>
     <${ErrorBox} error=${config.error} />
@@ -84,7 +83,7 @@ function Tokens() {
                     label=${`Revoke ${t.label}`}
                     danger
                     warning=${t.kind === 'access' && t.prefix === signedInPrefix ? 'This tab is signed in with this token: revoking it signs you out.' : undefined}
-                    action=${() => call('revoke_access_token', { id: t.id })}
+                    action=${act('revoke_access_token', { id: t.id })}
                     onDone=${tokens.reload}
                   />`,
               },
@@ -95,7 +94,7 @@ function Tokens() {
     <${Form}
       title="Create an access token"
       submit="Create token"
-      action=${() => call('create_access_token', { label, expiresInDays: Number(days) })}
+      action=${act('create_access_token', { label, expiresInDays: Number(days) })}
       onDone=${(r) => (setMinted({ ...r, label }), setLabel(''), tokens.reload())}
     >
       <${Field} label="Token label" value=${label} onInput=${setLabel} required />
