@@ -437,6 +437,42 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(() => bodyRows().filter({ hasText: 'echo' }).count()).toBeGreaterThan(0);
   });
 
+  it('Gateways issues a token for a gateway whose server asks each user for their own identity, picked by name', async () => {
+    const { serverGuid, identityGuid } = await registerServer(t, ws, {
+      name: 'Keyed per user',
+      url: headerUpstream.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': 'console-header-secret' },
+    });
+    const gw = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Per-user gateway' })).body;
+    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.guid, inboundServerGuid: serverGuid, identityScheme: 'userIdentity' });
+    await goTo('Gateways');
+    await page.getByRole('link', { name: 'Per-user gateway' }).click();
+    const choice = page.getByLabel('Your identity for Keyed per user');
+    await expect.poll(() => choice.locator('option').count()).toBe(2);
+    await choice.selectOption(identityGuid!);
+    await page.getByRole('button', { name: 'Issue gateway token' }).click();
+    await expect.poll(() => page.getByLabel('Gateway token', { exact: true }).textContent()).toMatch(/^svcg_/);
+    const connections = await invoke(t, 'rest', ws.token, 'list_connections', { gatewayGuid: gw.guid });
+    expect(connections.body.items).toHaveLength(1);
+    await page.getByRole('button', { name: 'Close gateway' }).click();
+  });
+
+  it("People sets a user's teams, and shows them by name", async () => {
+    const member = await newMember(t, ws, []);
+    const team = (await invoke(t, 'rest', ws.token, 'create_team', { name: 'Night shift' })).body;
+    const email = (await invoke(t, 'rest', member.token, 'whoami', {})).body.user.emailAddress;
+    await goTo('People');
+    await page.getByRole('button', { name: `Edit teams of ${email}` }).click();
+    const form = page.getByRole('form', { name: `Teams of ${email}` });
+    await form.getByLabel('Night shift').check();
+    await form.getByRole('button', { name: 'Save teams' }).click();
+    await expect
+      .poll(async () => (await invoke(t, 'rest', ws.token, 'list_users', {})).body.items.find((u: { guid: string }) => u.guid === member.userGuid).teamGuids)
+      .toEqual([team.guid]);
+    await expect.poll(() => page.getByRole('row', { name: new RegExp(email) }).textContent()).toContain('Night shift');
+  });
+
   it('Gateways marks an archived gateway as such and unarchives it', async () => {
     const gw = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Shelved gateway' })).body;
     expect((await invoke(t, 'rest', ws.token, 'archive_gateway', { gatewayGuid: gw.guid })).status).toBe(200);

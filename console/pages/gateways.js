@@ -70,6 +70,19 @@ function CurationEditor({ assignment, onSaved }) {
   <//>`;
 }
 
+/** Which of the caller's identities of a server a gateway token uses (the server's assignment is userIdentity). */
+function IdentityChoice({ serverGuid, serverName, value, onInput }) {
+  const identities = useCall('list_identities', { inboundServerGuid: serverGuid });
+  const items = identities.data?.items.filter((i) => i.enabled) ?? [];
+  return html`<${Field}
+    label=${`Your identity for ${serverName}`}
+    as="select"
+    value=${value}
+    options=${[['', items.length ? 'choose one' : 'none of yours: add one on the Servers page'], ...items.map((i) => [i.guid, i.name])]}
+    onInput=${onInput}
+  />`;
+}
+
 function GatewayDetail({ gateway, archived, servers, onChange }) {
   const assignments = useCall('list_gateway_assignments', { gatewayGuid: gateway.guid });
   const naming = useCall('get_gateway_tool_naming', { gatewayGuid: gateway.guid });
@@ -79,6 +92,8 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
   const [assign, setAssign] = useState({ inboundServerGuid: '', identityScheme: '' });
   const [issued, setIssued] = useState(null);
   const [hostGuid, setHostGuid] = useState('');
+  // The identity of each server whose assignment asks every user for their own (userIdentity), by server guid.
+  const [chosen, setChosen] = useState({});
   const [editing, setEditing] = useState(null);
   const [connection, setConnection] = useState(null);
   const serverName = (guid) => servers.get(guid) ?? guid;
@@ -209,9 +224,25 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
     <${Form}
       title="Issue a gateway token"
       submit="Issue gateway token"
-      action=${act('issue_gateway_token', { gatewayGuid: gateway.guid, ...(hostGuid ? { hostGuid } : {}) })}
+      action=${act('issue_gateway_token', {
+        gatewayGuid: gateway.guid,
+        ...(hostGuid ? { hostGuid } : {}),
+        ...(Object.keys(chosen).length ? { serverIdentities: chosen } : {}),
+      })}
       onDone=${(r) => (setIssued(r), connections.reload())}
     >
+      ${(assignments.data?.items ?? [])
+        .filter((a) => a.identityScheme === 'userIdentity')
+        .map(
+          (a) =>
+            html`<${IdentityChoice}
+              key=${a.guid}
+              serverGuid=${a.serverGuids[0]}
+              serverName=${serverName(a.serverGuids[0])}
+              value=${chosen[a.serverGuids[0]] ?? ''}
+              onInput=${(identity) => setChosen({ ...chosen, [a.serverGuids[0]]: identity })}
+            />`,
+        )}
       ${
         hosts.data
           ? html`<${Field}

@@ -87,8 +87,8 @@ function Roles({ groups, roles }) {
   </section>`;
 }
 
-function Teams() {
-  const teams = useCall('list_teams', {});
+/** The teams (`teams`: the page's one list_teams, which the users' team choices read too). */
+function Teams({ teams, onChange }) {
   const [name, setName] = useState('');
   return html`<section aria-labelledby="teams-title">
     <h2 id="teams-title">Teams</h2>
@@ -103,21 +103,48 @@ function Teams() {
               {
                 label: 'Actions',
                 render: (t) =>
-                  html`<${ActionButton} label=${`Delete ${t.name}`} danger action=${act('delete_team', { teamGuid: t.guid })} onDone=${teams.reload} />`,
+                  html`<${ActionButton} label=${`Delete ${t.name}`} danger action=${act('delete_team', { teamGuid: t.guid })} onDone=${onChange} />`,
               },
             ]}
           />`
         : null
     }
-    <${Form} title="Create a team" submit="Create team" action=${act('create_team', { name })} onDone=${() => (setName(''), teams.reload())}>
+    <${Form} title="Create a team" submit="Create team" action=${act('create_team', { name })} onDone=${() => (setName(''), onChange())}>
       <${Field} label="Team name" value=${name} onInput=${setName} required />
     <//>
   </section>`;
 }
 
-function Users({ roles }) {
+/** A user's teams, as checkboxes, saved with set_user_teams (exactly the ticked set). */
+function UserTeams({ user, teams, onDone }) {
+  const [ticked, setTicked] = useState(user.teamGuids);
+  return html`<${Form}
+    title=${`Teams of ${user.emailAddress}`}
+    submit="Save teams"
+    action=${act('set_user_teams', { userGuid: user.guid, teamGuids: ticked.join(',') })}
+    onDone=${onDone}
+  >
+    <fieldset>
+      <legend>Teams</legend>
+      ${teams.map(
+        (team) =>
+          html`<${Field}
+            label=${team.name}
+            type="checkbox"
+            checked=${ticked.includes(team.guid)}
+            value=""
+            onInput=${(on) => setTicked(on ? [...ticked, team.guid] : ticked.filter((g) => g !== team.guid))}
+          />`,
+      )}
+    </fieldset>
+  <//>`;
+}
+
+function Users({ roles, teams, reloadTeams }) {
   const users = useCall('list_users', {});
   const [invite, setInvite] = useState({ email: '', roleGuid: '' });
+  const [editingTeams, setEditingTeams] = useState(null);
+  const teamName = (guid) => teams?.find((t) => t.guid === guid)?.name ?? guid;
   return html`<section aria-labelledby="users-title">
     <h2 id="users-title">Users</h2>
     <${ErrorBox} error=${users.error} />
@@ -143,6 +170,12 @@ function Users({ roles }) {
                       />`
                     : u.roleName,
               },
+              {
+                label: 'Teams',
+                render: (u) =>
+                  html`${u.teamGuids.map(teamName).join(', ') || '—'}
+                  ${teams ? html` <button type="button" class="link" onClick=${() => setEditingTeams(u)}>Edit teams of ${u.emailAddress}</button>` : null}`,
+              },
               { label: 'Active', render: (u) => (u.isActive ? 'yes' : 'no') },
               {
                 label: 'Actions',
@@ -157,6 +190,16 @@ function Users({ roles }) {
                     : null,
               },
             ]}
+          />`
+        : null
+    }
+    ${
+      editingTeams && teams
+        ? html`<${UserTeams}
+            key=${editingTeams.guid}
+            user=${editingTeams}
+            teams=${teams}
+            onDone=${() => (setEditingTeams(null), users.reload(), reloadTeams())}
           />`
         : null
     }
@@ -186,11 +229,12 @@ function Users({ roles }) {
 export function People() {
   const capabilities = useCall('list_capabilities', {});
   const roles = useCall('list_roles', {});
+  const teams = useCall('list_teams', {});
   return html`<section aria-labelledby="people-title">
     <h1 id="people-title">People</h1>
     ${capabilities.loading ? html`<${Loading} />` : null}
-    <${Users} roles=${roles.data?.items} />
-    <${Teams} />
+    <${Users} roles=${roles.data?.items} teams=${teams.data?.items} reloadTeams=${teams.reload} />
+    <${Teams} teams=${teams} onChange=${teams.reload} />
     <${Roles} groups=${capabilities.data?.groups} roles=${roles} />
   </section>`;
 }
