@@ -293,22 +293,31 @@ export function parseHeaderLines(text) {
   return out;
 }
 
-/** Names for guids, from lists the caller may read (failures leave the guid). */
+/**
+ * Names for guids, from lists the caller may read (failures leave the guid); the map's
+ * `listOf(guid)` tells which list named it.
+ */
 export function useNames(ops) {
-  const [names, setNames] = useState(new Map());
+  const [names, setNames] = useState(() => namesFrom([]));
   useEffect(() => {
     let live = true;
     Promise.all(
       ops.map(([name, label]) =>
         call(name, {}).then(
-          (r) => r.items.map((i) => [i.guid, label(i)]),
+          (r) => r.items.map((i) => [i.guid, label(i), name]),
           () => [],
         ),
       ),
-    ).then((lists) => live && setNames(new Map(lists.flat())));
+    ).then((lists) => live && setNames(namesFrom(lists.flat())));
     return () => {
       live = false;
     };
   }, []);
   return names;
+}
+
+/** A guid-to-name map of [guid, name, list] entries, which also says which list named a guid. */
+function namesFrom(entries) {
+  const lists = new Map(entries.map(([guid, , list]) => [guid, list]));
+  return Object.assign(new Map(entries.map(([guid, name]) => [guid, name])), { listOf: (guid) => lists.get(guid) });
 }

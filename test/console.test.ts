@@ -193,6 +193,14 @@ describe.runIf(run)('the web console', () => {
     const table = page.getByRole('table');
     for (const header of ['Time', 'Tool', 'Status', 'Duration']) await table.getByRole('columnheader', { name: header, exact: true }).waitFor();
     await expect.poll(() => bodyRows().count()).toBe(50);
+    // A server is picked by name (its id is what the filter sends).
+    const server = page.getByRole('combobox', { name: 'Server' });
+    await expect.poll(() => server.locator('option', { hasText: 'Everything' }).count()).toBe(1);
+    await server.selectOption({ label: 'Everything' });
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await expect.poll(() => page.url()).toContain(`inbound_server_guid=${serverGuid}`);
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await expect.poll(() => page.url()).not.toContain('inbound_server_guid');
     await page.getByLabel('Trace id').fill(seeded[1]!.traceId);
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await expect.poll(() => bodyRows().count()).toBe(1);

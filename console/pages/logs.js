@@ -19,17 +19,30 @@ import {
 } from '../ui.js';
 
 /** The query_logs filters the page offers, with their labels; each lives in the URL. */
+/** The filters: key, label, and for those the caller may pick by name, the list that names them. */
 const FILTERS = [
-  ['inbound_server_guid', 'Server'],
-  ['outbound_gateway_guid', 'Gateway'],
-  ['user_guid', 'User'],
+  ['inbound_server_guid', 'Server', ['list_inbound_servers', (s) => s.name]],
+  ['outbound_gateway_guid', 'Gateway', ['list_gateways', (g) => g.name]],
+  ['user_guid', 'User', ['list_users', (u) => u.emailAddress]],
   ['gateway_connection_guid', 'Connection'],
-  ['host_guid', 'Host'],
-  ['team_guid', 'Team'],
+  ['host_guid', 'Host', ['list_hosts', (h) => h.name]],
+  ['team_guid', 'Team', ['list_teams', (t) => t.name]],
   ['server_container_guid', 'Container'],
   ['trace_id', 'Trace id'],
   ['span_id', 'Span id'],
 ];
+const NAMED = FILTERS.filter((f) => f[2]);
+
+/**
+ * One filter: a choice by name when its list named anything the caller may read (the
+ * value a link brought is kept among the choices), else a box for the id.
+ */
+function FilterField({ label, value, onInput, choices }) {
+  if (choices.length === 0) return html`<${Field} label=${label} value=${value} onInput=${onInput} />`;
+  const options = [['', 'any'], ...choices];
+  if (value && !choices.some(([guid]) => guid === value)) options.push([value, short(value)]);
+  return html`<${Field} label=${label} as="select" value=${value} options=${options} onInput=${onInput} />`;
+}
 const TYPES = ['', 'tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'];
 const PAGE = 50;
 
@@ -145,11 +158,9 @@ export function Logs({ params }) {
   const fromMs = custom ? Number(params.fromMs) : now - rangeMs(range);
   const toMs = custom ? Number(params.toMs) : now;
   const { data, error, loading } = useCall('query_logs', { filters, fromMs, toMs, skip, take: PAGE });
-  const names = useNames([
-    ['list_inbound_servers', (s) => s.name],
-    ['list_gateways', (g) => g.name],
-    ['list_users', (u) => u.emailAddress],
-  ]);
+  const names = useNames(NAMED.map((f) => f[2]));
+  // The guids each named filter can pick from, by name.
+  const choicesFor = (op) => [...names.entries()].filter(([guid]) => names.listOf(guid) === op).sort((a, b) => a[1].localeCompare(b[1]));
   // Filters change, the window stays.
   const windowParams = { range, fromMs: custom ? params.fromMs : '', toMs: custom ? params.toMs : '' };
   const apply = (e) => {
@@ -163,7 +174,15 @@ export function Logs({ params }) {
       <${TimeWindow} params=${params} range=${range} fromMs=${fromMs} toMs=${toMs} />
     </div>
     <form class="filters card" onSubmit=${apply} aria-label="Log filters">
-      ${FILTERS.map(([key, label]) => html`<${Field} label=${label} value=${draft[key]} onInput=${(v) => setDraft({ ...draft, [key]: v })} />`)}
+      ${FILTERS.map(
+        ([key, label, list]) =>
+          html`<${FilterField}
+            label=${label}
+            value=${draft[key]}
+            choices=${list ? choicesFor(list[0]) : []}
+            onInput=${(v) => setDraft({ ...draft, [key]: v })}
+          />`,
+      )}
       <${Field} label="Type" as="select" value=${draft.type} options=${TYPES.map((t) => [t, t || 'any'])} onInput=${(v) => setDraft({ ...draft, type: v })} />
       <div class="buttons">
         <button type="submit">Apply filters</button>
