@@ -222,10 +222,10 @@ export function ActionButton({ label, action, onDone, danger = false, warning })
   if (!allowed) return null;
   const failure = error ? html`<${ErrorBox} error=${error} />` : null;
   if (asking)
-    return html`<span class="action confirm" role="group" aria-label=${`Confirm: ${label}`}
+    return html`<span class="action confirm" role="group" aria-label=${`Confirm: ${label}`} onKeyDown=${(e) => e.key === 'Escape' && setAsking(false)}
       >${warning ? html`<span class="warning">${warning}</span>` : null}<button ref=${confirmRef} type="button" class="danger" onClick=${run}>
         Yes, ${label}</button
-      ><button type="button" onClick=${() => setAsking(false)} onKeyDown=${(e) => e.key === 'Escape' && setAsking(false)}>Cancel</button></span
+      ><button type="button" onClick=${() => setAsking(false)}>Cancel</button></span
     >`;
   return html`<span class="action"
     ><button type="button" class=${danger ? 'danger' : ''} onClick=${danger ? () => setAsking(true) : run}>${label}</button>${failure}</span

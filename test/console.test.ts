@@ -358,6 +358,10 @@ describe.runIf(run)('the web console', () => {
     // A destructive action asks first, in place: Cancel leaves the token working.
     await tokens.getByRole('button', { name: 'Revoke console-made' }).click();
     await tokens.getByRole('group', { name: 'Confirm: Revoke console-made' }).getByRole('button', { name: 'Cancel' }).click();
+    // Escape takes the question back too.
+    await tokens.getByRole('button', { name: 'Revoke console-made' }).click();
+    await page.keyboard.press('Escape');
+    await tokens.getByRole('button', { name: 'Revoke console-made' }).waitFor();
     expect((await invoke(t, 'rest', made!, 'whoami', {})).status).toBe(200);
     await tokens.getByRole('button', { name: 'Revoke console-made' }).click();
     const confirm = tokens.getByRole('button', { name: 'Yes, Revoke console-made' });

@@ -103,7 +103,7 @@ export class AppError extends Error {
 }
 
 /** The most field errors a problem lists: a request can hold thousands of bad keys, and its answer need not repeat them all. */
-export const MAX_LISTED_ERRORS = 50;
+const MAX_LISTED_ERRORS = 50;
 
 /** The longest field path a problem repeats (a map key is the caller's text, of any length). */
 const MAX_PATH_LENGTH = 1_000;
