@@ -254,6 +254,17 @@ export function ShownOnce({ label, value }) {
   </div>`;
 }
 
+/**
+ * How each of `items` is named to a person: by `nameOf`, with `idOf` added where two
+ * share a name (a user's connections to one gateway are all "<email> via <gateway>"), so
+ * that no two controls read the same.
+ */
+export function distinctNames(items, nameOf, idOf) {
+  const counts = new Map();
+  for (const item of items) counts.set(nameOf(item), (counts.get(nameOf(item)) ?? 0) + 1);
+  return (item) => (counts.get(nameOf(item)) > 1 ? `${nameOf(item)} (${idOf(item)})` : nameOf(item));
+}
+
 export const fmtTime = (iso) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 19) : '—');
 export const fmtMs = (ms) => (ms == null ? '—' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms * 10) / 10} ms`);
 export const fmtBytes = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${n} B`);

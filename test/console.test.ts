@@ -467,6 +467,13 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(() => page.getByLabel('Gateway token', { exact: true }).textContent()).toMatch(/^svcg_/);
     const connections = await invoke(t, 'rest', ws.token, 'list_connections', { gatewayGuid: gw.guid });
     expect(connections.body.items).toHaveLength(1);
+    // A second connection of the same user has the same name: their controls still read apart.
+    await choice.selectOption(identityGuid!);
+    await page.getByRole('button', { name: 'Issue gateway token' }).click();
+    const disable = page.getByRole('table', { name: 'Connections of Per-user gateway' }).getByRole('button', { name: /^Disable / });
+    await expect.poll(() => disable.count()).toBe(2);
+    const names = await disable.allTextContents();
+    expect(new Set(names).size).toBe(2);
     await page.getByRole('button', { name: 'Close gateway' }).click();
   });
 

@@ -2,7 +2,7 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { hrefOf, navigate } from '../nav.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, ShownOnce, Table, act, fmtTime, useCall, useNames } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, ShownOnce, Table, act, distinctNames, fmtTime, useCall, useNames } from '../ui.js';
 
 const SCHEMES = [
   ['', 'none (open servers)'],
@@ -87,6 +87,12 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
   const assignments = useCall('list_gateway_assignments', { gatewayGuid: gateway.guid });
   const naming = useCall('get_gateway_tool_naming', { gatewayGuid: gateway.guid });
   const connections = useCall('list_connections', { gatewayGuid: gateway.guid });
+  // Ids are time-ordered (UUIDv7): their end, not their start, tells two made together apart.
+  const connectionName = distinctNames(
+    connections.data?.items ?? [],
+    (c) => c.name,
+    (c) => `…${c.guid.slice(-6)}`,
+  );
   const teams = useCall('list_teams', {});
   const hosts = useCall('list_hosts', {});
   const [assign, setAssign] = useState({ inboundServerGuid: '', identityScheme: '' });
@@ -271,13 +277,13 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
             rows=${connections.data.items}
             empty="No connections yet."
             columns=${[
-              { label: 'Name', render: (c) => html`<button type="button" class="link" onClick=${() => setConnection(c.guid)}>${c.name}</button>` },
+              { label: 'Name', render: (c) => html`<button type="button" class="link" onClick=${() => setConnection(c.guid)}>${connectionName(c)}</button>` },
               { label: 'Enabled', render: (c) => (c.enabled ? 'yes' : 'no') },
               {
                 label: 'Actions',
                 render: (c) =>
                   html`<${ActionButton}
-                    label=${c.enabled ? `Disable ${c.name}` : `Enable ${c.name}`}
+                    label=${c.enabled ? `Disable ${connectionName(c)}` : `Enable ${connectionName(c)}`}
                     danger=${c.enabled}
                     action=${act(c.enabled ? 'disable_connection' : 'enable_connection', { connectionGuid: c.guid })}
                     onDone=${connections.reload}

@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { token } from '../api.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, act, fmtTime, parseHeaderLines, useCall } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, act, distinctNames, fmtTime, parseHeaderLines, useCall } from '../ui.js';
 
 function Collector() {
   const config = useCall('get_otel_configuration', {});
@@ -57,6 +57,12 @@ function Tokens() {
   const tokens = useCall('list_access_tokens', {});
   // svcp_<prefix>_<secret>: the prefix names the token this tab is signed in with.
   const signedInPrefix = token.get()?.split('_')[1];
+  // A gateway token's label is its connection's name, which several can share.
+  const tokenName = distinctNames(
+    tokens.data?.items ?? [],
+    (t) => t.label,
+    (t) => t.prefix,
+  );
   const [label, setLabel] = useState('');
   const [days, setDays] = useState('90');
   const [minted, setMinted] = useState(null);
@@ -80,7 +86,7 @@ function Tokens() {
                 label: 'Actions',
                 render: (t) =>
                   html`<${ActionButton}
-                    label=${`Revoke ${t.label}`}
+                    label=${`Revoke ${tokenName(t)}`}
                     danger
                     warning=${t.kind === 'access' && t.prefix === signedInPrefix ? 'This tab is signed in with this token: revoking it signs you out.' : undefined}
                     action=${act('revoke_access_token', { id: t.id })}
