@@ -251,6 +251,10 @@ describe('the callback and the refresh function', () => {
     const res = await t.app.inject({ method: 'GET', url: `/oauth/callback?error=access_denied&state=${encodeURIComponent(state)}` });
     expect(res.statusCode).toBe(400);
     expect(res.body).toContain('did not grant access');
+    // The page loads, runs and frames nothing, and tells no one where it came from (its URL carried the state).
+    expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(res.headers['referrer-policy']).toBe('no-referrer');
     expect((await call('rest', ws.token, 'list_identities', { inboundServerGuid: server.guid })).body.items).toEqual([]);
     expect((await validated(t, server.guid)).authentication_status).toBe('needs-authentication');
   });

@@ -23,7 +23,14 @@ export function registerOAuthCallbackRoute(app: FastifyInstance, services: OAuth
   app.get(OAUTH_CALLBACK_PATH, { logLevel: 'warn' }, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const param = (k: string) => (typeof query[k] === 'string' ? (query[k] as string) : undefined);
-    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8');
+    // A page of text and one link: nothing to load, run or frame (the URL carried a code).
+    reply
+      .header('cache-control', 'no-store')
+      .header('referrer-policy', 'no-referrer')
+      .header('content-security-policy', "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+      .header('x-frame-options', 'DENY')
+      .header('x-content-type-options', 'nosniff')
+      .type('text/html; charset=utf-8');
     try {
       await completeAuthorization(services, { state: param('state'), code: param('code'), error: param('error'), iss: param('iss') });
       return reply.code(200).send(page('Authorization complete', 'The server is being validated now. You can close this window.'));
