@@ -201,6 +201,8 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(() => page.url()).toContain(`inbound_server_guid=${serverGuid}`);
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await expect.poll(() => page.url()).not.toContain('inbound_server_guid');
+    // The boxes follow the view once it has changed: wait for that before typing into them.
+    await expect.poll(() => server.inputValue()).toBe('');
     await page.getByLabel('Trace id').fill(seeded[1]!.traceId);
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await expect.poll(() => bodyRows().count()).toBe(1);
@@ -623,6 +625,8 @@ describe.runIf(run)('the web console', () => {
     const other = await newPage(1280);
     await signIn(other, ws.token);
     await goTo('Logs', other);
+    // The page's first rows are in: its boxes are set from the view by then (typing before would be overwritten).
+    await expect.poll(() => bodyRows(other).count()).toBeGreaterThan(0);
     await other.getByLabel('Trace id').fill('f'.repeat(32));
     await other.getByRole('button', { name: 'Apply filters' }).click();
     await expect.poll(() => other.getByRole('cell', { name: 'No calls in this range.' }).count()).toBe(1);
