@@ -3,8 +3,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { assertNeverLeaked, closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
-import { startEverything, startHeaderServer, type HeaderUpstream, type Upstream } from './helpers/upstreams.js';
+import { gatewayClient, gatewayServing, listenLoopback, modernRequest, registerServer } from './helpers/gateway.js';
+import { startEverything, startHeaderServer, startToolServer, type HeaderUpstream, type Upstream } from './helpers/upstreams.js';
 
 let t: TestApp;
 let base: string;
@@ -147,6 +147,26 @@ describe('gateway proxy', () => {
     assertNeverLeaked(t, [token, SHARED_SECRET, USER_SECRET], [logs.body]);
     const detail = await invoke(t, 'rest', ws.token, 'get_connection', { connectionGuid });
     expect(detail.body.lastSuccessfulCallAt).not.toBeNull();
+  });
+
+  it('lists what the upstreams that answer offer, and says why when none of them can be listed', async () => {
+    const [one, two] = await Promise.all([startToolServer('one'), startToolServer('two')]);
+    const downstream = await gatewayServing(t, ws, base, 'Fragile gateway', [
+      ['One', one.url],
+      ['Two', two.url],
+    ]);
+    const client = await gatewayClient(downstream.url, downstream.token);
+    clients.push(client);
+    await one.close();
+    // One upstream down: the other's tools, the list still whole for what answers.
+    expect((await client.listTools()).tools.map((x) => x.name)).toContain('two__two_only');
+    await two.close();
+    // Every upstream down: an error that names them, not an empty list that says the gateway has nothing.
+    await expect(client.listTools()).rejects.toThrow(
+      /No server of this gateway could be listed \(tools\/list\): one: could not reach .*; two: could not reach/,
+    );
+    const modern = await modernRequest(downstream, 'tools/list');
+    expect(modern.body.error?.message).toMatch(/No server of this gateway could be listed/);
   });
 
   it('refuses an admin token at the gateway and a gateway token at the admin interface', async () => {

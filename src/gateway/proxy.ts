@@ -198,34 +198,36 @@ export class GatewayProxy {
   private async list(ctx: HostContext, id: RequestId, method: ListMethod): Promise<Outcome> {
     const key = LIST_KEY[method];
     const capability = LIST_CAPABILITY[method];
+    const failures: string[] = [];
+    const listed = ctx.catalog.routes.filter((r) => !r.features || r.features.capabilities[capability] !== undefined);
     const perRoute = await Promise.all(
-      ctx.catalog.routes
-        .filter((r) => !r.features || r.features.capabilities[capability] !== undefined)
-        .map(async (route) => {
-          try {
-            const items: Record<string, unknown>[] = [];
-            let cursor: string | undefined;
-            for (let page = 0; page < MAX_LIST_PAGES; page++) {
-              const request = { jsonrpc: '2.0', id: `list-${page}`, method, params: cursor ? { cursor } : {} } as JSONRPCMessage;
-              const response = await this.exchangeForResult(ctx, route, request);
-              items.push(...((response[key] as Record<string, unknown>[] | undefined) ?? []));
-              cursor = typeof response.nextCursor === 'string' ? response.nextCursor : undefined;
-              if (!cursor) break;
-            }
-            // The newest marks of a 2026-07-28 upstream's tools (Mcp-Param-* headers), when the list is whole.
-            if (key === 'tools' && !cursor && route.features?.protocolVersion === MODERN_REVISION) this.paramSchemas.learn(route, items);
-            return exposeItems(route, key, items);
-          } catch (err) {
-            if (err instanceof SessionExpired) throw err;
-            // One failing upstream must not hide the others: its items are left out.
-            this.services.logger.warn(
-              { inboundServerGuid: route.serverGuid, method, reason: this.upstreams.describe(route, err) },
-              'an upstream could not be listed',
-            );
-            return { route, items: [] } satisfies ExposedItems;
+      listed.map(async (route) => {
+        try {
+          const items: Record<string, unknown>[] = [];
+          let cursor: string | undefined;
+          for (let page = 0; page < MAX_LIST_PAGES; page++) {
+            const request = { jsonrpc: '2.0', id: `list-${page}`, method, params: cursor ? { cursor } : {} } as JSONRPCMessage;
+            const response = await this.exchangeForResult(ctx, route, request);
+            items.push(...((response[key] as Record<string, unknown>[] | undefined) ?? []));
+            cursor = typeof response.nextCursor === 'string' ? response.nextCursor : undefined;
+            if (!cursor) break;
           }
-        }),
+          // The newest marks of a 2026-07-28 upstream's tools (Mcp-Param-* headers), when the list is whole.
+          if (key === 'tools' && !cursor && route.features?.protocolVersion === MODERN_REVISION) this.paramSchemas.learn(route, items);
+          return exposeItems(route, key, items);
+        } catch (err) {
+          if (err instanceof SessionExpired) throw err;
+          // One failing upstream must not hide the others: its items are left out.
+          const reason = this.upstreams.describe(route, err);
+          failures.push(`${route.slug}: ${reason}`);
+          this.services.logger.warn({ inboundServerGuid: route.serverGuid, method, reason }, 'an upstream could not be listed');
+          return { route, items: [] } satisfies ExposedItems;
+        }
+      }),
     );
+    // When none could be listed, an empty list would say the gateway has nothing: the host is told why instead.
+    if (listed.length > 0 && failures.length === listed.length)
+      throw new GatewayCallError(ERRORS.upstream, `No server of this gateway could be listed (${method}): ${failures.slice(0, 5).join('; ')}`);
     return { kind: 'answer', message: { jsonrpc: '2.0', id, result: { [key]: nameItems(ctx.catalog.naming, perRoute) } } as JSONRPCMessage };
   }
 
