@@ -186,6 +186,28 @@ describe('forwarding', () => {
     assertNeverLeaked(t, [COLLECTOR_SECRET], [alerts]);
   });
 
+  it('keeps every row through a refused credential (401, 403) and a wrong path (404): the collector is misconfigured, the data is not wrong', async () => {
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs') });
+    r.answerNext(
+      { kind: 'status', status: 401, body: 'token expired' },
+      { kind: 'status', status: 401, body: 'token expired' },
+      { kind: 'status', status: 403, body: 'forbidden' },
+      { kind: 'status', status: 404, body: 'no such path' },
+    );
+    const written = rows(ws.organizationGuid, 60);
+    await writeCallLogs(t.runtime.services, written);
+    forwarder();
+    await until('every row, once the collector takes them', () => new Set(uids(r.logs)).size >= 60);
+    expect(new Set(uids(r.logs))).toEqual(new Set(written.map((w) => w.guid)));
+    const c = await cursor(ws.organizationGuid, 'logs');
+    expect(c.failed_total).toBe(0);
+    expect(c.retried_total).toBeGreaterThan(0);
+    // Told, all the same: the third failure in a row is an alert.
+    expect(alerts.find((a) => a.organizationGuid === ws.organizationGuid)).toMatchObject({ code: 'collector_export_failed' });
+  });
+
   it('counts and alerts an OTLP partial success', async () => {
     const ws = await newWorkspace(t);
     const r = await otlp();

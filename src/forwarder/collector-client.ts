@@ -16,7 +16,7 @@ export type SendOutcome =
   | { kind: 'accepted'; status: number; rejected: number; message?: string | undefined }
   /** Try again later: 408, 429, 5xx, network errors, timeouts. */
   | { kind: 'retry'; status: number | null; retryAfterMs: number | null; reason: string }
-  /** The collector refused the batch itself (a 4xx other than 408/429). */
+  /** The collector refused the batch itself (a 4xx other than 401/403/404/405/408/429). */
   | { kind: 'refused'; status: number; body: string };
 
 export interface SendRequest {
@@ -44,10 +44,16 @@ export function parseRetryAfter(value: string | string[] | undefined): number | 
 
 /**
  * Statuses after which the batch is kept and sent again with backoff: the collector
- * is busy or away (408, 429, 5xx), or misconfigured (3xx: a redirect is never a
- * rejection of the data, and the forwarder does not follow one to another address).
+ * is busy or away (408, 429, 5xx), or misconfigured: a redirect (3xx: never a rejection
+ * of the data, and the forwarder does not follow one to another address), a credential
+ * refused (401, 403: an expired or rotated token, which an admin renews) or a path
+ * that is not the collector's (404, 405). None of these says the data is wrong, so
+ * none may drop it (contract 5: every row delivered at least once). Any other 4xx
+ * refuses the batch itself.
  */
-export const isRetryableStatus = (status: number): boolean => (status >= 300 && status < 400) || status === 408 || status === 429 || status >= 500;
+const MISCONFIGURED: ReadonlySet<number> = new Set([401, 403, 404, 405]);
+export const isRetryableStatus = (status: number): boolean =>
+  (status >= 300 && status < 400) || MISCONFIGURED.has(status) || status === 408 || status === 429 || status >= 500;
 
 function partialRejected(body: string, key: SendRequest['partialSuccessKey']): { rejected: number; message?: string } {
   if (!key || !body) return { rejected: 0 };

@@ -25,11 +25,12 @@ import type { BodyKind } from './record-sql.js';
  *   in flight (same records, same `log.record.uid`).
  * - A lease on the cursor row (one atomic UPDATE) lets several processes share the
  *   work without ever both sending the same workspace's batch.
- * - 3xx/408/429/5xx and network errors are retried for ever, with exponential backoff or
+ * - 3xx/401/403/404/405/408/429/5xx and network errors (the collector away, busy or
+ *   misconfigured: isRetryableStatus) are retried for ever, with exponential backoff or
  *   the collector's Retry-After; the backlog drains when the collector returns. The
  *   third failure in a row raises collector_export_failed (once per collector URL).
- * - Any other 4xx is retried a few times, then raises collector_export_failed and
- *   skips the batch (counted as failed). An OTLP partial success is counted and
+ * - Any other 4xx (the batch itself refused) is retried a few times, then raises
+ *   collector_export_failed and skips the batch (counted as failed). An OTLP partial success is counted and
  *   alerted.
  * - Configuration (URL, format, headers) is read before every batch.
  */
