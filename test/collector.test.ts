@@ -168,6 +168,8 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
       [{ logsCollectorUrl: 'not a url' }, 'logsCollectorUrl'],
       [{ logsCollectorUrl: '' }, 'logsCollectorUrl'],
       [{ logsCollectorUrl: LOGS, tracesCollectorUrl: 'http://[::ffff:169.254.169.254]/' }, 'tracesCollectorUrl'],
+      // A password in a URL would be a secret stored, returned and audited in the clear.
+      [{ logsCollectorUrl: 'http://user:collector-url-password@127.0.0.1:4318/v1/logs' }, 'logsCollectorUrl'],
     ];
     for (const [input, field] of cases) {
       const res = await call(ws.token, 'set_otel_configuration', input);
@@ -176,6 +178,11 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
       expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(field);
     }
     expect((await call(ws.token, 'get_otel_configuration')).body.configured).toBe(false);
+    // The refusal is audited with the URL as sent, its password masked.
+    await t.runtime.services.audit.flush();
+    const audit = await invoke(t, 'rest', ws.token, 'query_audit_log', { filters: { operation: 'set_otel_configuration' }, take: 100 });
+    expect(JSON.stringify(audit.body)).toContain('user:[REDACTED]@127.0.0.1:4318');
+    assertNeverLeaked(t, ['collector-url-password'], [audit.body]);
   });
 
   it('is scoped to the workspace and gated by manageOtelCollector', async () => {

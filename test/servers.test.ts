@@ -207,6 +207,7 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
     await bad({ url: 'ftp://127.0.0.1/x' }, 'url');
     await bad({ url: 'http://169.254.169.254/latest' }, 'url');
     await bad({ url: 'http://10.1.2.3/mcp' }, 'url');
+    await bad({ url: 'http://user:url-password@127.0.0.1/mcp' }, 'url');
     await bad({ authType: 'headers' }, 'headers');
     await bad({ authType: 'headers', headers: { 'svc-only': 'x', Empty: '' } }, 'headers');
     await bad({ authType: 'headers', headers: { 'bad name': 'x' } }, 'headers.bad name');

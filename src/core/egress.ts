@@ -96,12 +96,15 @@ export class EgressPolicy {
   }
 
   /**
-   * Checks a URL when it is stored (target(), and every address its host resolves
-   * to now) and throws validation_failed naming the field otherwise. Requests do not
+   * Checks a URL when it is stored (target(), no credentials in it, and every address
+   * its host resolves to now) and throws validation_failed naming the field otherwise. Requests do not
    * rely on it: DNS may answer differently when they connect (connectLookup).
    */
   async check(field: string, rawUrl: string): Promise<URL> {
     const url = this.target(field, rawUrl);
+    // A stored URL is returned, logged and audited as it is: a password in it would be a secret in the clear.
+    if (url.username || url.password)
+      throw validationFailed([{ path: field, message: 'must not carry a user name or password: give credentials as headers, which are kept secret' }]);
     const host = hostOf(url);
     if (net.isIP(host)) return url;
     let addresses: LookupAddress[];

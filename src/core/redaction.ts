@@ -66,6 +66,15 @@ export function redactHeaders(headers: Record<string, string> | undefined, extra
 
 const BEARER = /\b(Bearer|Basic|Splunk)\s+[A-Za-z0-9._~+/=-]+/gi;
 const TOKEN_LIKE = /\bsvc[pg]_[A-Za-z0-9]+_[A-Za-z0-9_-]+/g;
+/** The password of a URL's userinfo (`scheme://user:password@host`). */
+const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:)[^/\s@]+@/gi;
+
+/** A text with the credentials spelled out in it masked: `Bearer …` and its kin, our own token format, a URL's password. */
+export const maskCredentialsIn = (text: string): string =>
+  text
+    .replace(BEARER, (_m, scheme: string) => `${scheme} ${REDACTED}`)
+    .replace(TOKEN_LIKE, REDACTED)
+    .replace(URL_PASSWORD, `$1${REDACTED}@`);
 
 /**
  * Redacts a free-form structure (an alert's debug context): every property named
@@ -75,7 +84,7 @@ const TOKEN_LIKE = /\bsvc[pg]_[A-Za-z0-9]+_[A-Za-z0-9_-]+/g;
 export function redactDeep(value: unknown, extraNames: Iterable<string> = [], depth = 0): unknown {
   const extra = [...extraNames];
   if (depth > 20) return REDACTED;
-  if (typeof value === 'string') return value.replace(BEARER, (_m, scheme: string) => `${scheme} ${REDACTED}`).replace(TOKEN_LIKE, REDACTED);
+  if (typeof value === 'string') return maskCredentialsIn(value);
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, extra, depth + 1));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
@@ -92,10 +101,13 @@ const HEADER_MAP_FIELDS = new Set(['headers']);
 
 /**
  * An operation's input as it may be recorded (the audit log's `request`): every
- * secret field and every value of a header map replaced by the marker.
+ * secret field and every value of a header map replaced by the marker, and the
+ * credentials spelled out in any text masked (maskCredentialsIn).
  */
 export function redactInput(value: unknown, depth = 0): unknown {
   if (depth > 20) return REDACTED;
+  // A refused input is recorded too: a URL with a password in it, say.
+  if (typeof value === 'string') return maskCredentialsIn(value);
   if (Array.isArray(value)) return value.map((v) => redactInput(v, depth + 1));
   if (!value || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
