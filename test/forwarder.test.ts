@@ -123,6 +123,8 @@ describe('forwarding', () => {
     expect(first.rawTime).toBe('1795255200.007');
     expect(first.event).toBe('tools/call search_docs ok in 42 ms');
     expect(first.fields).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'search_docs', 'mcp_gateway.call.duration_ms': '42' });
+    // Linked to its trace, as the OTLP log record is.
+    expect(first.fields).toMatchObject({ trace_id: written[0]!.traceId!.toLowerCase(), span_id: written[0]!.spanId!.toLowerCase() });
     for (const v of Object.values(first.fields)) expect(typeof v).toBe('string');
     expect(h.requests.every((q) => q.path === '/services/collector/event')).toBe(true);
     assertNeverLeaked(t, [HEC_TOKEN], [alerts]);

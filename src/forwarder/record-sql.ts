@@ -150,6 +150,8 @@ const HEC_EVENT = concat([
   jsonText(LOG_BODY),
   lit(',"fields":{'),
   ...callAttributeParts(hecField),
+  // The trace context under the names Splunk links a log event to its trace by.
+  sql(`if(${VALID_TRACE} AND ${VALID_SPAN}, concat(',"trace_id":"', lower(trace_id), '","span_id":"', lower(span_id), '"'), '')`),
   lit('}}'),
 ]);
 

@@ -139,7 +139,12 @@ export const referenceTraces = (rows: CallLogRow[]): string => text(JsonTraceSer
 export const referenceHec = (rows: CallLogRow[]): string =>
   rows
     .map((row) => {
-      const fields = Object.fromEntries(Object.entries(callAttributes(row)).map(([k, v]) => [k, String(v)]));
+      const linked = logSpanContext(row);
+      const fields = {
+        ...Object.fromEntries(Object.entries(callAttributes(row)).map(([k, v]) => [k, String(v)])),
+        // Splunk's names for the trace context, when the row has valid ids (as the OTLP log record).
+        ...(linked ? { trace_id: linked.traceId, span_id: linked.spanId } : {}),
+      };
       const rest = JSON.stringify({ host: SERVICE_NAME, source: SERVICE_NAME, sourcetype: 'mcp:call', event: logBody(row), fields });
       return `{"time":${hecTime(epochMs(row.created_at))},${rest.slice(1)}`;
     })
