@@ -170,6 +170,8 @@ describe('tool filters and overrides', () => {
       tool_name: 'whoami',
       inbound_server_guid: expect.any(String),
     });
+    // A name no server offers keeps the name the host asked for.
+    expect(logged.find((r) => r.status === 'error' && r.error_message?.includes('gamma__whoami'))).toMatchObject({ tool_name: 'gamma__whoami' });
   });
 
   it('an allow filter exposes only what it names; a name the server does not offer is accepted with a hint', async () => {

@@ -254,6 +254,8 @@ export class GatewayProxy {
       throw new GatewayCallError(ERRORS.invalidParams, `${kind} ${qualified} not found on this gateway.`, undefined, resolved.refused);
     }
     if (!('route' in resolved)) {
+      // No server's: the row keeps the name the host asked for.
+      ctx.record.toolName = qualified.slice(0, 500);
       const why = resolved.slug ? ctx.catalog.unavailable.get(resolved.slug) : undefined;
       throw new GatewayCallError(
         ERRORS.invalidParams,
