@@ -179,6 +179,14 @@ describe('the audit log', () => {
     for (const r of raw) expect(JSON.parse(String(r.request)).headers).toBe('[REDACTED]');
   });
 
+  it('records an admin’s words as they are: only what cannot be mistaken for words is masked', async () => {
+    const ws = await newWorkspace(t);
+    await invoke(t, 'rest', ws.token, 'create_team', { name: 'Splunk admins' });
+    await invoke(t, 'rest', ws.token, 'create_team', { name: 'Bearer of news' });
+    const names = (await auditOf(ws, { operation: 'create_team' })).map((r) => r.request.name);
+    expect(names.sort()).toEqual(['Bearer of news', 'Splunk admins']);
+  });
+
   it("keeps workspaces apart: another workspace's records are never listed", async () => {
     const a = await newWorkspace(t);
     const b = await newWorkspace(t);

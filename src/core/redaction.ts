@@ -69,12 +69,15 @@ const TOKEN_LIKE = /\bsvc[pg]_[A-Za-z0-9]+_[A-Za-z0-9_-]+/g;
 /** The password of a URL's userinfo (`scheme://user:password@host`). */
 const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:)[^/\s@]+@/gi;
 
-/** A text with the credentials spelled out in it masked: `Bearer …` and its kin, our own token format, a URL's password. */
-export const maskCredentialsIn = (text: string): string =>
-  text
-    .replace(BEARER, (_m, scheme: string) => `${scheme} ${REDACTED}`)
-    .replace(TOKEN_LIKE, REDACTED)
-    .replace(URL_PASSWORD, `$1${REDACTED}@`);
+/** A text with the secrets that cannot be mistaken masked: our own token format, a URL's password. */
+const maskSecretsIn = (text: string): string => text.replace(TOKEN_LIKE, REDACTED).replace(URL_PASSWORD, `$1${REDACTED}@`);
+
+/**
+ * A free text (an upstream's or collector's words) with the credentials spelled out in it
+ * masked: `Bearer …` and its kin too, which in an admin's own input ("Splunk admins", a
+ * team) would be words.
+ */
+export const maskCredentialsIn = (text: string): string => maskSecretsIn(text.replace(BEARER, (_m, scheme: string) => `${scheme} ${REDACTED}`));
 
 /**
  * Redacts a free-form structure (an alert's debug context): every property named
@@ -102,12 +105,12 @@ const HEADER_MAP_FIELDS = new Set(['headers']);
 /**
  * An operation's input as it may be recorded (the audit log's `request`): every
  * secret field and every value of a header map replaced by the marker, and the
- * credentials spelled out in any text masked (maskCredentialsIn).
+ * secrets spelled out in any text masked (a URL's password, a token of ours).
  */
 export function redactInput(value: unknown, depth = 0): unknown {
   if (depth > 20) return REDACTED;
   // A refused input is recorded too: a URL with a password in it, say.
-  if (typeof value === 'string') return maskCredentialsIn(value);
+  if (typeof value === 'string') return maskSecretsIn(value);
   if (Array.isArray(value)) return value.map((v) => redactInput(v, depth + 1));
   if (!value || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
