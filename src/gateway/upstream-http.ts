@@ -169,8 +169,16 @@ export async function deleteUpstreamSession(req: UpstreamRequest): Promise<void>
  */
 export async function cancelUpstreamRequest(req: UpstreamRequest, id: RequestId): Promise<void> {
   const message = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'The host cancelled the request.' } };
+  await tellUpstream(req, message as JSONRPCMessage);
+}
+
+/**
+ * Sends a notification or an answer in an upstream session and reads what comes back
+ * to its end. Never throws: a session gone, nobody waits for it.
+ */
+export async function tellUpstream(req: UpstreamRequest, message: JSONRPCMessage): Promise<void> {
   try {
-    for await (const _ of (await postToUpstream(req, message as JSONRPCMessage)).messages) void _;
+    for await (const _ of (await postToUpstream(req, message)).messages) void _;
   } catch {
     /* see above */
   }

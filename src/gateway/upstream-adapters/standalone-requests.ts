@@ -1,7 +1,7 @@
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { INPUT_METHODS } from '../bridge-input-requests.js';
 import { ERRORS } from '../call-model.js';
-import { openUpstreamStream, postToUpstream, type UpstreamRequest } from '../upstream-http.js';
+import { openUpstreamStream, tellUpstream, type UpstreamRequest } from '../upstream-http.js';
 
 /** A call's place among its session's calls in flight: `merged` hands it what it is asked, `leave` ends it. */
 export interface StandaloneInbox {
@@ -118,8 +118,8 @@ export class StandaloneRequests {
         if (request.method === undefined || request.id === undefined) continue;
         const [call, ...others] = followed.calls;
         if (call && others.length === 0 && INPUT_METHODS.has(request.method)) call.push(message);
-        else if (request.method === 'ping') void answer(session(), { jsonrpc: '2.0', id: request.id, result: {} } as JSONRPCMessage);
-        else void answer(session(), refusal(request as { id: RequestId; method: string }, call !== undefined));
+        else if (request.method === 'ping') void tellUpstream(session(), { jsonrpc: '2.0', id: request.id, result: {} } as JSONRPCMessage);
+        else void tellUpstream(session(), refusal(request as { id: RequestId; method: string }, call !== undefined));
       }
     } catch {
       // The stream ended (the session did, or the upstream closed it): the requests of later calls come on their own streams.
@@ -138,15 +138,6 @@ function refusal(request: { id: RequestId; method: string }, busy: boolean): JSO
       ? `The gateway cannot tell which of the host's requests in flight ${request.method} belongs to: send it on the request's own stream.`
       : `No request of the host is in flight to ask ${request.method} in: a host of protocol revision 2026-07-28 is asked within a request.`;
   return { jsonrpc: '2.0', id: request.id, error: { code: ERRORS.methodNotFound, message } } as JSONRPCMessage;
-}
-
-/** Sends an answer to the upstream's request in its session. */
-async function answer(req: UpstreamRequest, message: JSONRPCMessage): Promise<void> {
-  try {
-    for await (const _ of (await postToUpstream(req, message)).messages) void _;
-  } catch {
-    /* the session is gone: nobody waits for the answer */
-  }
 }
 
 /** A call's messages with what its inbox is handed among them; it leaves once they are read to the end or let go. */
