@@ -136,7 +136,7 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     await client.close();
   });
 
-  it('open a listen the upstream ended again, a second later, and the host goes on hearing the list changes', async () => {
+  it('open a listen the upstream ended again, a second later, announce a change of its lists (what it said meanwhile is lost), and the host goes on hearing them', async () => {
     const { client, heard } = await host(at.lively);
     await until(() => expect(watched.openListens()).toBe(1));
     const sent = watched.filters.length;
@@ -144,8 +144,10 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     await until(() => expect(watched.filters.length).toBe(sent + 1));
     await until(() => expect(watched.openListens()).toBe(1));
     expect(watched.filters.at(-1)).toEqual(LISTS_OF_WATCHED);
+    // The lists it offers: tools and resources, not prompts.
+    await until(() => expect(heard).toEqual(['tools', 'resources']));
     await call(client, 'grow', { name: 'regrown' });
-    await until(() => expect(heard).toEqual(['tools']));
+    await until(() => expect(heard).toEqual(['tools', 'resources', 'tools']));
     await client.close();
     await until(() => expect(watched.openListens()).toBe(0));
   });

@@ -164,6 +164,30 @@ describe('subscriptions/listen at a gateway', () => {
     }
   });
 
+  it('announces a change of every list of an upstream followed again after a gap: the list the host took meanwhile left it out', async () => {
+    let upstream = await startModernUpstream();
+    const port = Number(new URL(upstream.url).port);
+    try {
+      const ws = await newWorkspace(t);
+      const alpha = (await registerServer(t, ws, { name: 'Alpha', url: tools.url, authType: 'none' })).serverGuid;
+      const server = (await registerServer(t, ws, { name: 'Returning', url: upstream.url, authType: 'none' })).serverGuid;
+      const gw = await listeningGateway(ws, alpha, base);
+      await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.gatewayGuid, inboundServerGuid: server });
+      await until(() => expect(upstream.requests.map((r) => r.method)).toContain('subscriptions/listen'));
+      await until(() => expect(gw.heard).toEqual(['tools', 'prompts', 'resources']));
+      await upstream.close();
+      // Down: the list leaves it out, and nothing is announced while it stays down.
+      await until(async () => expect((await gw.client.listTools()).tools.map((x) => x.name)).not.toContain('returning__shout'));
+      expect((await gw.client.listTools()).tools.map((x) => x.name)).toContain('alpha__whoami');
+      expect(gw.heard).toEqual(['tools', 'prompts', 'resources']);
+      upstream = await startModernUpstream({ port });
+      await until(() => expect(gw.heard.slice(3).sort()).toEqual(['prompts', 'resources', 'tools']));
+      expect((await gw.client.listTools()).tools.map((x) => x.name)).toContain('returning__shout');
+    } finally {
+      await upstream.close();
+    }
+  });
+
   it("merges a 2025 upstream's own list_changed (through a session of its own) and ends that session when the host stops listening", async () => {
     const upstream = await startSessionServer();
     try {

@@ -36,13 +36,16 @@ export interface UpstreamListsDeps {
  * legacy HTTP+SSE transport is not followed (docs/gateway.md, Eras). A stream that
  * ends, or could not be opened, is opened again as followModernUpstreams does
  * (relistenDelay); an upstream with no stream to follow (stateless) is left alone.
+ * Each reopened stream is announced as a change of each list the upstream offers:
+ * what it announced while it was not followed is lost, and a list the host took
+ * while it could not be reached left it out (aggregate.ts).
  * Returns the function that stops following.
  */
 export function followUpstreamLists(deps: UpstreamListsDeps, caller: GatewayCaller, catalog: Catalog, deliver: (event: ServerEvent) => void): () => void {
   const abort = new AbortController();
-  const relay = async (messages: AsyncIterable<JSONRPCMessage>, opened: () => void) => {
+  const relay = async (messages: AsyncIterable<JSONRPCMessage>, answered: () => void) => {
     for await (const message of messages) {
-      opened();
+      answered();
       const event = listChangeOf((message as { method?: string }).method)?.event;
       if (event && !abort.signal.aborted) deliver(event);
     }
@@ -50,10 +53,13 @@ export function followUpstreamLists(deps: UpstreamListsDeps, caller: GatewayCall
   for (const route of catalog.routes) {
     if (route.transport === 'sse') continue;
     void (async () => {
-      for (let failures = 0; !abort.signal.aborted;) {
+      for (let failures = 0, attempt = 0; !abort.signal.aborted; attempt++) {
         let followed = true;
         try {
-          followed = await followOne(deps, caller, route, abort.signal, (messages) => relay(messages, () => (failures = 0)));
+          followed = await followOne(deps, caller, route, abort.signal, (messages) => {
+            if (attempt > 0 && !abort.signal.aborted) for (const { event } of listsOf(route)) deliver(event);
+            return relay(messages, () => (failures = 0));
+          });
         } catch (err) {
           if (abort.signal.aborted) return;
           deps.services.logger.debug(
@@ -127,6 +133,9 @@ async function followOne(
   }
 }
 
+/** The lists an upstream offers (every list while its features are unknown). */
+const listsOf = (route: Route) => LIST_CHANGES.filter((c) => !route.features || route.features.capabilities[c.list] !== undefined);
+
 /** The list changes an upstream says it announces (`listChanged` in the capabilities learned at validation), as a listen filter asks for them. */
 export function offeredListChanges(route: Route): SubscriptionFilter {
   const capabilities = route.features?.capabilities ?? {};
@@ -158,7 +167,8 @@ interface UpstreamListen {
  * the host this way, and an unsubscribed URI is silent from its unsubscribe on. A
  * listen the upstream ends, or that could not be opened, is opened again after
  * RELISTEN_MIN_MS, doubling up to RELISTEN_MAX_MS while it keeps failing (an
- * acknowledged listen starts the count again). All end with the session (DELETE).
+ * acknowledged listen starts the count again), and announced as a change of each list
+ * the upstream offers, as in followUpstreamLists. All end with the session (DELETE).
  * Returns the function that stops following.
  */
 export function followModernUpstreams(
@@ -173,6 +183,8 @@ export function followModernUpstreams(
   const listens = new Map<string, UpstreamListen>();
   /** Per assignment: the listens that ended since the last acknowledged one, and the reopening planned. */
   const failures = new Map<string, number>();
+  /** The assignments whose listen ended or failed since one was last acknowledged: the next acknowledgement is announced as list changes. */
+  const gaps = new Set<string>();
   const reopening = new Map<string, NodeJS.Timeout>();
   let stopped = false;
   const reopenLater = (assignmentGuid: string) => {
@@ -198,6 +210,8 @@ export function followModernUpstreams(
         const m = message as { method?: string; params?: { uri?: unknown } };
         if (m.method === 'notifications/subscriptions/acknowledged') {
           failures.delete(route.assignmentGuid);
+          if (gaps.delete(route.assignmentGuid) && !listen.abort.signal.aborted)
+            for (const { method } of listsOf(route)) deliver({ jsonrpc: '2.0', method } as JSONRPCMessage);
           opened(true);
         }
         if (listen.abort.signal.aborted || !m.method) continue;
@@ -218,7 +232,10 @@ export function followModernUpstreams(
       if (listens.get(route.assignmentGuid) === listen) {
         listens.delete(route.assignmentGuid);
         // Ended by the upstream (or never opened), not replaced or stopped here: the host would hear nothing more from it.
-        if (!listen.abort.signal.aborted) reopenLater(route.assignmentGuid);
+        if (!listen.abort.signal.aborted) {
+          gaps.add(route.assignmentGuid);
+          reopenLater(route.assignmentGuid);
+        }
       }
     }
   };
