@@ -54,6 +54,7 @@ const base: StoredRow = {
   team_guid: 'c1c1c1c1-0000-4000-8000-000000000005',
   trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
   span_id: '00f067aa0ba902b7',
+  parent_span_id: '',
   session_id: 'sess-1',
   protocol_version: '2025-11-25',
 };
@@ -68,7 +69,11 @@ const rows: Partial<StoredRow>[] = [
   { tool_name: 'ünïcødé 🚀 name', session_id: '', protocol_version: '' },
   { created_at: '2026-11-21 10:00:00.007', duration_ms: 4294967295, request_bytes: 0, response_bytes: 4294967295 },
   { created_at: '2026-11-21 10:00:00.000', user_guid: ZERO, team_guid: '', gateway_connection_guid: '', status: 'error', error_message: 'x'.repeat(500) },
-  { method: 'ping', type: 'other', status: 'error', tool_name: '' },
+  { method: 'ping', type: 'other', status: 'error', tool_name: '' }, // The host's span as the parent: valid (any case), invalid, all zero, and under a trace the row does not hold.
+  { parent_span_id: 'B7AD6B7169203331', method: 'tools/list' },
+  { parent_span_id: 'b7ad6b716920333' },
+  { parent_span_id: '0000000000000000' },
+  { trace_id: '', parent_span_id: 'b7ad6b7169203331' },
 ];
 
 /** Stores the rows for a new workspace (ingested one millisecond apart, in this order); returns the workspace guid. */

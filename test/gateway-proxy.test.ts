@@ -132,6 +132,14 @@ describe('gateway proxy', () => {
     });
     expect(call.span_id).toMatch(/^[0-9a-f]{16}$/);
     expect(call.span_id).not.toBe('00f067aa0ba902b7');
+    // The host's span is the stored parent of the gateway's (the forwarded span's parentSpanId); a row without one has none.
+    const parents = await t.runtime.services.clickhouse.client.query({
+      query: 'SELECT span_id, parent_span_id FROM call_logs WHERE organization_guid = {org:String} AND trace_id = {traceId:String}',
+      query_params: { org: ws.organizationGuid, traceId },
+      format: 'JSONEachRow',
+    });
+    const stored = await parents.json<{ span_id: string; parent_span_id: string }>();
+    expect(stored.find((r) => r.span_id === call.span_id)?.parent_span_id).toBe('00f067aa0ba902b7');
     expect(call.request_bytes).toBeGreaterThan(0);
     expect(call.response_bytes).toBeGreaterThan(0);
     expect(call.request_body).toContain('team-notes__whoami');

@@ -49,6 +49,7 @@ describe('ClickHouse DDL', () => {
       '0014_call_log_storage.sql',
       '0015_call_log_usage_summaries.sql',
       '0016_call_log_usage_weekly_people.sql',
+      '0017_call_log_parent_span.sql',
     ]);
   });
 

@@ -94,6 +94,8 @@ const LOG_BODY = `if(${IS_ERROR}, concat(${SPAN_NAME}, ' failed after ', toStrin
 const validId = (column: string, hexDigits: number): string => `(match(lower(${column}), '^[0-9a-f]{${hexDigits}}$') AND NOT match(${column}, '^0+$'))`;
 const VALID_TRACE = validId('trace_id', 32);
 const VALID_SPAN = validId('span_id', 16);
+/** The host's span is the call's parent only under the host's own trace: the row's valid trace and span ids, and a valid parent. */
+const HAS_PARENT = `(${VALID_TRACE} AND ${VALID_SPAN} AND ${validId('parent_span_id', 16)})`;
 /** Ids for a row without valid ones of its own, derived from its guid so a re-delivered span keeps them. */
 const GUID_DIGEST = `lower(hex(SHA256(${col('guid')})))`;
 
@@ -101,8 +103,9 @@ const GUID_DIGEST = `lower(hex(SHA256(${col('guid')})))`;
 const SPAN_KIND_SERVER = 2;
 const STATUS = { ok: 1, error: 2 };
 const TRACE_FLAG_SAMPLED = 1;
-/** Span flags: the W3C trace flags plus "has is_remote" (0x100) with is_remote false, as the serializer writes them. */
+/** Span flags: the W3C trace flags plus "has is_remote" (0x100), and "is_remote" (0x200) when the parent is the host's span, as the serializer writes them. */
 const SPAN_FLAGS = 0x100 | TRACE_FLAG_SAMPLED;
+const SPAN_FLAGS_REMOTE_PARENT = SPAN_FLAGS | 0x200;
 
 /** One OTLP LogRecord: time = created_at, observed = ingested_at, severity from the result, the trace context when the row has valid ids. */
 const LOG_RECORD = concat([
@@ -127,6 +130,7 @@ const SPAN = concat([
   sql(`if(${VALID_TRACE}, lower(trace_id), substring(${GUID_DIGEST}, 1, 32))`),
   lit('","spanId":"'),
   sql(`if(${VALID_SPAN}, lower(span_id), substring(${GUID_DIGEST}, 33, 16))`),
+  sql(`if(${HAS_PARENT}, concat('","parentSpanId":"', lower(parent_span_id)), '')`),
   lit('","name":'),
   jsonText(SPAN_NAME),
   lit(`,"kind":${SPAN_KIND_SERVER},"startTimeUnixNano":"`),
@@ -139,7 +143,9 @@ const SPAN = concat([
   sql(
     `if(${IS_ERROR}, concat('{"code":${STATUS.error},"message":', toJSONString(if(${present('error_message')}, error_message, 'error')), '}'), '{"code":${STATUS.ok}}')`,
   ),
-  lit(`,"links":[],"droppedLinksCount":0,"flags":${SPAN_FLAGS}}`),
+  lit(',"links":[],"droppedLinksCount":0,"flags":'),
+  sql(`if(${HAS_PARENT}, '${SPAN_FLAGS_REMOTE_PARENT}', '${SPAN_FLAGS}')`),
+  lit('}'),
 ]);
 
 /** One HEC event: `event` the log body, `fields` the attributes as flat strings. */

@@ -92,6 +92,7 @@ export class CallRecord {
       teamGuid: this.caller.teamGuid,
       traceId: this.trace.traceId,
       spanId: this.trace.spanId,
+      parentSpanId: this.trace.parentSpanId,
       sessionId: this.sessionId,
       protocolVersion: negotiated ?? this.protocolVersion,
       requestBody: redactSecretValues(JSON.stringify(this.request), this.secrets),

@@ -104,6 +104,9 @@ function logRecord(row: CallLogRow): ReadableLogRecord {
 
 function span(row: CallLogRow): ReadableSpan {
   const { traceId, spanId } = callSpanIds(row);
+  const parentSpanId = present(row.parent_span_id)?.toLowerCase();
+  // The host's span, only under the host's own trace (the row's ids valid).
+  const parented = logSpanContext(row) !== undefined && isHexId(parentSpanId, 16);
   const startMs = epochMs(row.created_at);
   const durationMs = Math.max(0, integer(row.duration_ms));
   const isError = row.status === 'error';
@@ -111,6 +114,7 @@ function span(row: CallLogRow): ReadableSpan {
     name: spanName(row),
     kind: 1, // API SpanKind.SERVER; the serializer writes OTLP's 2
     spanContext: () => ({ traceId, spanId, traceFlags: 1 }),
+    ...(parented ? { parentSpanContext: { traceId, spanId: parentSpanId, traceFlags: 1, isRemote: true } } : {}),
     startTime: hrTime(startMs),
     endTime: hrTime(startMs + durationMs),
     duration: hrTime(durationMs),

@@ -74,7 +74,7 @@ const GUID = 'LowCardinality(String)';
 const TIME = "DateTime64(3, 'UTC')";
 
 /**
- * The columns in table order (clickhouse/0001, 0002, 0007). Guid columns other
+ * The columns in table order (clickhouse/0001, 0002, 0007, 0017). Guid columns other
  * than `guid` are LowCardinality strings ('' when absent, null in the API).
  */
 export const CALL_LOG_SCHEMA = [
@@ -228,6 +228,8 @@ export const CALL_LOG_SCHEMA = [
   // Trace and span ids go out as the records' trace context, not as attributes.
   { name: 'trace_id', type: 'String', part: 'thin', kind: 'hexId', field: 'traceId', maxChars: 32, returned: true, filterable: true },
   { name: 'span_id', type: 'String', part: 'thin', kind: 'hexId', field: 'spanId', maxChars: 16, returned: true, filterable: true },
+  /** The host's span (its traceparent's span id), '' when it sent none (clickhouse/0017): the forwarded span's parent. */
+  { name: 'parent_span_id', type: 'String', part: 'thin', kind: 'text', field: 'parentSpanId', maxChars: 16 },
   /** The MCP session id, when the call ran in a session (a dictionary since clickhouse/0014). */
   { name: 'session_id', type: 'LowCardinality(String)', part: 'thin', kind: 'text', field: 'sessionId', maxChars: 200, attribute: 'mcp.session.id' },
   /** The host's MCP protocol revision: its session's negotiated one, or 2026-07-28 (clickhouse/0007). */
