@@ -151,7 +151,7 @@ export class Catalogs {
     const identities = identityGuids.size
       ? await db
           .selectFrom('identities')
-          .select(['guid', 'organization_guid', 'inbound_server_guid', 'secret_guid', 'kind', 'header_names', 'enabled'])
+          .select(['guid', 'organization_guid', 'inbound_server_guid', 'secret_guid', 'kind', 'header_names', 'enabled', 'access_control', 'creator_guid'])
           .where('organization_guid', '=', caller.organizationGuid)
           .where('guid', 'in', [...identityGuids])
           .execute()
@@ -177,6 +177,9 @@ export class Catalogs {
         if (!found || found.inbound_server_guid !== row.server_guid)
           return void unavailable.set(slug, `no identity of ${row.server_name} is chosen for this connection`);
         if (!found.enabled) return void unavailable.set(slug, `the identity used for ${row.server_name} is disabled`);
+        // A private identity is its creator's alone (admin-api, Identities 2): made private after another user chose it, it stops serving them.
+        if (row.identity_scheme === 'userIdentity' && found.access_control === 'private' && found.creator_guid !== caller.userGuid)
+          return void unavailable.set(slug, `the identity chosen for ${row.server_name} is private to its creator`);
         identity = found;
       }
       const features = (row.features ?? null) as ServerFeatures | null;
