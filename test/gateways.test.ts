@@ -104,21 +104,24 @@ describe.each(SURFACES)('gateways on %s', (surface) => {
     expect((await invoke(t, surface, ws.token, 'enable_gateway', { gatewayGuid: g.guid })).body).toEqual(g);
   });
 
-  it('an archived gateway cannot be enabled, nor receive servers, teams or tokens (409), but can be renamed and disabled', async () => {
+  it('an archived gateway can be enabled ("always"), renamed and disabled, but receives no servers, teams or tokens (409)', async () => {
     const ws = await newWorkspace(t);
     const g = (await invoke(t, surface, ws.token, 'create_gateway', { name: 'G' })).body;
     const team = (await invoke(t, surface, ws.token, 'create_team', { name: 'T' })).body;
     await invoke(t, surface, ws.token, 'archive_gateway', { gatewayGuid: g.guid });
     const enable = await invoke(t, surface, ws.token, 'enable_gateway', { gatewayGuid: g.guid });
-    expect(enable.status).toBe(409);
-    expect(enable.body.code).toBe('conflict');
-    expect((await gatewayRow(g.guid)).enabled).toBe(false);
+    expect(enable.status).toBe(200);
+    expect(enable.body).toEqual({ ...g, enabled: true });
+    expect(await gatewayRow(g.guid)).toMatchObject({ enabled: true, archived: true });
     const teamRes = await invoke(t, surface, ws.token, 'assign_team_to_gateway', { gatewayGuid: g.guid, teamGuid: team.guid });
     expect(teamRes.status).toBe(409);
     const token = await invoke(t, surface, ws.token, 'issue_gateway_token', { gatewayGuid: g.guid });
     expect(token.status).toBe(409);
     expect((await invoke(t, surface, ws.token, 'rename_gateway', { gatewayGuid: g.guid, newName: 'Old G' })).body.name).toBe('Old G');
     expect((await invoke(t, surface, ws.token, 'disable_gateway', { gatewayGuid: g.guid })).status).toBe(200);
+    // Enabled while archived, it comes back enabled ("enabled stays").
+    await invoke(t, surface, ws.token, 'enable_gateway', { gatewayGuid: g.guid });
+    expect((await invoke(t, surface, ws.token, 'unarchive_gateway', { gatewayGuid: g.guid })).body).toMatchObject({ enabled: true, archived: false });
   });
 
   it('assign_team_to_gateway provisions a team idempotently; remove_team_from_gateway removes it, then answers removed false', async () => {

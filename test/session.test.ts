@@ -61,7 +61,7 @@ describe.each(SURFACES)('session on %s', (surface: Surface) => {
     });
   });
 
-  it('list_capabilities has the eleven groups, every named key, and Partner Portal only for partners', async () => {
+  it('list_capabilities has the eleven groups, every named key, and Partner Portal keys only for partners', async () => {
     const partner = await newWorkspace(t, { partner: true });
     const res = await invoke(t, surface, partner.token, 'list_capabilities');
     expect(res.body.groups.map((g: { name: string }) => g.name)).toEqual(SPEC_GROUPS);
@@ -74,7 +74,11 @@ describe.each(SURFACES)('session on %s', (surface: Surface) => {
     }
     const standard = await newWorkspace(t);
     const std = await invoke(t, surface, standard.token, 'list_capabilities');
-    expect(std.body.groups.map((g: { name: string }) => g.name)).toEqual(SPEC_GROUPS.filter((g) => g !== 'Partner Portal'));
+    // The eleven names for every workspace; Partner Portal without keys outside a partner workspace.
+    expect(std.body.groups.map((g: { name: string }) => g.name)).toEqual(SPEC_GROUPS);
+    expect(std.body.groups.find((g: { name: string }) => g.name === 'Partner Portal').capabilities).toEqual([]);
+    const stdKeys = std.body.groups.flatMap((g: { capabilities: { key: string }[] }) => g.capabilities.map((c) => c.key));
+    expect(stdKeys).toEqual(keys.filter((k: string) => !['managePartnerWorkspaces', 'viewPartnerBilling'].includes(k)));
     // The bootstrap Administrator role grants every capability its workspace can have.
     const who = await invoke(t, surface, partner.token, 'whoami');
     expect(who.body.capabilities.sort()).toEqual(CAPABILITY_GROUPS.flatMap((g) => g.capabilities.map((c) => c.key)).sort());

@@ -3,28 +3,30 @@ import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, Table, act, useCall } from '../ui.js';
 
-/** Capability checkboxes, grouped as list_capabilities groups them. */
+/** Capability checkboxes, grouped as list_capabilities groups them (a group with no key for this workspace, Partner Portal outside a partner workspace, is left out). */
 function CapabilityChecks({ groups, selected, onChange, idPrefix }) {
   const toggle = (key, on) => onChange(on ? [...selected, key] : selected.filter((k) => k !== key));
   return html`<div class="capabilities">
-    ${groups.map(
-      (g) =>
-        html`<fieldset>
-          <legend>${g.name}</legend>
-          ${g.capabilities.map(
-            (c) =>
-              html`<label class="check" title=${c.description}>
-                <input
-                  type="checkbox"
-                  id=${`${idPrefix}-${c.key}`}
-                  checked=${selected.includes(c.key)}
-                  onChange=${(e) => toggle(c.key, e.currentTarget.checked)}
-                />
-                ${c.label}
-              </label>`,
-          )}
-        </fieldset>`,
-    )}
+    ${groups
+      .filter((g) => g.capabilities.length > 0)
+      .map(
+        (g) =>
+          html`<fieldset>
+            <legend>${g.name}</legend>
+            ${g.capabilities.map(
+              (c) =>
+                html`<label class="check" title=${c.description}>
+                  <input
+                    type="checkbox"
+                    id=${`${idPrefix}-${c.key}`}
+                    checked=${selected.includes(c.key)}
+                    onChange=${(e) => toggle(c.key, e.currentTarget.checked)}
+                  />
+                  ${c.label}
+                </label>`,
+            )}
+          </fieldset>`,
+      )}
   </div>`;
 }
 

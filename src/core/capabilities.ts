@@ -103,9 +103,12 @@ export const CAPABILITY_GROUPS: readonly CapabilityGroup[] = [
 
 export type OrganizationType = 'standard' | 'partner';
 
-/** The groups a workspace of this type can see and grant. */
+/**
+ * The groups as a workspace of this type sees them: all eleven names always (contract
+ * section 4), a partner-only group's keys only in a partner workspace (empty elsewhere).
+ */
 export function capabilityGroupsFor(orgType: OrganizationType): CapabilityGroup[] {
-  return CAPABILITY_GROUPS.filter((g) => !g.partnerOnly || orgType === 'partner');
+  return CAPABILITY_GROUPS.map((g) => (!g.partnerOnly || orgType === 'partner' ? g : { ...g, capabilities: [] }));
 }
 
 /** Every key grantable in a workspace of this type. */

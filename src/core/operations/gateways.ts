@@ -40,10 +40,13 @@ export function refuseIfArchived(gateway: GatewayRow, what: string): void {
   if (gateway.archived) throw conflict(`The gateway ${gateway.guid} is archived: unarchive it with unarchive_gateway before you ${what}.`);
 }
 
-/** enable_gateway and disable_gateway: the same rule, saved only on change; an archived gateway is not enabled. */
+/**
+ * enable_gateway and disable_gateway: "always" (admin-api, States), saved only on
+ * change. An archived gateway may be enabled too: it still serves nobody while
+ * archived (access.ts), and unarchiving it leaves `enabled` as it is.
+ */
 async function setGatewayEnabled(services: Pick<Services, 'db' | 'config'>, principal: Principal, guid: string, enabled: boolean) {
   const gateway = await loadGateway(services.db, principal, guid);
-  if (enabled) refuseIfArchived(gateway, 'enable it');
   if (gateway.enabled === enabled) return toGateway(services.config, gateway);
   return toGateway(services.config, await updateGateway(services.db, gateway.guid, { enabled }));
 }
@@ -113,7 +116,8 @@ export const gatewayOperations = [
   defineOperation({
     name: 'enable_gateway',
     title: 'Enable a gateway',
-    description: 'Enables a gateway so connections through it work again. An archived gateway must be unarchived first (409). Saved only when it changes.',
+    description:
+      'Enables a gateway so connections through it work again (an archived gateway serves nobody until it is unarchived too). Saved only when it changes.',
     method: 'POST',
     path: '/gateways/:gatewayGuid/enable',
     capability: 'basicGatewayManagement',
@@ -154,7 +158,8 @@ export const gatewayOperations = [
   defineOperation({
     name: 'unarchive_gateway',
     title: 'Unarchive a gateway',
-    description: 'Brings an archived gateway back into list_gateways. It stays disabled: enable it separately with enable_gateway.',
+    description:
+      'Brings an archived gateway back into list_gateways. Its enabled state stays as it is (archiving disabled it): enable it separately with enable_gateway.',
     method: 'POST',
     path: '/gateways/:gatewayGuid/unarchive',
     capability: 'archiveGateway',
