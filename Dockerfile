@@ -10,7 +10,10 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY migrations ./migrations
 COPY clickhouse ./clickhouse
+COPY console ./console
 ENV HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
+# The volume starts from the image's /data: owned by the user the service runs as.
+RUN mkdir -p /data && chown node:node /data
 VOLUME /data
 EXPOSE 8080
 USER node

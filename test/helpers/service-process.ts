@@ -43,11 +43,24 @@ export function serviceEnv(dataDir: string, port: number): NodeJS.ProcessEnv {
   return { ...env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
 }
 
-/** Starts the service and resolves once /healthz answers; `children` collects it for the caller's cleanup. */
-export async function startService(dataDir: string, port: number, children: ChildProcess[], extraEnv: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> {
+/**
+ * Starts the service and resolves once /healthz answers; `children` collects it for
+ * the caller's cleanup. `cwd`: the directory it runs from (the checkout by default).
+ */
+export async function startService(
+  dataDir: string,
+  port: number,
+  children: ChildProcess[],
+  extraEnv: NodeJS.ProcessEnv = {},
+  cwd?: string,
+): Promise<ServiceProcess> {
   // Node with tsx's loader, not the tsx launcher: the launcher runs the service in a
   // child of its own, which a SIGKILL of the launcher would leave running.
-  const child = spawn(NODE, ['--import', 'tsx', 'src/main.ts'], { env: { ...serviceEnv(dataDir, port), ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(NODE, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...serviceEnv(dataDir, port), ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd ? { cwd } : {}),
+  });
   children.push(child);
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
