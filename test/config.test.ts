@@ -39,6 +39,39 @@ describe('configuration', () => {
     }
   });
 
+  it('reads numbers in decimal digits only: an empty value, hex or an exponent stops the service naming the variable', () => {
+    for (const [name, value] of [
+      ['PORT', ''],
+      ['PORT', '0x1F90'],
+      ['PORT', '1e3'],
+      ['GATEWAY_RATE_LIMIT_PER_CONNECTION_PER_MINUTE', ''],
+      ['GATEWAY_CACHE_TTL_MS', ' '],
+      ['LOG_RETENTION_DAYS', '9.5'],
+    ] as const)
+      expect(() => loadConfig({ [name]: value }), `${name}=${value}`).toThrow(new RegExp(`${name}: must be a whole number in decimal digits`));
+    expect(loadConfig({ PORT: '9000', GATEWAY_RATE_LIMIT_PER_CONNECTION_PER_MINUTE: '0' })).toMatchObject({
+      port: 9000,
+      gateway: { rateLimitPerConnectionPerMinute: 0 },
+    });
+  });
+
+  it('takes an IPv6 HOST (the default PUBLIC_BASE_URL brackets it) and refuses what cannot be listened on or linked to', () => {
+    expect(loadConfig({ HOST: '::1' }).publicBaseUrl).toBe('http://[::1]:8080');
+    for (const host of ['[::1]', 'not a host!']) expect(() => loadConfig({ HOST: host }), host).toThrow(/HOST: HOST must be an IP address/);
+    expect(() => loadConfig({ PUBLIC_BASE_URL: 'ftp://x.example' })).toThrow(/PUBLIC_BASE_URL must be an http or https URL/);
+    expect(() => loadConfig({ PUBLIC_BASE_URL: 'https://x.example/base?q=1#f' })).toThrow(/PUBLIC_BASE_URL must have no query or fragment/);
+    for (const url of ['clickhouse:8123', 'ftp://ch.example'])
+      expect(() => loadConfig({ CLICKHOUSE_URL: url }), url).toThrow(/CLICKHOUSE_URL must be an http or https URL/);
+  });
+
+  it('refuses link-local CIDRs in EGRESS_ALLOWED_CIDRS and a SECRET_KEY with characters outside base64', () => {
+    for (const cidrs of ['169.254.0.0/16', '10.0.0.0/8,fe80::/10', '169.254.169.254/32'])
+      expect(() => loadConfig({ EGRESS_ALLOWED_CIDRS: cidrs }), cidrs).toThrow(/EGRESS_ALLOWED_CIDRS cannot open link-local addresses/);
+    expect(() => loadConfig({ SECRET_KEY: `!!!${'A'.repeat(43)}=` })).toThrow(/SECRET_KEY must be 32 bytes/);
+    expect(loadConfig({ SECRET_KEY: Buffer.alloc(32, 7).toString('base64') }).secretKey).toBeDefined();
+    expect(loadConfig({ SECRET_KEY: Buffer.alloc(32, 7).toString('base64url') }).secretKey).toBeDefined();
+  });
+
   it('reads the ClickHouse server settings and trims PUBLIC_BASE_URL', () => {
     const c = loadConfig({
       CLICKHOUSE_URL: 'http://ch:8123',
