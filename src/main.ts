@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from './config.js';
 import { buildApp } from './http/app.js';
-import { listenAdminSocket } from './runtime/admin-socket.js';
+import { DataDirInUseError, listenAdminSocket, refuseIfDataDirInUse } from './runtime/admin-socket.js';
 import { bootstrapIfEmpty } from './runtime/bootstrap.js';
 import { openRuntime } from './runtime/open.js';
 import { MissingChdbError } from './stores/clickhouse.js';
@@ -8,6 +8,7 @@ import { MissingChdbError } from './stores/clickhouse.js';
 /** Starts the service: stores, first-start bootstrap, HTTP, the admin socket; stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig();
+  await refuseIfDataDirInUse(config.dataDir);
   const runtime = await openRuntime(config);
   const { services } = runtime;
   const created = await bootstrapIfEmpty(services.db, config.dataDir);
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof MissingChdbError) {
+  if (err instanceof ConfigError || err instanceof MissingChdbError || err instanceof DataDirInUseError) {
     process.stderr.write(`${err.message}\n`);
   } else {
     process.stderr.write(`Failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

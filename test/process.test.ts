@@ -80,6 +80,13 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     // A later start prints no token and keeps the data.
     const second = await startService(port);
     expect(second.output()).not.toContain('Initial admin token');
+    // A third process on the same directory says why it cannot start, before it opens any store.
+    const refused = await startService(await freePort()).then(
+      () => expect.unreachable('a second service started on the same DATA_DIR'),
+      (err: Error) => err.message,
+    );
+    expect(refused).toContain(`Another service already runs on ${dataDir()}`);
+    expect(refused).not.toMatch(/Failed to start|Exception|\n\s+at /);
     const again = await fetch(`http://127.0.0.1:${port}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${ws.token}` } });
     expect(again.status).toBe(200);
     expect(await stop(second.child)).toBe(0);
@@ -91,5 +98,13 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
       code: 1,
       stderr: expect.stringContaining('user: must be a guid'),
     });
+    // A number flag that is not decimal digits is refused as what it is (it was read as 0, never expiring, or NaN).
+    for (const days of ['', '0x10', 'abc'])
+      await expect(
+        run(TSX, ['src/cli/admin.ts', 'create-token', '--user', '00000000-0000-4000-8000-000000000000', '--label', 'x', `--expires-in-days=${days}`], {
+          env: baseEnv(port),
+        }),
+        days,
+      ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('expiresInDays: Invalid input: expected number, received string') });
   }, 60_000);
 });

@@ -54,13 +54,20 @@ function parseCommandLine(argv: string[]): { command: string; args: Record<strin
   if (values.key !== undefined) args.key = values.key;
   if (values.user !== undefined) args.user = values.user;
   if (values.label !== undefined) args.label = values.label;
-  if (values['expires-in-days'] !== undefined) args.expiresInDays = Number(values['expires-in-days']);
-  if (values.rows !== undefined) args.rows = Number(values.rows);
-  if (values.days !== undefined) args.days = Number(values.days);
-  if (values.users !== undefined) args.users = Number(values.users);
+  if (values['expires-in-days'] !== undefined) args.expiresInDays = wholeNumber(values['expires-in-days']);
+  if (values.rows !== undefined) args.rows = wholeNumber(values.rows);
+  if (values.days !== undefined) args.days = wholeNumber(values.days);
+  if (values.users !== undefined) args.users = wholeNumber(values.users);
   if (command === 'entitlement') args.action = rest[0];
   return { command, args, json: Boolean(values.json) };
 }
+
+/**
+ * A numeric flag: decimal digits become a number; anything else ('', '0x10', 'abc')
+ * stays text, which the command's schema refuses in words, the same over the admin
+ * socket as here (Number() made '' a 0 and 'abc' a NaN, which JSON sends as null).
+ */
+const wholeNumber = (value: string): number | string => (/^\d+$/.test(value) ? Number(value) : value);
 
 /** A progress bar on stderr when it is a terminal (and --json is off); a no-op otherwise. */
 function progressBar(json: boolean): { update: (done: number, total: number) => void; stop: () => void } {

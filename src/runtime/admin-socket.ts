@@ -19,18 +19,9 @@ export type AdminResponse = { ok: true; result: Record<string, unknown> } | { ok
  */
 export async function listenAdminSocket(services: AdminCommandServices & Pick<Services, 'logger'>, dataDir: string): Promise<net.Server> {
   const socketPath = adminSocketPath(dataDir);
-  // A socket file left by a process that died is removed; a live one means another service owns DATA_DIR.
-  if (fs.existsSync(socketPath)) {
-    const alive = await new Promise<boolean>((resolve) => {
-      const probe = net.connect(socketPath, () => {
-        probe.end();
-        resolve(true);
-      });
-      probe.on('error', () => resolve(false));
-    });
-    if (alive) throw new Error(`Another service already runs on ${dataDir} (its admin socket answers). Embedded stores admit one process.`);
-    fs.rmSync(socketPath, { force: true });
-  }
+  await refuseIfDataDirInUse(dataDir);
+  // A socket file left by a process that died is removed.
+  fs.rmSync(socketPath, { force: true });
   const server = net.createServer((socket) => {
     let buffer = '';
     socket.setEncoding('utf8');
@@ -102,4 +93,26 @@ export function sendAdminCommand(
     });
     socket.on('error', (err) => (connected ? reject(err) : resolve(null)));
   });
+}
+
+/** Another service process holds the data directory. */
+export class DataDirInUseError extends Error {}
+
+/**
+ * Refuses a data directory whose admin socket answers: another service holds its
+ * embedded stores. Checked before the stores open (the second process would fail on
+ * chDB's lock with a stack trace, after opening PGlite beside the first) and again
+ * when the socket is bound.
+ */
+export async function refuseIfDataDirInUse(dataDir: string): Promise<void> {
+  const socketPath = adminSocketPath(dataDir);
+  if (!fs.existsSync(socketPath)) return;
+  const alive = await new Promise<boolean>((resolve) => {
+    const probe = net.connect(socketPath, () => {
+      probe.end();
+      resolve(true);
+    });
+    probe.on('error', () => resolve(false));
+  });
+  if (alive) throw new DataDirInUseError(`Another service already runs on ${dataDir} (its admin socket answers). Embedded stores admit one process.`);
 }
