@@ -215,6 +215,11 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
     await bad({ authType: 'headers', headers: { a: 'b', Host: 'elsewhere.example' } }, 'headers.Host');
     await bad({ authType: 'headers', headers: { 'X-Key': 'b', 'x-key': 'c' } }, 'headers.x-key');
     await bad({ authType: 'headers', headers: { 'X-Key': 'one\u0001two' } }, 'headers.X-Key');
+    // A character beyond Latin-1 cannot be sent in a header (it was stored, then every exchange failed).
+    await bad({ authType: 'headers', headers: { 'X-Key': 'v\u{1F600}' } }, 'headers.X-Key');
+    await bad({ authType: 'headers', headers: { 'X-Key': 'caf\u00e9 \u2014 dash' } }, 'headers.X-Key');
+    // A value of spaces alone is empty: with nothing else, no header is left.
+    await bad({ authType: 'headers', headers: { 'X-Key': '   ' } }, 'headers');
     await bad({ authType: 'headers', headers: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`X-H${i}`, 'v'])) }, 'headers');
     await bad({ authType: 'none', headers: { a: 'b' } }, 'headers');
     await bad({ authType: 'headers', headers: { a: 'b' }, oauthAccessToken: 'tok' }, 'oauthAccessToken');

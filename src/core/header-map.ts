@@ -10,6 +10,8 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Control characters but tab: Node refuses to send them in a header value, and CR/LF would split the header. */
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTER = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+/** Beyond Latin-1: an HTTP header value is bytes, and Node cannot send such a character in one. */
+const BEYOND_LATIN1 = /[^\t\u0020-\u00ff]/;
 /** The reserved prefix of the service's own headers (admin-api resources rule 5). */
 const RESERVED_PREFIX = 'svc-';
 /** Headers the service sets on each exchange, or that would break it: no map may set them. */
@@ -36,7 +38,8 @@ export const headerMapInput = (description: string) => z.record(z.string().max(M
  * resources rule 5): entries whose name starts with `svc-` or whose name or value is
  * empty are dropped, names are trimmed; a name that is not an HTTP token, is given twice
  * (names are case-insensitive) or is one the exchange owns, a value with control
- * characters, and more than MAX_HEADERS headers are refused. Errors name the header,
+ * characters or characters beyond Latin-1, and more than MAX_HEADERS headers are
+ * refused; a value of spaces alone counts as empty. Errors name the header,
  * never its value.
  */
 export function checkedHeaderMap(input: Record<string, string>, field = 'headers'): Record<string, string> {
@@ -47,11 +50,13 @@ export function checkedHeaderMap(input: Record<string, string>, field = 'headers
     const name = given.trim();
     const lower = name.toLowerCase();
     const path = `${field}.${given}`;
-    if (!name || value === '' || lower.startsWith(RESERVED_PREFIX)) continue;
+    // A value of spaces alone is empty once sent (HTTP trims a value): dropped like an empty one.
+    if (!name || value.trim() === '' || lower.startsWith(RESERVED_PREFIX)) continue;
     if (!HEADER_NAME.test(name)) errors.push({ path, message: 'is not a valid HTTP header name' });
     else if (EXCHANGE_HEADERS.has(lower)) errors.push({ path, message: 'is set by the service on each request and cannot be configured' });
     else if (seen.has(lower)) errors.push({ path, message: 'is given twice (header names are case-insensitive)' });
     else if (CONTROL_CHARACTER.test(value)) errors.push({ path, message: 'value must be one line without control characters' });
+    else if (BEYOND_LATIN1.test(value)) errors.push({ path, message: 'value must be Latin-1 text (an HTTP header carries no other characters)' });
     else {
       seen.add(lower);
       kept[name] = value;

@@ -89,32 +89,44 @@ export function sendToCollector(egress: EgressPolicy, req: SendRequest): Promise
     let length = 0;
     for (const piece of pieces) length += piece.byteLength;
     const client = url.protocol === 'https:' ? https : http;
-    const request = client.request(
-      url,
-      {
-        method: 'POST',
-        agent: url.protocol === 'https:' ? agents.https : agents.http,
-        lookup: egress.connectLookup('collectorUrl'),
-        headers: { ...req.headers, 'content-type': req.contentType, 'content-length': String(length), 'user-agent': 'mcp-gateway-manager-forwarder/1' },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size <= MAX_RESPONSE_BYTES) chunks.push(chunk);
-        });
-        res.on('error', (err) => resolve({ kind: 'retry', status: res.statusCode ?? null, retryAfterMs: null, reason: `response error: ${err.message}` }));
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          const text = Buffer.concat(chunks).toString('utf8');
-          if (status >= 200 && status < 300) resolve({ kind: 'accepted', status, ...partialRejected(text, req.partialSuccessKey) });
-          else if (isRetryableStatus(status))
-            resolve({ kind: 'retry', status, retryAfterMs: parseRetryAfter(res.headers['retry-after']), reason: `HTTP ${status}` });
-          else resolve({ kind: 'refused', status, body: text });
-        });
-      },
-    );
+    let request: http.ClientRequest;
+    try {
+      request = client.request(
+        url,
+        {
+          method: 'POST',
+          agent: url.protocol === 'https:' ? agents.https : agents.http,
+          lookup: egress.connectLookup('collectorUrl'),
+          headers: { ...req.headers, 'content-type': req.contentType, 'content-length': String(length), 'user-agent': 'mcp-gateway-manager-forwarder/1' },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size <= MAX_RESPONSE_BYTES) chunks.push(chunk);
+          });
+          res.on('error', (err) => resolve({ kind: 'retry', status: res.statusCode ?? null, retryAfterMs: null, reason: `response error: ${err.message}` }));
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            const text = Buffer.concat(chunks).toString('utf8');
+            if (status >= 200 && status < 300) resolve({ kind: 'accepted', status, ...partialRejected(text, req.partialSuccessKey) });
+            else if (isRetryableStatus(status))
+              resolve({ kind: 'retry', status, retryAfterMs: parseRetryAfter(res.headers['retry-after']), reason: `HTTP ${status}` });
+            else resolve({ kind: 'refused', status, body: text });
+          });
+        },
+      );
+    } catch (err) {
+      // Node refuses a header it cannot send (one stored before the header rule refused it): the configuration is wrong, not the data.
+      resolve({
+        kind: 'retry',
+        status: null,
+        retryAfterMs: null,
+        reason: `the request could not be sent: ${err instanceof Error ? err.message : String(err)}`,
+      });
+      return;
+    }
     request.setTimeout(req.timeoutMs, () => request.destroy(Object.assign(new Error(`no answer within ${req.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
     request.on('error', (err: NodeJS.ErrnoException) =>
       resolve({ kind: 'retry', status: null, retryAfterMs: null, reason: err.code ? `${err.code}: ${err.message}` : err.message }),
