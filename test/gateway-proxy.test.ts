@@ -109,7 +109,8 @@ describe('gateway proxy', () => {
   it('writes one call log row per request with every column, the trace continued, no secret anywhere', async () => {
     const traceId = 'a'.repeat(31) + 'b';
     const client = await connect({ headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
-    await client.callTool({ name: 'team-notes__whoami', arguments: { note: 'logged' } });
+    // A host that puts tokens in a tool's arguments: the row keeps neither (contract 7).
+    await client.callTool({ name: 'team-notes__whoami', arguments: { note: `logged ${token} and ${ws.token}` } });
     await t.runtime.services.callLogs.flush();
     const logs = await invoke(t, 'rest', ws.token, 'query_logs', {
       filters: { gateway_connection_guid: connectionGuid, trace_id: traceId },
@@ -152,7 +153,9 @@ describe('gateway proxy', () => {
     expect(all).not.toContain(token);
     expect(all).not.toContain(SHARED_SECRET);
     expect(all).not.toContain(USER_SECRET);
-    assertNeverLeaked(t, [token, SHARED_SECRET, USER_SECRET], [logs.body]);
+    expect(call.request_body).toContain(`logged [REDACTED] and [REDACTED]`);
+    expect(all).not.toContain(ws.token);
+    assertNeverLeaked(t, [token, ws.token, SHARED_SECRET, USER_SECRET], [logs.body]);
     const detail = await invoke(t, 'rest', ws.token, 'get_connection', { connectionGuid });
     expect(detail.body.lastSuccessfulCallAt).not.toBeNull();
   });

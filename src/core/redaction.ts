@@ -155,8 +155,11 @@ export function redactSearchTerms(text: string, terms: readonly string[]): strin
 /**
  * Replaces every occurrence of a known secret value in `text` (an upstream's or a
  * collector's answer echoing a credential, an error message quoting one): each value
- * of at least 4 characters and each long part of it.
+ * of at least 4 characters and each long part of it; and any token of ours (a host
+ * that puts its gateway or access token in a tool's arguments: contract 7, never in a
+ * call log row).
  */
 export function redactSecretValues(text: string, secrets: Iterable<string>): string {
-  return redactSearchTerms(text, secretSearchTerms(secrets));
+  const redacted = redactSearchTerms(text, secretSearchTerms(secrets));
+  return redacted.includes('svc') ? redacted.replace(TOKEN_LIKE, REDACTED) : redacted;
 }
