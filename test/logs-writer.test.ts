@@ -381,6 +381,7 @@ describe('redaction', () => {
     const row = logRow(org.toUpperCase(), {
       ...text,
       protocolVersion: '2025-11-25',
+      parentSpanId: 'b7ad6b7169203331',
       status: 'error',
       createdAt: Date.UTC(2026, 10, 20, 12, 0, 0, 5),
       durationMs: 7.6,
@@ -407,6 +408,7 @@ describe('redaction', () => {
       row.teamGuid,
       row.traceId,
       row.spanId,
+      'b7ad6b7169203331',
       text.sessionId,
       '2025-11-25',
     ]);
@@ -414,7 +416,7 @@ describe('redaction', () => {
     const bare = await csvFields(encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin);
     expect(bare.slice(4, 8)).toEqual(['ping', '', 'ok', '']);
     expect(bare.slice(11, 18)).toEqual(['', '', '', '', '', '', '']);
-    expect(bare.slice(20)).toEqual(['', '']);
+    expect(bare.slice(20)).toEqual(['', '', '']);
   });
 
   it('gives a row without a guid a unique UUIDv7 carrying the time it was written', () => {
