@@ -62,6 +62,24 @@ describe('the HTTP edge', () => {
       { accept: 'application/json, text/event-stream' },
     );
     expect(mcp.status).toBe(429);
+    expect(mcp.body.code).toBe('rate_limited');
+    // A tool call over the budget is the tool's failure, with the problem (contract 3), and runs nothing.
+    const call = await rest(
+      t,
+      ws.token,
+      'POST',
+      '/api/v1/svc-admin/mcp',
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'create_team', arguments: { name: 'Over budget' } } },
+      { accept: 'application/json, text/event-stream' },
+    );
+    expect(call.status).toBe(200);
+    // The stateless 2025 leg answers in an event stream: its one message is the answer.
+    const answer = typeof call.body === 'string' ? JSON.parse(call.body.split('data: ').pop()!) : call.body;
+    const result = answer.result;
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ code: 'rate_limited', status: 429, retryAfterSeconds: expect.any(Number) });
+    const teams = await t.runtime.services.db.selectFrom('teams').select('name').where('organization_guid', '=', ws.organizationGuid).execute();
+    expect(teams).toEqual([]);
     // Another caller is not affected.
     const other = await newWorkspace(t);
     expect((await rest(t, other.token, 'GET', '/whoami')).status).toBe(200);

@@ -25,6 +25,8 @@ export interface OperationContext {
   principal: Principal;
   /** The surface, address and user agent of the request (audit log). */
   origin: RequestOrigin;
+  /** Why the request is refused before the operation runs (the admin rate limit, on MCP): its answer, as the operation's failure. */
+  refusedBeforehand?: Error;
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

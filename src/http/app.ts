@@ -137,11 +137,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const token = bearerToken(req.headers.authorization);
       return token ? `t:${hashToken(token)}` : `ip:${req.ip}`;
     },
-    errorResponseBuilder: (_req, ctx) => {
-      const retryAfterSeconds = Math.max(1, Math.ceil(ctx.ttl / 1000));
-      return new AppError('rate_limited', `Too many requests: at most ${ctx.max} a minute. Retry after ${retryAfterSeconds} s.`, { retryAfterSeconds });
-    },
+    errorResponseBuilder: (_req, ctx) => rateLimited(ctx.max, ctx.ttl),
   });
+  // The MCP endpoint takes from the same budget, but answers a tool call over it as the
+  // tool's failure (contract 3: isError with the problem); the route opts out of the hook.
+  const takeAdminBudget = app.createRateLimit();
 
   const authenticateRequest = async (request: FastifyRequest) => {
     request.principal = await authenticate(services, bearerToken(request.headers.authorization));
@@ -165,13 +165,22 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     method: ['POST', 'GET', 'DELETE'],
     url: `${ADMIN_PREFIX}/mcp`,
     onRequest: authenticateRequest,
-    config: { mcpEndpoint: true },
+    config: { mcpEndpoint: true, rateLimit: false },
     handler: async (request, reply) => {
       const end = metrics.duration.startTimer({ operation: 'mcp', surface: 'mcp' });
       try {
+        const budget = await takeAdminBudget(request);
+        const overBudget = budget.isAllowed || !budget.isExceeded ? undefined : rateLimited(budget.max, budget.ttl);
+        // What is not a tool call (a list, a handshake, a batch) has no tool result to fail in: the HTTP 429, as on REST.
+        if (overBudget && (request.body as { method?: unknown } | null)?.method !== 'tools/call') throw overBudget;
         const malformed = malformedRequestParams(request.body);
         if (malformed) return reply.send(malformed);
-        const operationContext: OperationContext = { services, principal: request.principal!, origin: originOf(request, 'mcp') };
+        const operationContext: OperationContext = {
+          services,
+          principal: request.principal!,
+          origin: originOf(request, 'mcp'),
+          ...(overBudget ? { refusedBeforehand: overBudget } : {}),
+        };
         const response = await mcp.fetch(toWebRequest(request), {
           parsedBody: request.body,
           authInfo: { token: 'verified', clientId: request.principal!.userGuid, scopes: [], extra: { operationContext } },
@@ -212,4 +221,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   registerGatewayRoutes(app, services);
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
   return app;
+}
+
+/** The rate limit's refusal: at most `max` requests a minute per token, the next in `ttlMs`. */
+function rateLimited(max: number, ttlMs: number): AppError {
+  const retryAfterSeconds = Math.max(1, Math.ceil(ttlMs / 1000));
+  return new AppError('rate_limited', `Too many requests: at most ${max} a minute. Retry after ${retryAfterSeconds} s.`, { retryAfterSeconds });
 }
