@@ -164,6 +164,23 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     expect(sessions.seen.gets).toBeGreaterThan(gets);
     await client.close();
   });
+
+  it("follow a 2025 upstream's session stream again when it is cut (a proxy ending an idle stream), announcing a change of its lists", async () => {
+    const { client, heard } = await host(at.lively);
+    const gets = sessions.seen.gets;
+    await until(() => expect(sessions.seen.gets).toBeGreaterThan(gets));
+    const opened = sessions.seen.gets;
+    sessions.cutStreams();
+    await until(() => expect(sessions.seen.gets).toBeGreaterThan(opened));
+    // Sessions offers tools alone: what it said while the stream was down is lost, so its tools are announced.
+    await until(() => expect(heard).toEqual(['tools']));
+    await until(() => {
+      sessions.changeTools();
+      expect(heard.length).toBeGreaterThan(1);
+    });
+    expect(new Set(heard)).toEqual(new Set(['tools']));
+    await client.close();
+  });
 });
 
 describe("a legacy HTTP+SSE host's stream", () => {

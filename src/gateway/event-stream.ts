@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
@@ -7,7 +8,7 @@ import { LIST_CHANGES } from './list-changes.js';
 import { withoutEchoedSecrets } from './echoed-secrets.js';
 import type { HostSubscriptions } from './host-subscriptions.js';
 import type { HostTasks } from './host-tasks.js';
-import { followingRequest, followModernUpstreams } from './listen-upstreams.js';
+import { followingRequest, followModernUpstreams, listsOf, relistenDelay } from './listen-upstreams.js';
 import { fromUpstream } from './relay.js';
 import type { GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
@@ -33,7 +34,7 @@ export interface HostEventsOptions {
 /**
  * What a 2025 session hears besides its answers, handed to `deliver`: the upstreams'
  * own streams merged into one (their server requests relayed with ids that name
- * them), list_changed notifications when the workspace's configuration changes in
+ * them; a stream cut is opened again, and its return announced as list changes), list_changed notifications when the workspace's configuration changes in
  * this process, and what 2026-07-28 upstreams announce through their listens (their
  * own list changes, the updates of the resources the session subscribed to on them).
  * The Streamable HTTP host's GET stream and the legacy transport's stream both carry
@@ -50,24 +51,32 @@ export function followHostEvents(opts: HostEventsOptions, deliver: (message: JSO
     const upstream = session.upstreams[route.assignmentGuid];
     if (!upstream?.sessionId || route.transport !== 'streamable-http') continue;
     void (async () => {
-      try {
-        const credential = await opts.catalogs.credential(route);
-        const messages = await openUpstreamStream({
-          ...followingRequest(opts.fetch, route, credential, abort.signal),
-          sessionId: upstream.sessionId,
-          protocolVersion: upstream.protocolVersion,
-        });
-        if (!messages) return;
-        for await (const message of messages) {
-          const relayed = opts.tasks.statusFor(session, route.assignmentGuid, message);
-          if (relayed) deliver(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(relayed, credential.secrets)));
-        }
-      } catch (err) {
-        if (!abort.signal.aborted)
+      // A stream that ends (a proxy cutting an idle stream, the upstream restarting) is opened again while the
+      // session lives upstream; its return is announced as list changes (what it said meanwhile is lost).
+      for (let failures = 0, attempt = 0; !abort.signal.aborted; attempt++) {
+        try {
+          const credential = await opts.catalogs.credential(route);
+          const messages = await openUpstreamStream({
+            ...followingRequest(opts.fetch, route, credential, abort.signal),
+            sessionId: upstream.sessionId,
+            protocolVersion: upstream.protocolVersion,
+          });
+          // No stream to follow (405), or the upstream forgot the session (404): nothing more to hear from it.
+          if (!messages) return;
+          if (attempt > 0) for (const { method } of listsOf(route)) deliver({ jsonrpc: '2.0', method } as JSONRPCMessage);
+          for await (const message of messages) {
+            failures = 0;
+            const relayed = opts.tasks.statusFor(session, route.assignmentGuid, message);
+            if (relayed) deliver(fromUpstream(route.assignmentGuid, withoutEchoedSecrets(relayed, credential.secrets)));
+          }
+        } catch (err) {
+          if (abort.signal.aborted) return;
           opts.services.logger.debug(
             { inboundServerGuid: route.serverGuid, err: err instanceof Error ? err.message : String(err) },
             'an upstream event stream ended',
           );
+        }
+        await sleep(relistenDelay(failures++), undefined, { signal: abort.signal }).catch(() => undefined);
       }
     })();
   }

@@ -18,7 +18,7 @@ const ALL_LISTS: SubscriptionFilter = Object.fromEntries(LIST_CHANGES.map((c) =>
 const RELISTEN_MIN_MS = 1_000;
 const RELISTEN_MAX_MS = 30_000;
 /** The wait before opening a listen again after `failures` ends since the upstream last answered one. */
-const relistenDelay = (failures: number): number => Math.min(RELISTEN_MAX_MS, RELISTEN_MIN_MS * 2 ** failures);
+export const relistenDelay = (failures: number): number => Math.min(RELISTEN_MAX_MS, RELISTEN_MIN_MS * 2 ** failures);
 
 export interface UpstreamListsDeps {
   services: Services;
@@ -134,7 +134,7 @@ async function followOne(
 }
 
 /** The lists an upstream offers (every list while its features are unknown). */
-const listsOf = (route: Route) => LIST_CHANGES.filter((c) => !route.features || route.features.capabilities[c.list] !== undefined);
+export const listsOf = (route: Route) => LIST_CHANGES.filter((c) => !route.features || route.features.capabilities[c.list] !== undefined);
 
 /** The list changes an upstream says it announces (`listChanged` in the capabilities learned at validation), as a listen filter asks for them. */
 export function offeredListChanges(route: Route): SubscriptionFilter {

@@ -138,7 +138,11 @@ export async function startSessionServer() {
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
-      if (req.method === 'GET') seen.gets++;
+      if (req.method === 'GET') {
+        seen.gets++;
+        getStreams.add(res);
+        res.on('close', () => getStreams.delete(res));
+      }
       if (req.method === 'DELETE') seen.deletes++;
       const id = req.headers['mcp-session-id'];
       const known = typeof id === 'string' ? transports.get(id) : undefined;
@@ -167,12 +171,17 @@ export async function startSessionServer() {
     }
   });
   const transports = new Map<string, StreamableHTTPServerTransport>();
+  const getStreams = new Set<http.ServerResponse>();
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(httpServer.address() as net.AddressInfo).port}/mcp`,
     seen,
     changeTools: () => {
       for (const server of sessions.values()) server.sendToolListChanged();
+    },
+    /** Cuts every open session stream (GET), as a proxy cuts an idle one; the sessions stay. */
+    cutStreams: () => {
+      for (const res of getStreams) res.destroy();
     },
     close: async () => {
       for (const server of sessions.values()) await server.close().catch(() => undefined);
