@@ -313,6 +313,17 @@ describe('a session its host ended', () => {
     expect([negotiated.status, negotiated.body.result?.protocolVersion]).toEqual([200, '2025-11-25']);
   });
 
+  it('answers what revision 2026-07-28 does not have (GET, DELETE, a batch) as its SDK does, never "unsupported revision"', async () => {
+    const modern = { authorization: `Bearer ${token}`, 'mcp-protocol-version': '2026-07-28' };
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(gatewayUrl, { method, headers: { ...modern, accept: 'text/event-stream' } });
+      const body = (await res.json()) as { error: { code: number; message: string } };
+      expect([method, res.status, res.headers.get('allow'), body.error]).toEqual([method, 405, 'POST', { code: -32000, message: 'Method not allowed.' }]);
+    }
+    const batch = await post([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }], { 'mcp-protocol-version': '2026-07-28' });
+    expect([batch.status, batch.body.error]).toEqual([400, { code: -32600, message: 'Bad Request: JSON-RPC batches are not supported by this endpoint' }]);
+  });
+
   it('is a 404 for every method after DELETE, and the end is stored for the other replicas', async () => {
     const sessionId = await initialize();
     expect((await listWith(sessionId)).status).toBe(200);

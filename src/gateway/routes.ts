@@ -108,6 +108,12 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     caller: GatewayCaller,
   ): Promise<{ session: GatewaySession | null; id: string | null } | null> => {
     const version = request.headers['mcp-protocol-version'];
+    // What revision 2026-07-28 does not have (a stream by GET, DELETE, a batch) is answered as its SDK answers it.
+    if (version === MODERN_REVISION) {
+      if (request.method !== 'POST') await reply.code(405).header('allow', 'POST').send(rpcError(ERRORS.upstream, 'Method not allowed.'));
+      else await reply.code(400).send(rpcError(ERRORS.invalidRequest, 'Bad Request: JSON-RPC batches are not supported by this endpoint'));
+      return null;
+    }
     // A 2025 request after initialize may name its revision; one the gateway does not speak is refused, as the revision
     // asks (400) and in the 1.x SDK's words and code.
     if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
