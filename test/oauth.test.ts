@@ -215,6 +215,9 @@ describe.each(SURFACES)('OAuth servers on %s', (surface) => {
     const row = await validated(t, res.body.guid);
     expect(row.authentication_status).toBe('unsupported');
     expect(row.status_reason).toMatch(/refresh/);
+    // The authorization server's own error, not "[object Response]" (a Response of another class was not read).
+    expect(row.status_reason).toMatch(/unknown refresh token/);
+    expect(row.status_reason).not.toContain('[object Response]');
     const codes = alerts.filter((a) => a.relatedResourceIds?.includes(res.body.guid)).map((a) => a.code);
     expect(codes).toEqual(['oauth_refresh_failed', 'server_validation_failed']);
   });

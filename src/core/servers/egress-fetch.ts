@@ -71,12 +71,25 @@ function dispatcherFor(egress: EgressPolicy, field: string): Agent {
  * as an IP address, which is never looked up, is judged before each hop. A refusal
  * is the validation_failed error naming `field`.
  */
+/** Statuses whose response has no body (the Response constructor refuses one). */
+const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * undici's Response as the platform's: the MCP SDK reads an OAuth error body only from
+ * an `instanceof Response` (another class it stringified, "[object Response]", losing
+ * the authorization server's error and status). The body stream is handed over, not read.
+ */
+function asGlobalResponse(res: Awaited<ReturnType<typeof undiciFetch>>): Response {
+  const body = NULL_BODY_STATUSES.has(res.status) ? null : (res.body as ReadableStream<Uint8Array> | null);
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: [...res.headers] });
+}
+
 export function egressFetch(egress: EgressPolicy, field = 'url'): typeof fetch {
   const dispatcher = dispatcherFor(egress, field);
   const send = async (url: URL, init: RequestInit): Promise<Response> => {
     egress.target(field, url.href);
     try {
-      return (await undiciFetch(url, { ...(init as UndiciRequestInit), dispatcher })) as unknown as Response;
+      return asGlobalResponse(await undiciFetch(url, { ...(init as UndiciRequestInit), dispatcher }));
     } catch (err) {
       // undici reports a failed connect as "fetch failed" with the connector's error as the cause: a refusal stays the error naming the field.
       const cause = (err as { cause?: unknown } | null)?.cause;
