@@ -3,6 +3,7 @@ import { freshTokenSet } from '../src/core/servers/oauth-refresh.js';
 import type { OAuthTokenSet } from '../src/core/servers/credentials.js';
 import { assertNeverLeaked, closeClients, invoke, newWorkspace, SURFACES, startTestApp, type TestApp } from './helpers/harness.js';
 import { newMember } from './helpers/members.js';
+import { gatewayClient, listenLoopback } from './helpers/gateway.js';
 import { captureAlerts, validated } from './helpers/servers.js';
 import { startHeaderServer, startOAuthServer, type HeaderUpstream, type OAuthUpstream } from './helpers/upstreams.js';
 import type { NewAlert } from '../src/core/alerts.js';
@@ -291,6 +292,43 @@ describe('the callback and the refresh function', () => {
     expect(a.accessToken).toBe(b.accessToken);
     expect(a.accessToken).not.toBe(tokens.access_token);
     expect((await issuedTokenSet(identity.guid)).accessToken).toBe(a.accessToken);
+  });
+
+  it('a gateway whose server cannot refresh its token says so to the host, not that the server could not be reached', async () => {
+    const { clientId, tokens } = await upstream.provider.issueDirect(-60);
+    const badRefresh = `rt-bogus-gw-${Date.now()}`;
+    secrets.push(tokens.access_token, badRefresh);
+    const created = await invoke(t, 'rest', ws.token, 'create_inbound_server', {
+      name: 'oauth-gw-refresh',
+      url: upstream.url,
+      authType: 'oauth',
+      oauthAccessToken: tokens.access_token,
+      oauthRefreshToken: badRefresh,
+      oauthExpiresAt: Date.now() - 60_000,
+      oauthTokenEndpoint: upstream.tokenEndpoint,
+      oauthClientId: clientId,
+    });
+    await validated(t, created.body.guid);
+    const [identity] = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: created.body.guid })).body.items;
+    const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Refreshing' });
+    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
+      gatewayGuid: gw.body.guid,
+      inboundServerGuid: created.body.guid,
+      identityScheme: 'sharedIdentity',
+      sharedIdentityGuid: identity.guid,
+    });
+    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+    const host = await gatewayClient(issued.body.url.replace(t.config.publicBaseUrl, await listenLoopback(t)), issued.body.token);
+    try {
+      const listed = await host.listTools().then(
+        () => expect.unreachable('a list with no server that could be listed'),
+        (err: Error) => err.message,
+      );
+      expect(listed).toMatch(/oauth-gw-refresh: .*could not be refreshed: unknown refresh token/);
+      expect(listed).not.toContain('could not reach');
+    } finally {
+      await host.close();
+    }
   });
 
   it('never logged, answered or alerted a token', () => {

@@ -228,7 +228,8 @@ export class Upstreams {
         ? `the upstream refused the gateway's credentials (HTTP ${err.status})`
         : `the upstream answered HTTP ${err.status}`;
     if (err instanceof ResponseTooLargeError) return `the answer exceeded the limit of ${err.limit} bytes`;
-    if (err instanceof AppError) return err.message;
+    // A failure before any exchange (the credential could not be refreshed) says what it was, not that the host was away.
+    if (err instanceof AppError || err instanceof GatewayCallError) return err.message;
     const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
     if (e?.name === 'TimeoutError') return `no answer within ${this.services.config.gateway.upstreamTimeoutMs} ms`;
     if (e?.name === 'AbortError') return 'the request was cancelled';
