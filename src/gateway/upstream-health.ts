@@ -92,7 +92,7 @@ export class UpstreamHealth {
           subject: auth ? "Server {serverName} refused the gateway's credentials" : 'Calls to server {serverName} keep failing',
           message: auth
             ? 'The upstream {serverUrl} answered HTTP {status} to {method} through gateway {gatewayName}: {reason}'
-            : 'Calls to {serverUrl} through gateway {gatewayName} keep failing; last error: {reason}',
+            : '{failures} of the last {calls} calls to {serverUrl} through gateway {gatewayName} failed within {windowSeconds} s; last error: {reason}',
           values: {
             serverName: route.serverName,
             serverUrl: route.url,
@@ -100,6 +100,7 @@ export class UpstreamHealth {
             method: failure.method,
             gatewayName: caller.gatewayName,
             reason,
+            ...(rate ? Object.fromEntries(Object.entries(rate).map(([k, v]) => [k, String(v)])) : {}),
           },
         },
         debugContext: redactDeep(
