@@ -246,10 +246,13 @@ describe('get_usage_report exactness', () => {
       { fromMs: START + SPAN + DAY, toMs: START + SPAN + 2 * DAY },
       { fromMs: 0, toMs: START - 1 },
     ]) {
-      const body = await report({ ...w, groupBy: ['tool_name'], interval: 'hour' });
-      expect(body.items).toEqual([]);
-      expect(body.totals).toEqual({ calls: 0, errors: 0, p50Ms: 0, p95Ms: 0, p99Ms: 0, requestBytes: 0, responseBytes: 0 });
-      expect(body.nextSkip).toBeNull();
+      // With keys and buckets, and without either (one group: it was an item of zeros).
+      for (const shape of [{ groupBy: ['tool_name'], interval: 'hour' }, {}]) {
+        const body = await report({ ...w, ...shape });
+        expect(body.items, JSON.stringify(shape)).toEqual([]);
+        expect(body.totals).toEqual({ calls: 0, errors: 0, p50Ms: 0, p95Ms: 0, p99Ms: 0, requestBytes: 0, responseBytes: 0 });
+        expect(body.nextSkip).toBeNull();
+      }
     }
   });
 

@@ -264,7 +264,8 @@ export async function usageReport(
     ofPage ??
     (groupCols.length ? undefined : rows[0]) ??
     (await queryScoped(store, organizationGuid, scoped('usage_report.totals', `SELECT ${TOTAL_MEASURES} FROM (${groups})`, Measures)))[0];
-  const pageRows = rows.slice(0, q.take);
+  // Without keys or buckets the one row is there even when nothing was selected: no calls, no item (as a bucket without calls has none).
+  const pageRows = rows.slice(0, q.take).filter((r) => groupCols.length > 0 || Number(r.calls_total) > 0);
   const bucketName = bucketNames();
   const items = pageRows.map((r) => {
     const item: Partial<Record<UsageGroupKey, string | null>> & { bucket?: string } = {};
