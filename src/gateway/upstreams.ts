@@ -192,6 +192,14 @@ export class Upstreams {
       });
     const status = err instanceof UpstreamHttpError ? err.status : undefined;
     if (status === 401 || status === 403) this.catalogs.forgetCredential(route);
+    // The upstream refused this request as malformed: the host's doing, not the upstream failing (no alert), in its words.
+    if (err instanceof UpstreamHttpError && REFUSED_REQUEST.has(err.status)) {
+      const said = redactSecretValues(jsonRpcErrorMessage(err.body) ?? `HTTP ${err.status}`, ctx.record.secrets);
+      return new GatewayCallError(ERRORS.invalidRequest, `Server ${route.slug} refused the request: ${said}`, {
+        inboundServerGuid: route.serverGuid,
+        upstreamStatus: err.status,
+      });
+    }
     const reason = this.describe(route, err);
     this.health.failed(ctx.caller, route, {
       status,
@@ -235,6 +243,19 @@ export class Upstreams {
     if (e?.name === 'AbortError') return 'the request was cancelled';
     const cause = e?.cause?.code ?? e?.cause?.message;
     return `could not reach ${new URL(route.url).host}${cause ? ` (${cause})` : ''}`;
+  }
+}
+
+/** HTTP statuses by which an upstream refuses the request itself (malformed, too large, of a type it does not take). */
+const REFUSED_REQUEST: ReadonlySet<number> = new Set([400, 413, 415, 422]);
+
+/** The message of a JSON-RPC error in an upstream's body, if it is one (cut to 300 characters). */
+function jsonRpcErrorMessage(body: string): string | null {
+  try {
+    const message = (JSON.parse(body) as { error?: { message?: unknown } }).error?.message;
+    return typeof message === 'string' && message !== '' ? message.slice(0, 300) : null;
+  } catch {
+    return null;
   }
 }
 

@@ -9,11 +9,31 @@ export const isPlainObject = (value: unknown): value is Record<string, unknown> 
 /** The syslog severities MCP's logging uses (RFC 5424). */
 const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
-/** Requests of the 2025 revisions that 2026-07-28 dropped (listen streams replace subscriptions; the envelope carries the log level). */
-const GONE_IN_2026 = new Set(['logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
+/** Requests of the 2025 revisions that 2026-07-28 dropped (server/discover and the envelope replace initialize; listen streams replace subscriptions; the envelope carries the log level). */
+const GONE_IN_2026 = new Set(['initialize', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
 
 /** What each named request needs of its params, said in words: null when they will do. */
 const RULES: Record<string, (p: Params) => string | null> = {
+  initialize: (p) => {
+    if (typeof p.protocolVersion !== 'string' || p.protocolVersion === '')
+      return 'initialize needs params.protocolVersion: the revision the client speaks, such as 2025-11-25.';
+    if (!isPlainObject(p.capabilities)) return `initialize params.capabilities must be an object of the client's capabilities, not ${kindOf(p.capabilities)}.`;
+    const info = p.clientInfo;
+    if (!isPlainObject(info) || typeof info.name !== 'string' || typeof info.version !== 'string')
+      return 'initialize needs params.clientInfo: an object with the client name and version (strings).';
+    return null;
+  },
+  'completion/complete': (p) => {
+    const ref = p.ref;
+    const refOk =
+      isPlainObject(ref) && ((ref.type === 'ref/prompt' && typeof ref.name === 'string') || (ref.type === 'ref/resource' && typeof ref.uri === 'string'));
+    if (!refOk) return 'completion/complete needs params.ref: {type: "ref/prompt", name} or {type: "ref/resource", uri}.';
+    const arg = p.argument;
+    if (!isPlainObject(arg) || typeof arg.name !== 'string' || typeof arg.value !== 'string')
+      return 'completion/complete needs params.argument: an object with the argument name and the value typed so far (strings).';
+    if (p.context !== undefined && !isPlainObject(p.context)) return `completion/complete params.context must be an object, not ${kindOf(p.context)}.`;
+    return null;
+  },
   'tools/call': (p) => {
     if (typeof p.name !== 'string' || p.name === '') return 'tools/call needs params.name: the name of a tool from tools/list.';
     if (p.arguments !== undefined && !isPlainObject(p.arguments))
@@ -35,6 +55,16 @@ const RULES: Record<string, (p: Params) => string | null> = {
   'resources/unsubscribe': (p) => uriRule('resources/unsubscribe', p),
 };
 
+/** What every request's `_meta` must be: an object, its progress token a string or a number (an upstream's schema refuses the request whole). */
+function metaProblem(meta: unknown): string | null {
+  if (meta === undefined) return null;
+  if (!isPlainObject(meta)) return `params._meta must be an object, not ${kindOf(meta)}.`;
+  const token = meta.progressToken;
+  if (token !== undefined && typeof token !== 'string' && !(typeof token === 'number' && Number.isInteger(token)))
+    return `params._meta.progressToken must be a string or an integer, not ${kindOf(token)}.`;
+  return null;
+}
+
 function uriRule(method: string, p: Params): string | null {
   return typeof p.uri === 'string' && p.uri !== '' ? null : `${method} needs params.uri: the URI of a resource from resources/list.`;
 }
@@ -55,7 +85,11 @@ export function malformedRequestParams(
   // Methods revision 2026-07-28 no longer has are its handler's to refuse (HTTP 404, -32601), whatever their params.
   if (revision === '2026-07-28' && GONE_IN_2026.has(m.method)) return null;
   const rule = Object.hasOwn(RULES, m.method) ? RULES[m.method]! : null;
-  if (!rule) return null;
-  const problem = isPlainObject(m.params ?? {}) ? rule((m.params ?? {}) as Params) : `${m.method} params must be an object, not ${kindOf(m.params)}.`;
+  const params = m.params ?? {};
+  const problem = !isPlainObject(params)
+    ? rule
+      ? `${m.method} params must be an object, not ${kindOf(m.params)}.`
+      : null
+    : (metaProblem(params._meta) ?? (rule ? rule(params) : null));
   return problem ? { jsonrpc: '2.0', id: m.id, error: { code: ProtocolErrorCode.InvalidParams, message: problem } } : null;
 }

@@ -144,6 +144,28 @@ export async function startToolServer(label: string): Promise<Upstream> {
   return { url: `http://127.0.0.1:${port}/mcp`, close: () => closeServer(httpServer) };
 }
 
+/**
+ * A 2025 server (1.x SDK, stateless) in front of which the HTTP layer refuses a call of
+ * its `picky` tool as malformed: HTTP 400 with a JSON-RPC error, as a stricter server
+ * refuses params it cannot take. Its other tools answer.
+ */
+export async function startPickyServer(): Promise<Upstream> {
+  const httpServer = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString()) as { id?: unknown; method?: string; params?: { name?: string } }) : undefined;
+    if (body?.method === 'tools/call' && body.params?.name === 'picky') {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ jsonrpc: '2.0', id: body.id ?? null, error: { code: -32602, message: 'picky refuses these params' } }));
+    }
+    const server = buildToolServer('picky');
+    server.registerTool('picky', { description: 'Refused by the HTTP layer' }, async () => ({ content: [{ type: 'text', text: 'never' }] }));
+    serveStateless(server, req, res, body).catch(() => res.destroy());
+  });
+  const port = await listen(httpServer);
+  return { url: `http://127.0.0.1:${port}/mcp`, close: () => closeServer(httpServer) };
+}
+
 /** A server that accepts connections and never answers: for validation timeouts. */
 export async function startSilentServer(): Promise<Upstream> {
   const sockets = new Set<net.Socket>();
