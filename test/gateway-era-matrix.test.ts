@@ -342,3 +342,24 @@ describe('a 2026-07-28 host using a 2025 upstream that asks outside the call’s
     }
   }, 30_000);
 });
+
+describe('under when-needed naming', () => {
+  // server-everything lists get-roots-list only to a host that declares roots: the name the host is shown routes.
+  it('calls by its plain name a tool the upstream offers only to hosts that declare roots, for both revisions', async () => {
+    const [gateway] = (await invoke(g.t, 'rest', g.ws.token, 'list_gateways')).body.items;
+    expect((await invoke(g.t, 'rest', g.ws.token, 'set_gateway_tool_naming', { gatewayGuid: gateway.guid, mode: 'when-needed' })).status).toBe(200);
+    try {
+      for (const make of [host2025, host2026]) {
+        const host = await make(g);
+        try {
+          expect(await host.listTools()).toContain('get-roots-list');
+          expect(textOf(await host.callTool('get-roots-list', {}))).toContain(ROOTS[0]!.uri);
+        } finally {
+          await host.close();
+        }
+      }
+    } finally {
+      await invoke(g.t, 'rest', g.ws.token, 'set_gateway_tool_naming', { gatewayGuid: gateway.guid, mode: 'prefixed' });
+    }
+  }, 60_000);
+});

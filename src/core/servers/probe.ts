@@ -109,9 +109,16 @@ export async function probeUpstream(url: URL, opts: ProbeOptions): Promise<Serve
   }
 }
 
+/** What the probe declares it can do (its answers are empty: it asks the server's lists, nothing more). */
+const PROBE_CAPABILITIES = { roots: { listChanged: true }, sampling: {}, elicitation: { form: {}, url: {} } };
+
 async function connect(transport: Transport, opts: ProbeOptions): Promise<Client> {
   // The newest revision both sides speak: server/discover first (2026-07-28), the 2025 initialize when the server does not know it.
-  const client = new Client(CLIENT_INFO, { capabilities: {}, versionNegotiation: { mode: 'auto' } });
+  // Every host capability a server may gate tools on: the lists learned here are what a host may be shown, and the
+  // gateway resolves a plain (when-needed) name by them (server-everything lists get-roots-list only to hosts with roots).
+  const client = new Client(CLIENT_INFO, { capabilities: PROBE_CAPABILITIES, versionNegotiation: { mode: 'auto' } });
+  // A server may ask for the roots as soon as it knows of them: the probe has none.
+  client.setRequestHandler('roots/list', () => ({ roots: [] }));
   try {
     await client.connect(transport, { signal: opts.signal, timeout: opts.timeoutMs });
     return client;
