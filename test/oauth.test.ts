@@ -15,6 +15,9 @@ let other: CreatedWorkspace;
 let upstream: OAuthUpstream;
 let plain: HeaderUpstream;
 let alerts: NewAlert[];
+let base: string | undefined;
+/** The app on a real loopback port (gateway hosts stream), opened once. */
+const loopback = async () => (base ??= await listenLoopback(t));
 const responses: unknown[] = [];
 /** Every token and secret the tests handed out or the upstream issued. */
 const secrets: string[] = [];
@@ -318,7 +321,7 @@ describe('the callback and the refresh function', () => {
       sharedIdentityGuid: identity.guid,
     });
     const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-    const host = await gatewayClient(issued.body.url.replace(t.config.publicBaseUrl, await listenLoopback(t)), issued.body.token);
+    const host = await gatewayClient(issued.body.url.replace(t.config.publicBaseUrl, await loopback()), issued.body.token);
     try {
       const listed = await host.listTools().then(
         () => expect.unreachable('a list with no server that could be listed'),
@@ -326,6 +329,47 @@ describe('the callback and the refresh function', () => {
       );
       expect(listed).toMatch(/oauth-gw-refresh: .*could not be refreshed: unknown refresh token/);
       expect(listed).not.toContain('could not reach');
+    } finally {
+      await host.close();
+    }
+  });
+
+  it('refreshes a token the upstream refuses though its expiry was not known: at validation, and for the gateway after a revocation', async () => {
+    // Dead already, and nobody said when it would be: validation is refused once, refreshes, and asks again.
+    const { clientId, tokens } = await upstream.provider.issueDirect(-60);
+    secrets.push(tokens.access_token, tokens.refresh_token!);
+    const before = upstream.provider.refreshCount;
+    const created = await invoke(t, 'rest', ws.token, 'create_inbound_server', {
+      name: 'oauth-no-expiry',
+      url: upstream.url,
+      authType: 'oauth',
+      oauthAccessToken: tokens.access_token,
+      oauthRefreshToken: tokens.refresh_token,
+      oauthTokenEndpoint: upstream.tokenEndpoint,
+      oauthClientId: clientId,
+    });
+    const row = await validated(t, created.body.guid);
+    expect(row.authentication_status, row.status_reason ?? '').toBe('authenticated');
+    expect(upstream.provider.refreshCount).toBe(before + 1);
+
+    // Through a gateway: the authorization server ends every token early; the refused call makes the next one refresh.
+    const [identity] = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: created.body.guid })).body.items;
+    const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Revoked' });
+    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
+      gatewayGuid: gw.body.guid,
+      inboundServerGuid: created.body.guid,
+      identityScheme: 'sharedIdentity',
+      sharedIdentityGuid: identity.guid,
+    });
+    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+    const host = await gatewayClient(issued.body.url.replace(t.config.publicBaseUrl, await loopback()), issued.body.token);
+    try {
+      const tool = (await host.listTools()).tools[0]!.name;
+      upstream.provider.revokeAccessTokens();
+      await expect(host.callTool({ name: tool, arguments: {} })).rejects.toThrow(/refused the gateway's credentials \(HTTP 401\)/);
+      const refreshed = upstream.provider.refreshCount;
+      expect((await host.callTool({ name: tool, arguments: {} })).isError).toBeFalsy();
+      expect(upstream.provider.refreshCount).toBe(refreshed + 1);
     } finally {
       await host.close();
     }

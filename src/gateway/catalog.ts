@@ -45,6 +45,9 @@ export interface RouteCredential {
   headerNames: string[];
 }
 
+/** An OAuth identity's token is refreshed because an upstream refused it at most this often. */
+const FORCED_REFRESH_INTERVAL_MS = 60_000;
+
 /**
  * The routing table of each connection, read once per cache TTL (two queries) and
  * dropped at once by a configuration change in this process. Slugs come from
@@ -55,6 +58,9 @@ export class Catalogs {
   private readonly cache: TtlCache<Catalog>;
   private readonly loads = new SingleFlight<Catalog>();
   private readonly credentials: TtlCache<RouteCredential>;
+  /** OAuth identities whose next credential is a refreshed token (the upstream refused the last), and when each was last so marked. */
+  private readonly refreshNext = new Set<string>();
+  private readonly lastForcedRefresh = new Map<string, number>();
 
   /** Stops listening for configuration changes. */
   readonly close: () => void;
@@ -94,7 +100,7 @@ export class Catalogs {
   private async loadCredential(identity: NonNullable<Route['identity']>): Promise<RouteCredential> {
     let credential: RouteCredential;
     if (identity.kind === 'oauth') {
-      const set: OAuthTokenSet = await freshTokenSet(this.services, identity);
+      const set: OAuthTokenSet = await freshTokenSet(this.services, identity, { force: this.refreshNext.delete(identity.guid) });
       credential = {
         headers: { authorization: `Bearer ${set.accessToken}` },
         secrets: [set.accessToken, set.refreshToken ?? '', set.clientSecret ?? ''].filter(Boolean),
@@ -110,9 +116,21 @@ export class Catalogs {
     return credential;
   }
 
-  /** Forgets a route's cached credential (after the upstream refused it). */
+  /**
+   * Forgets a route's cached credential after the upstream refused it. An OAuth token is
+   * refreshed for the next call (its expiry may not be known, or the upstream may have
+   * revoked it early), at most once a minute per identity: an upstream that refuses
+   * every token does not make each call a refresh.
+   */
   forgetCredential(route: Route): void {
-    if (route.identity) this.credentials.delete(route.identity.guid);
+    const identity = route.identity;
+    if (!identity) return;
+    this.credentials.delete(identity.guid);
+    if (identity.kind !== 'oauth') return;
+    const now = Date.now();
+    if (now - (this.lastForcedRefresh.get(identity.guid) ?? 0) < FORCED_REFRESH_INTERVAL_MS) return;
+    this.lastForcedRefresh.set(identity.guid, now);
+    this.refreshNext.add(identity.guid);
   }
 
   private async load(caller: GatewayCaller): Promise<Catalog> {

@@ -240,6 +240,11 @@ export class RefreshingAuthProvider extends DemoInMemoryAuthProvider {
     return { token, clientId: data.clientId, scopes: [], expiresAt: Math.floor(data.expiresAt / 1000), ...(data.resource ? { resource: data.resource } : {}) };
   }
 
+  /** Ends every access token now, as an authorization server revoking them before their time. */
+  revokeAccessTokens(): void {
+    this.accessTokens.clear();
+  }
+
   /** Registers a public client for `redirectUri`, as an administrator registering the service by hand would. */
   async registerPublicClient(redirectUri: string): Promise<string> {
     const clientId = `client-${randomUUID()}`;

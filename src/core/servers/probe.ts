@@ -35,8 +35,10 @@ const CLIENT_INFO = { name: 'svc-gateway-validator', version: '1.0.0' };
 const MAX_PAGES = 20;
 
 const httpStatusOf = (err: unknown): number | undefined => {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && code >= 100 && code < 600 ? code : undefined;
+  // The SDK's HTTP errors carry the status (SdkHttpError.status, as the version probe throws them); older ones put it in `code`.
+  const e = err as { code?: unknown; status?: unknown } | null;
+  for (const value of [e?.status, e?.code]) if (typeof value === 'number' && value >= 100 && value < 600) return value;
+  return undefined;
 };
 
 /**

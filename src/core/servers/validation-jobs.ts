@@ -5,7 +5,7 @@ import { secretStringsOf, type HeadersSecret, type OAuthTokenSet } from './crede
 import { egressFetch } from './egress-fetch.js';
 import { redactSecretValues } from '../redaction.js';
 import { freshTokenSet } from './oauth-refresh.js';
-import { probeUpstream } from './probe.js';
+import { ProbeError, probeUpstream } from './probe.js';
 
 /** How many due validations one poll picks up; the rest wait for the next poll. */
 const POLL_BATCH = 20;
@@ -110,19 +110,29 @@ export class ServerValidationJobs implements ServerValidation {
     try {
       identity = await this.identityFor(server);
       const headers: Record<string, string> = {};
+      let oauth: Identity | undefined;
       if (server.authentication_type !== 'none') {
         if (!identity) throw new Error('no enabled identity to authenticate with');
         if (identity.kind === 'oauth') {
           const set: OAuthTokenSet = await freshTokenSet(this.services, identity);
           secrets = secretStringsOf(set);
           headers.authorization = `Bearer ${set.accessToken}`;
+          if (set.refreshToken) oauth = identity;
         } else {
           const map = (await this.services.secrets.get<HeadersSecret>(db, server.organization_guid, identity.secret_guid ?? '')) ?? {};
           secrets = secretStringsOf(map);
           Object.assign(headers, map);
         }
       }
-      const features = await probeUpstream(new URL(server.url), { headers, fetch: egressFetch(this.services.egress, 'url'), signal, timeoutMs });
+      const probe = () => probeUpstream(new URL(server.url), { headers, fetch: egressFetch(this.services.egress, 'url'), signal, timeoutMs });
+      const features = await probe().catch(async (err: unknown) => {
+        // A token refused though its expiry was not known (or not yet reached): refreshed once, then asked again.
+        if (!oauth || !(err instanceof ProbeError) || (err.status !== 401 && err.status !== 403)) throw err;
+        const set: OAuthTokenSet = await freshTokenSet(this.services, oauth, { force: true });
+        secrets = [...secrets, ...secretStringsOf(set)];
+        headers.authorization = `Bearer ${set.accessToken}`;
+        return probe();
+      });
       await db
         .updateTable('inbound_servers')
         .set({
