@@ -343,6 +343,33 @@ describe('a 2026-07-28 host using a 2025 upstream that asks outside the call’s
   }, 30_000);
 });
 
+describe("the gateway's instructions", () => {
+  it('are the same for a 2025 host (initialize) and a 2026-07-28 host (server/discover), and say how the naming mode names', async () => {
+    const [gateway] = (await invoke(g.t, 'rest', g.ws.token, 'list_gateways')).body.items;
+    const instructionsOf = async () => {
+      const old = await gatewayClient(g.url, g.token);
+      const modern = new Client2026({ name: 'instructions', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      await modern.connect(new Transport2026(new URL(g.url), { requestInit: { headers: { authorization: `Bearer ${g.token}` } } }));
+      try {
+        return [old.getInstructions(), modern.getInstructions()];
+      } finally {
+        await Promise.all([old.close(), modern.close()]);
+      }
+    };
+    const [prefixed2025, prefixed2026] = await instructionsOf();
+    expect(prefixed2025).toMatch(/^Tools, prompts and resources of several servers, each named <server>__<name>\.\n\n## everything\n\S/);
+    expect(prefixed2026).toBe(prefixed2025);
+    await invoke(g.t, 'rest', g.ws.token, 'set_gateway_tool_naming', { gatewayGuid: gateway.guid, mode: 'when-needed' });
+    try {
+      const [plain2025, plain2026] = await instructionsOf();
+      expect(plain2025).toMatch(/^Tools, prompts and resources of several servers, named as each server names them, or <server>__<name> where two/);
+      expect(plain2026).toBe(plain2025);
+    } finally {
+      await invoke(g.t, 'rest', g.ws.token, 'set_gateway_tool_naming', { gatewayGuid: gateway.guid, mode: 'prefixed' });
+    }
+  }, 60_000);
+});
+
 describe('under when-needed naming', () => {
   // server-everything lists get-roots-list only to a host that declares roots: the name the host is shown routes.
   it('calls by its plain name a tool the upstream offers only to hosts that declare roots, for both revisions', async () => {

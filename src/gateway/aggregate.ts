@@ -57,6 +57,22 @@ export function nameItems(naming: ToolNamingMode, perRoute: readonly ExposedItem
 }
 
 /**
+ * The gateway's instructions to a host: what each server says of itself, under its
+ * slug, after a line on how the gateway names things (the naming mode's rule). Null
+ * when no server says anything. The same for a 2025 host's initialize and a
+ * 2026-07-28 host's server/discover.
+ */
+export function gatewayInstructions(naming: ToolNamingMode, texts: readonly { slug: string; text: string | null | undefined }[]): string | null {
+  const parts = texts.filter((t) => typeof t.text === 'string' && t.text !== '').map((t) => `## ${t.slug}\n${t.text}`);
+  if (parts.length === 0) return null;
+  const names =
+    naming === 'prefixed'
+      ? 'Tools, prompts and resources of several servers, each named <server>__<name>.'
+      : 'Tools, prompts and resources of several servers, named as each server names them, or <server>__<name> where two servers share a name.';
+  return `${names}\n\n${parts.join('\n\n')}`;
+}
+
+/**
  * What an exposed name names: a route and the upstream's own name; a refusal in words
  * (with the route and upstream name when the refusal is that route's curation, for the
  * call log); or no route (`slug`: the prefix it had, if any).

@@ -23,6 +23,7 @@ import { CACHEABLE_METHODS, encodeDirectError, encodeDirectResult, type DirectRe
 import { RequestStates } from './bridge-request-state.js';
 import type { HostIdentity } from './modern-upstream.js';
 import { modernCapabilities, TASK_METHODS } from './host-tasks.js';
+import { gatewayInstructions } from './aggregate.js';
 
 /** The methods a 2026-07-28 host may send through a gateway, each served by the same proxy as a 2025 host's. */
 const RELAYED_METHODS = [
@@ -105,7 +106,14 @@ export function createModernHostHandler(proxy: GatewayProxy, deps: { services: S
   const handler = createMcpHandler(
     (request) => {
       const host = request.authInfo?.extra?.modernHost as ModernHostRequest;
-      const server = new Server({ name: host.caller.gatewayName, version: GATEWAY_VERSION }, { capabilities: modernCapabilities(host.catalog) });
+      const instructions = gatewayInstructions(
+        host.catalog.naming,
+        host.catalog.routes.map((route) => ({ slug: route.slug, text: route.features?.instructions })),
+      );
+      const server = new Server(
+        { name: host.caller.gatewayName, version: GATEWAY_VERSION },
+        { capabilities: modernCapabilities(host.catalog), ...(instructions ? { instructions } : {}) },
+      );
       const serveRequest = (method: string, params: Record<string, unknown>, ctx: ServerContext) =>
         serve(host, {
           identity: identityOf(ctx.mcpReq.envelope, host.caller.gatewayName),

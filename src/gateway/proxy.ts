@@ -3,6 +3,7 @@ import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessa
 import type { Services } from '../core/services.js';
 import {
   exposeItems,
+  gatewayInstructions,
   LIST_CAPABILITY,
   LIST_KEY,
   MAX_LIST_PAGES,
@@ -177,20 +178,24 @@ export class GatewayProxy {
           }
         }),
     );
-    const instructions: string[] = [];
+    const said = new Map<string, string | null>();
     for (const { route, init } of opened) {
       if (!init) continue;
       const { instructions: text, ...upstream } = init;
       session.upstreams[route.assignmentGuid] = upstream;
-      if (text) instructions.push(`## ${route.slug}\n${text}`);
+      said.set(route.assignmentGuid, text);
     }
+    // A 2026-07-28 upstream has no initialize: what it said at validation.
+    const texts = ctx.catalog.routes.map((route) => ({
+      slug: route.slug,
+      text: route.features?.protocolVersion === MODERN_REVISION ? route.features.instructions : said.get(route.assignmentGuid),
+    }));
+    const instructions = gatewayInstructions(ctx.catalog.naming, texts);
     const result = {
       protocolVersion,
       capabilities: sessionCapabilities(ctx.catalog, protocolVersion),
       serverInfo: { name: ctx.caller.gatewayName, version: GATEWAY_VERSION },
-      ...(instructions.length
-        ? { instructions: `Tools, prompts and resources of several servers, each named <server>__<name>.\n\n${instructions.join('\n\n')}` }
-        : {}),
+      ...(instructions ? { instructions } : {}),
     };
     return { kind: 'answer', message: { jsonrpc: '2.0', id, result } as JSONRPCMessage, newSession: session };
   }

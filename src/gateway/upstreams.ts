@@ -236,8 +236,13 @@ export class Upstreams {
         ? `the upstream refused the gateway's credentials (HTTP ${err.status})`
         : `the upstream answered HTTP ${err.status}`;
     if (err instanceof ResponseTooLargeError) return `the answer exceeded the limit of ${err.limit} bytes`;
-    // A failure before any exchange (the credential could not be refreshed) says what it was, not that the host was away.
-    if (err instanceof AppError || err instanceof GatewayCallError) return err.message;
+    if (err instanceof AppError) return err.message;
+    // Already the host's error (a credential that could not be refreshed, an upstream's failure): its reason, without the server's name.
+    if (err instanceof GatewayCallError) {
+      for (const named of [`Server ${route.slug} failed: `, `Server ${route.slug}: `])
+        if (err.message.startsWith(named)) return err.message.slice(named.length);
+      return err.message;
+    }
     const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
     if (e?.name === 'TimeoutError') return `no answer within ${this.services.config.gateway.upstreamTimeoutMs} ms`;
     if (e?.name === 'AbortError') return 'the request was cancelled';
