@@ -224,6 +224,13 @@ describe.each(SURFACES)('OAuth servers on %s', (surface) => {
     expect(row.status_reason).not.toContain('[object Response]');
     const codes = alerts.filter((a) => a.relatedResourceIds?.includes(res.body.guid)).map((a) => a.code);
     expect(codes).toEqual(['oauth_refresh_failed', 'server_validation_failed']);
+    // Callers that keep asking (every gateway call) get the same refusal for a while: the endpoint is not asked, nor an alert raised, again.
+    const services = t.runtime.services;
+    const identity = await services.db.selectFrom('identities').selectAll().where('inbound_server_guid', '=', res.body.guid).executeTakeFirstOrThrow();
+    const asked = upstream.tokenRequests.length;
+    for (let i = 0; i < 3; i++) await expect(freshTokenSet(services, identity)).rejects.toThrow(/unknown refresh token/);
+    expect(upstream.tokenRequests.length).toBe(asked);
+    expect(alerts.filter((a) => a.relatedResourceIds?.includes(res.body.guid) && a.code === 'oauth_refresh_failed')).toHaveLength(1);
   });
 
   it('refuses what cannot work, naming the field', async () => {

@@ -16,6 +16,11 @@ export type OAuthRefreshServices = Pick<Services, 'db' | 'secrets' | 'egress' | 
 
 const inFlight = new Map<string, Promise<OAuthTokenSet>>();
 
+/** A refused refresh is not tried again with the same refresh token for this long (a storm of calls would each ask, and alert). */
+export const REFUSED_REFRESH_BACKOFF_MS = 60_000;
+/** Per identity, the last refusal: its refresh token, when, and the error every caller gets meanwhile. */
+const refusals = new Map<string, { refreshToken: string; at: number; error: OAuthRefreshError }>();
+
 /** True when the token set should be refreshed now (it can be, and it expires soon or has expired). */
 export const needsRefresh = (set: OAuthTokenSet, now = Date.now()): boolean =>
   Boolean(set.refreshToken) && typeof set.expiresAt === 'number' && set.expiresAt - REFRESH_MARGIN_MS <= now;
@@ -42,7 +47,21 @@ export async function freshTokenSet(
   if (!(opts.force ? Boolean(set.refreshToken) : needsRefresh(set))) return set;
   const running = inFlight.get(identity.guid);
   if (running) return running;
-  const refresh = refreshTokenSet(services, identity, set).finally(() => inFlight.delete(identity.guid));
+  // The same refresh token refused a moment ago: the same answer, without asking (or alerting) again; a new token set is tried at once.
+  const refusal = refusals.get(identity.guid);
+  if (refusal && refusal.refreshToken === set.refreshToken && Date.now() - refusal.at < REFUSED_REFRESH_BACKOFF_MS) throw refusal.error;
+  const refresh = refreshTokenSet(services, identity, set)
+    .then(
+      (next) => {
+        refusals.delete(identity.guid);
+        return next;
+      },
+      (err: unknown) => {
+        if (err instanceof OAuthRefreshError) refusals.set(identity.guid, { refreshToken: set.refreshToken!, at: Date.now(), error: err });
+        throw err;
+      },
+    )
+    .finally(() => inFlight.delete(identity.guid));
   inFlight.set(identity.guid, refresh);
   return refresh;
 }
