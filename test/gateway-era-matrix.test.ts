@@ -390,3 +390,29 @@ describe('under when-needed naming', () => {
     }
   }, 60_000);
 });
+
+describe('a trace context in _meta (SEP-414)', () => {
+  it('is continued when no traceparent header comes, and the upstream hears the gateway as the parent, in _meta as in its header', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const hostSpan = '00f067aa0ba902b7';
+    const host = await gatewayClient(g.url, g.token);
+    try {
+      await host.callTool({ name: 'everything__echo', arguments: { message: 'traced' }, _meta: { traceparent: `00-${traceId}-${hostSpan}-01` } });
+    } finally {
+      await host.close();
+    }
+    const sent = g.tap!.messages.filter((m) => m.method === 'tools/call' && (m.params?.arguments as { message?: string })?.message === 'traced');
+    expect(sent).toHaveLength(1);
+    const upstreamParent = String((sent[0]!.params!._meta as { traceparent: string }).traceparent);
+    const [, sentTrace, gatewaySpan] = upstreamParent.split('-');
+    expect(sentTrace).toBe(traceId);
+    expect(gatewaySpan).not.toBe(hostSpan);
+    await g.t.runtime.services.callLogs.flush();
+    const stored = await g.t.runtime.services.clickhouse.client.query({
+      query: "SELECT span_id, parent_span_id FROM call_logs WHERE trace_id = {traceId:String} AND type = 'tool_call'",
+      query_params: { traceId },
+      format: 'JSONEachRow',
+    });
+    expect(await stored.json()).toEqual([{ span_id: gatewaySpan, parent_span_id: hostSpan }]);
+  }, 30_000);
+});

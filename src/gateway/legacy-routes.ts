@@ -12,7 +12,7 @@ import { GATEWAY_ROUTE_OPTIONS } from './rate-limits.js';
 import { followHostEvents } from './event-stream.js';
 import { envelopeProblem } from './message-envelope.js';
 import { sseMessage } from './sse.js';
-import { traceContextFrom } from './trace-context.js';
+import { hostTraceContext } from './trace-context.js';
 import type { UpstreamFetch } from './upstream-client.js';
 
 /** An open legacy stream: where the answers to its POSTed messages go. */
@@ -102,7 +102,7 @@ export function registerLegacyGatewayRoutes(
       const invalid = envelopeProblem(body);
       if (invalid) return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, invalid));
       const message = body as JSONRPCMessage;
-      const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
+      const trace = hostTraceContext(header(request, 'traceparent'), header(request, 'tracestate'), request.body);
       const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
       const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, stream.session);
       const catalog = await deps.catalogs.forCaller(caller);

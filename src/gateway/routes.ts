@@ -16,7 +16,7 @@ import { sseMessage } from './sse.js';
 import { StreamReplay } from './stream-replay.js';
 import { endWhenRefused } from './access-watch.js';
 import { openHostEventStream } from './event-stream.js';
-import { traceContextFrom } from './trace-context.js';
+import { hostTraceContext, upstreamTraceparent } from './trace-context.js';
 import { UpstreamHealth } from './upstream-health.js';
 import { deleteUpstreamSession } from './upstream-http.js';
 import { UpstreamClient } from './upstream-client.js';
@@ -190,7 +190,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const found = isInitialize ? { session: null, id: null } : await sessionOf(request, reply, caller);
     if (!found) return reply;
     const catalog = await catalogs.forCaller(caller);
-    const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
+    const trace = hostTraceContext(header(request, 'traceparent'), header(request, 'tracestate'), request.body);
     const abort = new AbortController();
     // Only a host without a session that goes away before its answer is complete cancels anything (an abort is not
     // free: it builds an error and runs listeners). A host with a session can resume its stream (GET, Last-Event-ID):
@@ -216,7 +216,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const session = found.session!;
     for (let counted = 1; counted < batch.length; counted++) if (!(await withinRateLimits(caller, reply))) return reply;
     const catalog = await catalogs.forCaller(caller);
-    const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
+    const trace = hostTraceContext(header(request, 'traceparent'), header(request, 'tracestate'), request.body);
     const signal = new AbortController().signal;
     const handle = (message: JSONRPCMessage) => {
       const record = new CallRecord(services, caller, trace, message, Buffer.byteLength(JSON.stringify(message)), request.headers, session);
@@ -235,7 +235,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   app.addHook('onClose', () => modern.close());
   const serveModern = async (request: FastifyRequest, reply: FastifyReply, caller: GatewayCaller) => {
     const catalog = await catalogs.forCaller(caller);
-    const trace = traceContextFrom(header(request, 'traceparent'), header(request, 'tracestate'));
+    const trace = hostTraceContext(header(request, 'traceparent'), header(request, 'tracestate'), request.body);
     const abort = new AbortController();
     reply.raw.on('close', () => {
       if (!reply.raw.writableFinished) abort.abort();
@@ -343,7 +343,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     await endedSessions.end(found.session);
     proxy.forgetSession(found.session);
     const { catalog } = found;
-    const trace = traceContextFrom(header(request, 'traceparent'), undefined);
+    const trace = hostTraceContext(header(request, 'traceparent'), undefined, undefined);
     await Promise.all(
       catalog.routes.map(async (route) => {
         const upstream = found.session!.upstreams[route.assignmentGuid];
@@ -355,7 +355,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
           credentialHeaders: credential.headers,
           sessionId: upstream.sessionId,
           protocolVersion: upstream.protocolVersion,
-          traceparent: `00-${trace.traceId}-${trace.spanId}-${trace.flags}`,
+          traceparent: upstreamTraceparent(trace),
           signal: AbortSignal.timeout(5_000),
           maxResponseBytes: 4096,
           fetch: upstreams.fetch,

@@ -25,3 +25,32 @@ export function traceContextFrom(traceparent: string | undefined, tracestate: st
 
 /** The `traceparent` to send upstream: same trace, the gateway's span as parent. */
 export const upstreamTraceparent = (ctx: TraceContext): string => `00-${ctx.traceId}-${ctx.spanId}-${ctx.flags}`;
+
+type WithMeta = { params?: { _meta?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>;
+
+/**
+ * The host's trace context: its `traceparent` header, else the one its request
+ * carries in `_meta` (SEP-414, as the v2 SDK's clients send it), continued; else a
+ * new trace.
+ */
+export function hostTraceContext(traceparent: string | undefined, tracestate: string | undefined, message: unknown): TraceContext {
+  if (traceparent === undefined) {
+    const meta = (message as WithMeta | null)?.params?._meta;
+    if (meta && typeof meta.traceparent === 'string')
+      return traceContextFrom(meta.traceparent, typeof meta.tracestate === 'string' ? meta.tracestate : undefined);
+  }
+  return traceContextFrom(traceparent, tracestate);
+}
+
+/**
+ * A message for an upstream whose `_meta` names the host's trace context: the
+ * gateway's instead, as its `traceparent` header says (an upstream must not hear two
+ * parents). A message without one is returned as it is.
+ */
+export function withUpstreamTrace<M>(message: M, traceparent: string, tracestate: string | null | undefined): M {
+  const params = (message as WithMeta).params;
+  const meta = params?._meta;
+  if (!meta || (meta.traceparent === undefined && meta.tracestate === undefined)) return message;
+  const { tracestate: _, ...rest } = meta;
+  return { ...message, params: { ...params, _meta: { ...rest, traceparent, ...(tracestate ? { tracestate } : {}) } } };
+}

@@ -1,3 +1,4 @@
+import { withUpstreamTrace } from './trace-context.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { readSseEvents } from './sse.js';
 import type { UpstreamFetch, UpstreamHttpResponse } from './upstream-client.js';
@@ -120,7 +121,7 @@ export async function postToUpstream(req: UpstreamRequest, message: JSONRPCMessa
   const res = await req.fetch(req.url, {
     method: 'POST',
     headers: { ...headersFor(req, 'application/json, text/event-stream'), 'content-type': 'application/json' },
-    body: JSON.stringify(message),
+    body: JSON.stringify(withUpstreamTrace(message, req.traceparent, req.tracestate)),
     signal: req.signal,
     timeoutMs: req.timeoutMs,
   });
