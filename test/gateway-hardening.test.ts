@@ -185,7 +185,11 @@ describe('prompts and resources requests whose params are malformed', () => {
       params: { protocolVersion: '2025-11-25', capabilities: 'all', clientInfo: 'me' },
       message: /initialize params\.capabilities must be an object .* not a string/,
     },
-    { method: 'initialize', params: { protocolVersion: 5, capabilities: {}, clientInfo: { name: 'x', version: '1' } }, message: /needs params\.protocolVersion/ },
+    {
+      method: 'initialize',
+      params: { protocolVersion: 5, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      message: /needs params\.protocolVersion/,
+    },
     { method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x' } }, message: /needs params\.clientInfo/ },
     {
       method: 'tools/call',
