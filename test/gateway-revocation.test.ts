@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
@@ -138,5 +138,56 @@ describe.each(Object.entries(STREAMS))('%s', (_name, open) => {
     const stream = await open(base, disabled.path, disabled.token);
     expect((await invoke(t, 'rest', ws.token, 'disable_connection', { connectionGuid: disabled.connectionGuid })).status).toBe(200);
     await stream.ended;
+  }, 30_000);
+});
+
+describe('a 2026-07-28 listen ended by the gateway', () => {
+  it('says so first: notifications/cancelled naming the listen request, with the reason', async () => {
+    const cut = await issued();
+    const res = await fetch(base + cut.path, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${cut.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'listen-7',
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { toolsListChanged: true },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientInfo': { name: 'raw-listener', version: '1' },
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      }),
+      signal: streams.signal,
+    });
+    expect(res.status).toBe(200);
+    let text = '';
+    const reading = (async () => {
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      try {
+        for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value, { stream: true });
+      } catch {
+        // Cut off after the farewell.
+      }
+    })();
+    await vi.waitFor(() => expect(text).toContain('notifications/subscriptions/acknowledged'), { timeout: 10_000 });
+    expect((await invoke(t, 'rest', ws.token, 'disable_connection', { connectionGuid: cut.connectionGuid })).status).toBe(200);
+    await reading;
+    const messages = text
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice('data: '.length)) as { method?: string; params?: { requestId?: unknown; reason?: string } });
+    const last = messages.at(-1)!;
+    expect(last).toMatchObject({ method: 'notifications/cancelled', params: { requestId: 'listen-7' } });
+    expect(last.params!.reason).toMatch(/disabled/);
   }, 30_000);
 });

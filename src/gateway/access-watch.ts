@@ -12,6 +12,8 @@ export interface AccessWatchOptions {
   readmit: () => Promise<unknown>;
   /** The stream: destroyed when its caller is refused. */
   out: ServerResponse;
+  /** What the stream says before it ends, given why (a 2026-07-28 listen's notifications/cancelled); nothing when absent. */
+  farewell?: (reason: string) => string;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface AccessWatchOptions {
  * notice during a check runs another after it; a store that cannot answer leaves the
  * stream as it is.
  */
-export function endWhenRefused({ configChanges, organizationGuid, readmit, out }: AccessWatchOptions): void {
+export function endWhenRefused({ configChanges, organizationGuid, readmit, out, farewell }: AccessWatchOptions): void {
   let checking: { again: boolean } | null = null;
   const check = async (): Promise<void> => {
     if (checking) return void (checking.again = true);
@@ -36,7 +38,11 @@ export function endWhenRefused({ configChanges, organizationGuid, readmit, out }
         try {
           await readmit();
         } catch (err) {
-          if (err instanceof GatewayAccessError) return void out.destroy();
+          if (!(err instanceof GatewayAccessError)) continue;
+          if (!farewell) return void out.destroy();
+          // Written, then cut: the stream's own writer (the SDK's) may be mid-way through another event.
+          out.write(farewell(err.message), () => out.destroy());
+          return;
         }
       } while (state.again);
     } finally {

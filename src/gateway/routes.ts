@@ -79,13 +79,14 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   };
 
   /** Ends a long-lived stream of the caller the request admitted once the request's token no longer admits it (access-watch.ts). */
-  const endWhenAccessEnds = (request: FastifyRequest, caller: GatewayCaller, out: ServerResponse) => {
+  const endWhenAccessEnds = (request: FastifyRequest, caller: GatewayCaller, out: ServerResponse, farewell?: (reason: string) => string) => {
     const token = bearerToken(request.headers.authorization);
     endWhenRefused({
       configChanges: services.configChanges,
       organizationGuid: caller.organizationGuid,
       readmit: () => access.check(token, caller.gatewayGuid),
       out,
+      ...(farewell ? { farewell } : {}),
     });
   };
 
@@ -280,7 +281,12 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       parsedBody: request.body,
       authInfo: { token: 'verified', clientId: caller.connectionGuid, scopes: [], extra: { modernHost } },
     });
-    if ((request.body as { method?: unknown }).method === 'subscriptions/listen') endWhenAccessEnds(request, caller, reply.raw);
+    const listen = request.body as { method?: unknown; id?: RequestId };
+    // The revision asks a server ending a listen stream to say so: notifications/cancelled naming the listen request.
+    if (listen.method === 'subscriptions/listen')
+      endWhenAccessEnds(request, caller, reply.raw, (reason) =>
+        sseMessage({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: listen.id!, reason } } as JSONRPCMessage),
+      );
     return sendWebResponse(reply, response);
   };
 
