@@ -6,7 +6,7 @@ import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from '
 import { listenLoopback, modernRequest, registerServer, startRelayedReplica } from './helpers/gateway.js';
 import { startToolServer, type Upstream } from './helpers/upstreams.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
-import { startSessionServer } from './helpers/watched-upstream.js';
+import { startSessionServer, startWatchedUpstream } from './helpers/watched-upstream.js';
 
 /**
  * `subscriptions/listen` of revision 2026-07-28 at a gateway (contract 8.1): a host's
@@ -185,6 +185,44 @@ describe('subscriptions/listen at a gateway', () => {
       expect((await gw.client.listTools()).tools.map((x) => x.name)).toContain('returning__shout');
     } finally {
       await upstream.close();
+    }
+  });
+
+  it("relays the updates of the resources its listen subscribes to, through the upstream's own listen, and none other", async () => {
+    const watched = await startWatchedUpstream();
+    try {
+      const ws = await newWorkspace(t);
+      const server = (await registerServer(t, ws, { name: 'Watched', url: watched.url, authType: 'none' })).serverGuid;
+      const gw = await listeningGateway(ws, server, base);
+      const host = await modernClient(gw.url, gw.token);
+      const updates: string[] = [];
+      host.setNotificationHandler('notifications/resources/updated', (n) => void updates.push(n.params.uri));
+      await host.listen({ resourceSubscriptions: ['watch://alpha'] });
+      // The upstream is asked for that URI by the gateway's own listen for this stream.
+      await until(() => expect(watched.listens).toContainEqual(['watch://alpha']));
+      await host.callTool({ name: 'watched__touch', arguments: { uri: 'watch://beta' } });
+      await host.callTool({ name: 'watched__touch', arguments: { uri: 'watch://alpha' } });
+      await until(() => expect(updates).toEqual(['watch://alpha']));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(updates).toEqual(['watch://alpha']);
+    } finally {
+      await watched.close();
+    }
+  });
+
+  it("relays the updates of a 2025 upstream's resource its listen subscribes to, subscribed in the gateway's own session", async () => {
+    const sessions = await startSessionServer({ subscribable: true });
+    try {
+      const ws = await newWorkspace(t);
+      const server = (await registerServer(t, ws, { name: 'Sessions', url: sessions.url, authType: 'none' })).serverGuid;
+      const gw = await listeningGateway(ws, server, base);
+      const host = await modernClient(gw.url, gw.token);
+      const updates: string[] = [];
+      host.setNotificationHandler('notifications/resources/updated', (n) => void updates.push(n.params.uri));
+      await host.listen({ resourceSubscriptions: ['sess://doc'] });
+      await until(() => expect(updates).toEqual(['sess://doc']));
+    } finally {
+      await sessions.close();
     }
   });
 

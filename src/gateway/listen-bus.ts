@@ -7,6 +7,8 @@ import type { Catalog } from './catalog.js';
 export interface ListenOwner {
   caller: GatewayCaller;
   catalog: Catalog;
+  /** The resource URIs the host's listen subscribes to (its filter's resourceSubscriptions). */
+  resources: readonly string[];
 }
 
 /** One open `subscriptions/listen` stream of a 2026-07-28 host. */

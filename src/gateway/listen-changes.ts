@@ -62,7 +62,7 @@ export class ListenChanges {
       this.states.set(stream, {
         digests: listDigests(stream.catalog),
         followed: followedKey(stream.catalog),
-        stopFollowing: followUpstreamLists(deps, stream.caller, stream.catalog, stream.deliver),
+        stopFollowing: followUpstreamLists(deps, stream.caller, stream.catalog, stream.deliver, stream.resources),
       });
       return () => {
         this.states.get(stream)?.stopFollowing();
@@ -124,7 +124,7 @@ export class ListenChanges {
       if (state.followed !== followed) {
         state.stopFollowing();
         state.followed = followed;
-        state.stopFollowing = followUpstreamLists(this.deps, stream.caller, catalog, stream.deliver);
+        state.stopFollowing = followUpstreamLists(this.deps, stream.caller, catalog, stream.deliver, stream.resources);
       }
     }
   }

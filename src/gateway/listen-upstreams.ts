@@ -9,7 +9,8 @@ import { MODERN_REVISION, toModernUpstream, type HostIdentity } from './modern-u
 import type { GatewaySession } from './session-id.js';
 import { traceContextFrom, upstreamTraceparent } from './trace-context.js';
 import type { UpstreamFetch } from './upstream-client.js';
-import { deleteUpstreamSession, initializeUpstream, openUpstreamStream, postToUpstream, type UpstreamRequest } from './upstream-http.js';
+import { deleteUpstreamSession, initializeUpstream, openUpstreamStream, postToUpstream, tellUpstream, type UpstreamRequest } from './upstream-http.js';
+import { routeForUri } from './aggregate.js';
 
 /** What the gateway asks of a 2026-07-28 upstream's `subscriptions/listen` for a 2026-07-28 host: every list change. */
 const ALL_LISTS: SubscriptionFilter = Object.fromEntries(LIST_CHANGES.map((c) => [c.flag, true]));
@@ -41,24 +42,38 @@ export interface UpstreamListsDeps {
  * while it could not be reached left it out (aggregate.ts).
  * Returns the function that stops following.
  */
-export function followUpstreamLists(deps: UpstreamListsDeps, caller: GatewayCaller, catalog: Catalog, deliver: (event: ServerEvent) => void): () => void {
+export function followUpstreamLists(
+  deps: UpstreamListsDeps,
+  caller: GatewayCaller,
+  catalog: Catalog,
+  deliver: (event: ServerEvent) => void,
+  resources: readonly string[] = [],
+): () => void {
   const abort = new AbortController();
-  const relay = async (messages: AsyncIterable<JSONRPCMessage>, answered: () => void) => {
+  const relay = async (messages: AsyncIterable<JSONRPCMessage>, uris: ReadonlySet<string>, answered: () => void) => {
     for await (const message of messages) {
       answered();
-      const event = listChangeOf((message as { method?: string }).method)?.event;
-      if (event && !abort.signal.aborted) deliver(event);
+      if (abort.signal.aborted) continue;
+      const m = message as { method?: string; params?: { uri?: unknown } };
+      const event = listChangeOf(m.method)?.event;
+      if (event) deliver(event);
+      // Only a URI the host subscribed to on this upstream, as `{ uri }`: nothing else the upstream writes passes.
+      else if (m.method === 'notifications/resources/updated' && typeof m.params?.uri === 'string' && uris.has(m.params.uri))
+        deliver({ kind: 'resource_updated', uri: m.params.uri });
     }
   };
   for (const route of catalog.routes) {
     if (route.transport === 'sse') continue;
+    // The URIs of the host's listen this upstream serves (resources/read would go to it), if it offers subscriptions.
+    const subscribable = (route.features?.capabilities.resources as { subscribe?: unknown } | undefined)?.subscribe === true;
+    const uris = subscribable ? resources.filter((uri) => routeForUri(catalog.routes, uri) === route) : [];
     void (async () => {
       for (let failures = 0, attempt = 0; !abort.signal.aborted; attempt++) {
         let followed = true;
         try {
-          followed = await followOne(deps, caller, route, abort.signal, (messages) => {
+          followed = await followOne(deps, caller, route, uris, abort.signal, (messages) => {
             if (attempt > 0 && !abort.signal.aborted) for (const { event } of listsOf(route)) deliver(event);
-            return relay(messages, () => (failures = 0));
+            return relay(messages, new Set(uris), () => (failures = 0));
           });
         } catch (err) {
           if (abort.signal.aborted) return;
@@ -106,6 +121,7 @@ async function followOne(
   deps: UpstreamListsDeps,
   caller: GatewayCaller,
   route: Route,
+  uris: readonly string[],
   signal: AbortSignal,
   relay: (messages: AsyncIterable<JSONRPCMessage>) => Promise<void>,
 ): Promise<boolean> {
@@ -113,7 +129,8 @@ async function followOne(
   const clientInfo = { name: caller.gatewayName, version: '1.0.0' };
   const req = followingRequest(deps.fetch, route, credential, signal);
   if (route.features?.protocolVersion === MODERN_REVISION) {
-    await relay(await listenUpstream(req, { clientInfo, clientCapabilities: {} }, ALL_LISTS));
+    const filter: SubscriptionFilter = { ...ALL_LISTS, ...(uris.length > 0 ? { resourceSubscriptions: [...uris] } : {}) };
+    await relay(await listenUpstream(req, { clientInfo, clientCapabilities: {} }, filter));
     return true;
   }
   const opened = await initializeUpstream(
@@ -126,6 +143,9 @@ async function followOne(
   try {
     const messages = await openUpstreamStream(inSession);
     if (!messages) return false;
+    // The session's stream is open: what the subscriptions announce comes on it.
+    for (const [i, uri] of uris.entries())
+      await tellUpstream(inSession, { jsonrpc: '2.0', id: `gateway-subscribe-${i}`, method: 'resources/subscribe', params: { uri } } as JSONRPCMessage);
     await relay(messages);
     return true;
   } finally {

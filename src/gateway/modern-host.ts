@@ -138,10 +138,12 @@ export function createModernHostHandler(proxy: GatewayProxy, deps: { services: S
     // context: entering one costs every other request for nothing.
     fetch: (request, options) => {
       const host = options?.authInfo?.extra?.modernHost as ModernHostRequest | undefined;
-      const method = (options?.parsedBody as { method?: unknown } | undefined)?.method;
-      const mayListen = typeof method !== 'string' || method === 'subscriptions/listen';
+      const body = options?.parsedBody as { method?: unknown; params?: { notifications?: { resourceSubscriptions?: unknown } } } | undefined;
+      const mayListen = typeof body?.method !== 'string' || body.method === 'subscriptions/listen';
+      const subscribed = body?.params?.notifications?.resourceSubscriptions;
+      const resources = Array.isArray(subscribed) ? subscribed.filter((uri): uri is string => typeof uri === 'string') : [];
       return host && mayListen
-        ? listen.bus.as({ caller: host.caller, catalog: host.catalog }, () => handler.fetch(request, options))
+        ? listen.bus.as({ caller: host.caller, catalog: host.catalog, resources }, () => handler.fetch(request, options))
         : handler.fetch(request, options);
     },
     serveDirect: async (host, request, notify) => {

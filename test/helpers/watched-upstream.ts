@@ -128,9 +128,10 @@ export async function startSubscribable2025Upstream(): Promise<Upstream & { seen
  * A 2025 upstream with sessions (1.x SDK, Streamable HTTP): `changeTools` sends
  * tools/list_changed on every open session's event stream; `seen` counts the GET
  * streams and DELETEs it was sent. An unknown method without a session (the v2
- * client's server/discover probe) is a JSON-RPC -32601 in a 200.
+ * client's server/discover probe) is a JSON-RPC -32601 in a 200. `subscribable`: it
+ * also offers `sess://doc`, and answers a subscription with an update of it.
  */
-export async function startSessionServer() {
+export async function startSessionServer(opts: { subscribable?: boolean } = {}) {
   const sessions = new Map<string, McpServer2025>();
   const seen = { gets: 0, deletes: 0 };
   const httpServer = http.createServer(async (req, res) => {
@@ -151,8 +152,16 @@ export async function startSessionServer() {
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(JSON.stringify({ jsonrpc: '2.0', id: body?.id ?? null, error: { code: -32601, message: 'Method not found' } }));
       }
-      const server = new McpServer2025({ name: 'sessions', version: '1.0.0' });
+      const server = new McpServer2025({ name: 'sessions', version: '1.0.0' }, opts.subscribable ? { capabilities: { resources: { subscribe: true } } } : {});
       server.registerTool('ping_me', { description: 'Answers pong' }, async () => ({ content: [{ type: 'text', text: 'pong' }] }));
+      if (opts.subscribable) {
+        // One resource, whose subscription is answered with an update on the session's stream a moment later.
+        server.registerResource('doc', 'sess://doc', { mimeType: 'text/plain' }, async () => ({ contents: [{ uri: 'sess://doc', text: 'doc' }] }));
+        server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+          setTimeout(() => void server.server.sendResourceUpdated({ uri: request.params.uri }).catch(() => undefined), 100);
+          return {};
+        });
+      }
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (sid) => {
