@@ -416,3 +416,38 @@ describe('a trace context in _meta (SEP-414)', () => {
     expect(await stored.json()).toEqual([{ span_id: gatewaySpan, parent_span_id: hostSpan }]);
   }, 30_000);
 });
+
+describe('a request the host cancels', () => {
+  it('is not answered: its event stream ends without the answer (the revisions: a receiver SHOULD NOT answer it)', async () => {
+    const headers = { authorization: `Bearer ${g.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const post = (body: unknown, extra: Record<string, string> = {}) =>
+      fetch(g.url, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) });
+    const init = await post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'cancelling-host', version: '1' } },
+    });
+    await init.text();
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session)).text();
+    const call = await post(
+      {
+        jsonrpc: '2.0',
+        id: 42,
+        method: 'tools/call',
+        params: { name: 'everything__trigger-long-running-operation', arguments: { duration: 5, steps: 5 }, _meta: { progressToken: 'p' } },
+      },
+      session,
+    );
+    expect(call.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const read = call.text();
+    await sleep(300);
+    await (await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 42, reason: 'changed my mind' } }, session)).text();
+    const events = (await read)
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice('data: '.length)) as { id?: unknown; method?: string });
+    expect(events.filter((e) => e.id === 42)).toEqual([]);
+  }, 30_000);
+});

@@ -1,3 +1,4 @@
+import { isCancelledAnswer } from './relay.js';
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
@@ -113,7 +114,8 @@ export function registerLegacyGatewayRoutes(
           message,
         );
         if (answer.kind === 'json') {
-          write(stream, answer.message);
+          // A request the host cancelled is not answered (the stream goes on).
+          if (!isCancelledAnswer(answer.message)) write(stream, answer.message);
           if (answer.newSession && !stream.abort.signal.aborted) {
             // Initialized again on the same stream: the former session ends here.
             stream.stopFollowing?.();
@@ -134,7 +136,7 @@ export function registerLegacyGatewayRoutes(
             );
           }
         } else if (answer.kind === 'stream') {
-          for await (const out of answer.messages) write(stream, out);
+          for await (const out of answer.messages) if (!isCancelledAnswer(out)) write(stream, out);
         } else if (answer.kind === 'session-expired') {
           const id = (message as { id?: RequestId }).id;
           if (id !== undefined)

@@ -50,3 +50,12 @@ export function cancelledTarget(message: JSONRPCMessage): { assignmentGuid: stri
 /** Whether `message` is the response (result or error) to the host's request `id`. */
 export const isAnswerTo = (id: unknown, message: JSONRPCMessage): boolean =>
   (message as { id?: unknown }).id === id && !('method' in message) && ('result' in message || 'error' in message);
+
+/**
+ * Whether `message` answers a request the host cancelled (the gateway's error, marked
+ * `data.cancelled`): the revisions say it SHOULD NOT be sent (an SDK client reports an
+ * answer to a request it no longer knows as an error). Where the transport lets the
+ * gateway keep silent, a stream ends without it; the call log keeps the row.
+ */
+export const isCancelledAnswer = (message: JSONRPCMessage): boolean =>
+  (message as { error?: { data?: { cancelled?: unknown } } }).error?.data?.cancelled === true;

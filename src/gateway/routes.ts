@@ -9,7 +9,7 @@ import { CallRecord } from './call-record.js';
 import { Catalogs } from './catalog.js';
 import { ERRORS, GatewayProxy, type HostReply } from './proxy.js';
 import { settle } from './call-outcome.js';
-import { isAnswerTo } from './relay.js';
+import { isAnswerTo, isCancelledAnswer } from './relay.js';
 import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits } from './rate-limits.js';
 import { SessionIds, type GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
@@ -202,7 +202,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
     const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, found.session);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
-    return render(reply, answer, found.id, (message as { id?: unknown }).id, acceptsJson(request), found.session);
+    return render(reply, answer, found.id, (message as { id?: unknown }).id, acceptsJson(request), found.session, acceptsEventStream(request));
   });
 
   /**
@@ -371,6 +371,14 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return reply.code(200).send();
   });
 
+  /** An event stream that ends at once, with nothing in it. */
+  function endStream(reply: FastifyReply, sessionId: string | null): FastifyReply {
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(sessionId ? { [SESSION_HEADER]: sessionId } : {}) });
+    reply.raw.end();
+    return reply;
+  }
+
   async function render(
     reply: FastifyReply,
     answer: HostReply,
@@ -378,9 +386,12 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     requestId: unknown,
     jsonAccepted: boolean,
     session: GatewaySession | null = null,
+    streamAccepted = false,
   ): Promise<FastifyReply> {
     if (answer.kind === 'accepted') return reply.code(202).send();
     if (answer.kind === 'session-expired') return sessionExpiredUpstream(reply);
+    // A cancelled request is not answered where the host takes an event stream: one that ends without the answer.
+    if (answer.kind === 'json' && streamAccepted && isCancelledAnswer(answer.message)) return endStream(reply, sessionId);
     if (answer.kind === 'json') {
       return sendJson(reply, answer.status ?? 200, answer.newSession ? sessionIds.seal(answer.newSession) : sessionId, answer.message);
     }
@@ -390,7 +401,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     // goes to the host as plain JSON, which the transport allows for any request and a
     // host parses for less than an event stream. (Its row is written already, and the
     // stream ends with its answer: call-outcome.ts.)
-    if (jsonAccepted && !next.done && isAnswerTo(requestId, next.value)) {
+    if (jsonAccepted && !next.done && isAnswerTo(requestId, next.value) && !(streamAccepted && isCancelledAnswer(next.value))) {
       sendJson(reply, 200, sessionId, next.value);
       while (!(await messages.next()).done);
       return reply;
@@ -401,10 +412,15 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const kept = session ? replay.open(session.id) : null;
     for (; !next.done; next = await messages.next()) {
       const message = next.value;
-      const text = kept ? kept.event(message) : sseMessage(message);
       if (reply.raw.destroyed || reply.raw.writableEnded) continue;
+      const answers = isAnswerTo(requestId, message);
+      if (answers && isCancelledAnswer(message)) {
+        reply.raw.end();
+        continue;
+      }
+      const text = kept ? kept.event(message) : sseMessage(message);
       // The answer to the host's request ends the response (headers, event and end in one write).
-      if (isAnswerTo(requestId, message)) reply.raw.end(text);
+      if (answers) reply.raw.end(text);
       else reply.raw.write(text);
     }
     kept?.end();
@@ -451,6 +467,11 @@ function paramHeadersOf(request: FastifyRequest): ParamHeaderSource {
 }
 
 /** Whether the host takes a JSON answer (the transport asks hosts to accept both JSON and an event stream). */
+function acceptsEventStream(request: FastifyRequest): boolean {
+  const accept = request.headers.accept;
+  return accept !== undefined && /text\/event-stream/.test(accept);
+}
+
 function acceptsJson(request: FastifyRequest): boolean {
   const accept = request.headers.accept;
   return accept === undefined || /application\/json|application\/\*|\*\/\*/.test(accept);

@@ -189,6 +189,7 @@ export class Upstreams {
     if (ctx.signal.aborted)
       return new GatewayCallError(ERRORS.upstream, `The call to server ${route.slug} was cancelled: ${cancellationOf(ctx.signal)}`, {
         inboundServerGuid: route.serverGuid,
+        cancelled: true,
       });
     const status = err instanceof UpstreamHttpError ? err.status : undefined;
     if (status === 401 || status === 403) this.catalogs.forgetCredential(route);
