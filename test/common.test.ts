@@ -82,6 +82,18 @@ describe.each([...SURFACES, 'mcp2026' as const])('every operation on %s', (surfa
   });
 });
 
+describe('REST and MCP alike', () => {
+  // Found by a differential trial (session 25): REST named only the unknown field, and in other words on a query.
+  it.each(operations.map((op) => [op.name, op] as const))('%s names every fault of one input in the same words', async (_name, op) => {
+    const wrong = Object.fromEntries(bodyParams(op).map((k) => [k, [[1]]]));
+    const input = { ...withIds(op), ...wrong, bogusField: 'x' };
+    const [overRest, overMcp] = await Promise.all([invoke(t, 'rest', admin, op.name, input), invoke(t, 'mcp', admin, op.name, input)]);
+    expect(overRest.status).toBe(400);
+    expect(overRest.body).toEqual(overMcp.body);
+    expect(overRest.body.errors).toContainEqual(expect.objectContaining({ path: 'bogusField', message: 'unknown field' }));
+  });
+});
+
 describe('REST only', () => {
   it.each(operations.map((op) => [op.name, op] as const))('%s answers 401 without a token, or with a bad one', async (_name, op) => {
     const req = restRequestFor(op, withIds(op));

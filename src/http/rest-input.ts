@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { validationFailed, type AppError, type FieldError } from '../core/errors.js';
-import { bodyParams, pathParams, queryParams, type AnyOperation } from '../core/operation.js';
+import { pathParams, queryParams, type AnyOperation } from '../core/operation.js';
 
 /** The innermost type name of a schema, looking through optional/nullable/default wrappers. */
 function baseTypeOf(schema: z.ZodType): string {
@@ -22,17 +22,18 @@ function coerceQueryValue(schema: z.ZodType | undefined, value: unknown): unknow
 /** A REST request as the operation's one input, and what is wrong with it that the input cannot show. */
 export interface RestInput {
   input: Record<string, unknown>;
-  /** A query parameter or body field no parameter takes, or a body that is not an object (executeOperation's `refusal`). */
+  /** A body that is not an object, or a body field named like a path or query parameter (executeOperation's `refusal`). */
   refusal: AppError | null;
 }
 
 /**
  * Flattens a REST request into the operation's one input object (path, query and
- * body parameters). The executor validates the whole object with the operation's
- * schema, exactly as for MCP; what only REST can get wrong (a query parameter or body
- * field no parameter takes, a body that is not an object) is handed to it as the
- * refusal, so it is answered where MCP's validation would answer, and audited. A body
- * field named like a path or query parameter is refused and never replaces it.
+ * body parameters), unknown names included: the executor validates the whole object
+ * with the operation's schema, exactly as for MCP, so an unknown name is reported with
+ * every other fault in MCP's words, and recorded in the audit log's request as MCP's
+ * is. What only REST can get wrong (a body that is not an object, a body field named
+ * like a path or query parameter, which never replaces it) is handed to it as the
+ * refusal, so it is answered where MCP's validation would answer, and audited.
  */
 export function assembleInput(op: AnyOperation, request: FastifyRequest): RestInput {
   const shape = op.input.shape as Record<string, z.ZodType>;
@@ -45,7 +46,9 @@ export function assembleInput(op: AnyOperation, request: FastifyRequest): RestIn
   const query = (request.query ?? {}) as Record<string, unknown>;
   for (const [k, v] of Object.entries(query)) {
     if (allowedQuery.has(k)) input[k] = coerceQueryValue(shape[k], v);
-    else errors.push({ path: k, message: 'unknown query parameter' });
+    // A name no parameter takes: the schema names it as unknown (a path parameter's name is not taken from the query).
+    else if (!Object.hasOwn(input, k)) input[k] = v;
+    else errors.push({ path: k, message: 'is a path parameter: it cannot be given in the query' });
   }
 
   const body = request.body;
@@ -53,10 +56,9 @@ export function assembleInput(op: AnyOperation, request: FastifyRequest): RestIn
   if (body !== undefined) {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) errors.push({ path: 'body', message: 'must be a JSON object' });
     else {
-      const allowedBody = new Set(bodyParams(op));
       for (const [k, v] of Object.entries(body)) {
-        if (!allowedBody.has(k)) errors.push({ path: k, message: 'unknown field' });
         if (!Object.hasOwn(input, k)) input[k] = v;
+        else errors.push({ path: k, message: 'unknown field' });
       }
     }
   }
