@@ -161,5 +161,8 @@ describe('MCP endpoint', () => {
       if (op.method === 'GET') expect(tool.annotations?.readOnlyHint).toBe(true);
       if (/^(delete|disable|archive|revoke|deactivate|remove)_/.test(op.name)) expect(tool.annotations?.destructiveHint).toBe(true);
     }
+    // Repeat-safe by admin-api's own words: the same call again changes nothing.
+    for (const name of ['create_access_token', 'assign_team_to_gateway'])
+      expect(tools.find((x) => x.name === name)!.annotations?.idempotentHint, name).toBe(true);
   });
 });

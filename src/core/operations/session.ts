@@ -5,7 +5,7 @@ import { notFound } from '../errors.js';
 import { defineOperation } from '../operation.js';
 import { listLiveTokens, revokeToken } from '../repositories/access-tokens.js';
 import { listTeams } from '../repositories/teams.js';
-import { CREATES, DESTROYS, Id, IsoTime, ItemsOf, READ_ONLY, iso, isoOrNull, isUniqueViolation } from './common.js';
+import { CHANGES, DESTROYS, Id, IsoTime, ItemsOf, READ_ONLY, iso, isoOrNull, isUniqueViolation } from './common.js';
 
 const Whoami = z.object({
   user: z.object({ guid: z.string(), emailAddress: z.string(), displayName: z.string() }),
@@ -76,7 +76,8 @@ export const sessionOperations = [
       expiresInDays: z.number().int().min(0).max(90).optional().describe('Lifetime in days, 1 to 90 (default 90); 0 means it never expires'),
     }),
     output: CreatedToken,
-    annotations: CREATES,
+    // Idempotent by label (admin-api, Session 1): the same call again mints nothing.
+    annotations: CHANGES,
     successStatus: (out) => (out.alreadyExisted ? 200 : 201),
     handler: async ({ services, principal }, input) => {
       const opts = { organizationGuid: principal.organizationGuid, userGuid: principal.userGuid, label: input.label, expiresInDays: input.expiresInDays ?? 90 };
