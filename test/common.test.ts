@@ -94,6 +94,22 @@ describe('REST and MCP alike', () => {
   });
 });
 
+describe('REST and MCP alike, on a key no map may hold', () => {
+  // A key the service refuses anywhere in an admin input (it would change a copied object's prototype): on MCP it
+  // failed the whole HTTP request, unaudited (session 25); now it is the tool's failure, as REST answers it.
+  it.each(['constructor', 'prototype', '__proto__'])('refuses %s in a tool argument as the operation refusal, audited', async (key) => {
+    const body = `{"name":"Keyed ${key}","grants":{"${key}":"true"}}`;
+    const overRest = await rest(t, admin, 'POST', '/roles', body, { 'content-type': 'application/json' });
+    const overMcp = await invoke(t, 'mcp', admin, 'create_role', JSON.parse(body));
+    expect(overRest.status).toBe(400);
+    expect(overMcp.body).toEqual(overRest.body);
+    expect(overMcp.body.errors).toEqual([{ path: `grants.${key}`, message: 'is not allowed as a key' }]);
+    const audited = await invoke(t, 'rest', admin, 'query_audit_log', { filters: { operation: 'create_role' }, take: 1000 });
+    const surfaces = audited.body.items.filter((r: { status: number }) => r.status === 400).map((r: { surface: string }) => r.surface);
+    expect(surfaces).toEqual(expect.arrayContaining(['rest', 'mcp']));
+  });
+});
+
 describe('REST only', () => {
   it.each(operations.map((op) => [op.name, op] as const))('%s answers 401 without a token, or with a bad one', async (_name, op) => {
     const req = restRequestFor(op, withIds(op));

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { RequestOrigin } from './audit/audit-record.js';
+import type { AppError } from './errors.js';
 import type { Services } from './services.js';
 
 /** Who is calling, resolved from an access token once per request. */
@@ -27,6 +28,8 @@ export interface OperationContext {
   origin: RequestOrigin;
   /** Why the request is refused before the operation runs (the admin rate limit, on MCP): its answer, as the operation's failure. */
   refusedBeforehand?: Error;
+  /** What is wrong with the input that its validation cannot see (a refused key in MCP arguments): executeOperation's refusal. */
+  inputRefusal?: AppError;
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

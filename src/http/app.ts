@@ -15,12 +15,12 @@ import { createAdminMcpHandler } from '../mcp/admin-tools.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
 import { sendWebResponse, toWebRequest } from './web-request.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
+import { ADMIN_MCP_PATH, ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
 import { registerOAuthCallbackRoute } from './oauth-callback-route.js';
 import { registerOAuthClientMetadataRoute } from './oauth-client-metadata-route.js';
 import { answerClientError, problemFromFastifyError, sendProblem } from './problem.js';
 import { assembleInput, type RestInput } from './rest-input.js';
-import { ADMIN_REFUSED_KEYS, GATEWAY_REFUSED_KEYS, parseJsonBody } from './json-body.js';
+import { ADMIN_REFUSED_KEYS, GATEWAY_REFUSED_KEYS, NO_REFUSED_KEYS, parseJsonBody, refuseKeysOfMcpMessage } from './json-body.js';
 import { originOf } from './request-origin.js';
 import { registerOriginCheck } from './origin-check.js';
 import { registerConsoleRoute } from './console-route.js';
@@ -85,7 +85,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // commonly send it for POSTs that take no parameters.
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     try {
-      done(null, parseJsonBody(body as Buffer, req.url.startsWith('/gateways/') ? GATEWAY_REFUSED_KEYS : ADMIN_REFUSED_KEYS));
+      const refused = req.url.startsWith('/gateways/') ? GATEWAY_REFUSED_KEYS : req.url.startsWith(ADMIN_MCP_PATH) ? NO_REFUSED_KEYS : ADMIN_REFUSED_KEYS;
+      done(null, parseJsonBody(body as Buffer, refused));
     } catch (err) {
       done(err as Error, undefined);
     }
@@ -163,7 +164,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.addHook('onClose', () => mcp.close());
   app.route({
     method: ['POST', 'GET', 'DELETE'],
-    url: `${ADMIN_PREFIX}/mcp`,
+    url: ADMIN_MCP_PATH,
     onRequest: authenticateRequest,
     config: { mcpEndpoint: true, rateLimit: false },
     handler: async (request, reply) => {
@@ -173,16 +174,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         const overBudget = budget.isAllowed || !budget.isExceeded ? undefined : rateLimited(budget.max, budget.ttl);
         // What is not a tool call (a list, a handshake, a batch) has no tool result to fail in: the HTTP 429, as on REST.
         if (overBudget && (request.body as { method?: unknown } | null)?.method !== 'tools/call') throw overBudget;
-        const malformed = malformedRequestParams(request.body);
+        const { message, argumentsRefusal } = refuseKeysOfMcpMessage(request.body);
+        const malformed = malformedRequestParams(message);
         if (malformed) return reply.send(malformed);
         const operationContext: OperationContext = {
           services,
           principal: request.principal!,
           origin: originOf(request, 'mcp'),
           ...(overBudget ? { refusedBeforehand: overBudget } : {}),
+          ...(argumentsRefusal ? { inputRefusal: argumentsRefusal } : {}),
         };
         const response = await mcp.fetch(toWebRequest(request), {
-          parsedBody: request.body,
+          parsedBody: message,
           authInfo: { token: 'verified', clientId: request.principal!.userGuid, scopes: [], extra: { operationContext } },
         });
         return sendWebResponse(reply, response);

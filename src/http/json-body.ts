@@ -1,4 +1,4 @@
-import { validationFailed, type FieldError } from '../core/errors.js';
+import { validationFailed, type AppError, type FieldError } from '../core/errors.js';
 
 /**
  * Keys refused in admin bodies: `__proto__` would rewrite an object's prototype
@@ -11,6 +11,9 @@ export const ADMIN_REFUSED_KEYS: ReadonlySet<string> = new Set(['__proto__', 'co
  * the upstream's business, and `constructor` or `prototype` there is an ordinary key.
  */
 export const GATEWAY_REFUSED_KEYS: ReadonlySet<string> = new Set(['__proto__']);
+/** Nothing refused at parse time: the admin MCP endpoint judges the keys of a tool's arguments as the tool's failure (toolArguments). */
+export const NO_REFUSED_KEYS: ReadonlySet<string> = new Set();
+
 /**
  * Deeper nesting is refused: no input of the service comes near it, and every later
  * walk of the value (validation, redaction, JSON.stringify for the audit log or an
@@ -73,4 +76,40 @@ function findRefusedStructure(value: unknown, at: (string | number)[], found: Fi
     else findRefusedStructure((value as Record<string, unknown>)[key], at, found, refusedKeys);
     at.pop();
   }
+}
+
+/**
+ * An admin MCP message whose body was parsed without refusing keys (NO_REFUSED_KEYS):
+ * a refused key in a tool call's arguments is the operation's refusal (a tool failure,
+ * audited, as REST answers the same input), named by its path in the arguments, and the
+ * arguments go on without it; one anywhere else refuses the request (400), as before.
+ */
+export function refuseKeysOfMcpMessage(message: unknown): { message: unknown; argumentsRefusal: AppError | null } {
+  const found: FieldError[] = [];
+  findRefusedStructure(message, [], found, ADMIN_REFUSED_KEYS);
+  if (found.length === 0) return { message, argumentsRefusal: null };
+  const inArguments = 'params.arguments.';
+  const elsewhere = found.filter((e) => !e.path.startsWith(inArguments));
+  if (elsewhere.length > 0) throw validationFailed(elsewhere);
+  const m = message as { params: { arguments: unknown } };
+  return {
+    message: { ...m, params: { ...m.params, arguments: withoutKeys(m.params.arguments, ADMIN_REFUSED_KEYS) } },
+    argumentsRefusal: validationFailed(found.map((e) => ({ ...e, path: e.path.slice(inArguments.length) }))),
+  };
+}
+
+/** A copy of a parsed JSON value without `keys` at any depth (built key by key: never through a setter). */
+function withoutKeys(value: unknown, keys: ReadonlySet<string>): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => withoutKeys(v, keys));
+  const out: Record<string, unknown> = {};
+  for (const key in value)
+    if (!keys.has(key))
+      Object.defineProperty(out, key, {
+        value: withoutKeys((value as Record<string, unknown>)[key], keys),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+  return out;
 }

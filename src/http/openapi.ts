@@ -3,6 +3,8 @@ import { inputJsonSchema, outputJsonSchema, ProblemSchema } from '../core/json-s
 import { bodyParams, pathParams, queryParams, type AnyOperation } from '../core/operation.js';
 
 export const ADMIN_PREFIX = '/api/v1/svc-admin';
+/** The admin MCP endpoint. */
+export const ADMIN_MCP_PATH = `${ADMIN_PREFIX}/mcp`;
 
 const ERROR_RESPONSES: Record<string, string> = {
   '400': 'validation_failed: a parameter is missing, of the wrong type, out of range or unknown',

@@ -27,7 +27,7 @@ export function buildToolList(operations: readonly AnyOperation[]): Tool[] {
 export async function callTool(op: AnyOperation, ctx: OperationContext, args: Record<string, unknown>): Promise<CallToolResult> {
   try {
     if (ctx.refusedBeforehand) throw ctx.refusedBeforehand;
-    const result = (await executeOperation(op, ctx, args)) as Record<string, unknown>;
+    const result = (await executeOperation(op, ctx, args, ctx.inputRefusal ?? null)) as Record<string, unknown>;
     return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
   } catch (err) {
     const appError = toAppError(err);
