@@ -412,13 +412,14 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const kept = session ? replay.open(session.id) : null;
     for (; !next.done; next = await messages.next()) {
       const message = next.value;
-      if (reply.raw.destroyed || reply.raw.writableEnded) continue;
       const answers = isAnswerTo(requestId, message);
       if (answers && isCancelledAnswer(message)) {
-        reply.raw.end();
+        if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.end();
         continue;
       }
+      // Kept for a resumption even when the host's connection is gone (it may come back with Last-Event-ID).
       const text = kept ? kept.event(message) : sseMessage(message);
+      if (reply.raw.destroyed || reply.raw.writableEnded) continue;
       // The answer to the host's request ends the response (headers, event and end in one write).
       if (answers) reply.raw.end(text);
       else reply.raw.write(text);
