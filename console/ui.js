@@ -86,10 +86,21 @@ export function ErrorBox({ error }) {
   if (problem.code === 'missing_capability') {
     const label = labels.get(problem.capability) ?? problem.capability;
     return html`<div class="notice" role="alert">
-      <strong>You cannot see this.</strong> It needs the capability “${label}”, which your role does not grant. Ask an administrator.
+      <strong>Your role does not allow this.</strong> It needs the capability “${label}”, which your role does not grant. Ask an administrator.
     </div>`;
   }
-  return html`<div class="error" role="alert">${problem.detail ?? error.message}</div>`;
+  // A refused input names each field and what is wrong with it: the detail alone ("2 invalid parameters: a, b") says only which.
+  const errors = Array.isArray(problem.errors) ? problem.errors : [];
+  return html`<div class="error" role="alert">
+    ${problem.detail ?? error.message}
+    ${
+      errors.length > 0
+        ? html`<ul>
+            ${errors.map((e) => html`<li><code>${e.path}</code>: ${e.message}</li>`)}
+          </ul>`
+        : null
+    }
+  </div>`;
 }
 
 export const Loading = () => html`<p class="loading" role="status">Loading…</p>`;
@@ -202,25 +213,39 @@ export function Form({ title, submit, action, children, onDone }) {
  * first, in place: "Yes, <label>" runs it, "Cancel" puts the button back; `warning`
  * says what else it does (revoking the token this tab is signed in with, say).
  */
-export function ActionButton({ label, action, onDone, danger = false, warning }) {
+export function ActionButton({ label, action, onDone, danger = false, warning, done }) {
   const [error, setError] = useState(null);
   const [asking, setAsking] = useState(false);
+  const [said, setSaid] = useState(null);
   const confirmRef = useRef(null);
+  const triggerRef = useRef(null);
+  const wasAsking = useRef(false);
   const allowed = useAllowed(action.op);
   useEffect(() => {
-    if (asking) confirmRef.current?.focus();
+    // The question takes the focus, and gives it back to the button when answered (if the button is still there).
+    if (asking) {
+      wasAsking.current = true;
+      confirmRef.current?.focus();
+    } else if (wasAsking.current) {
+      wasAsking.current = false;
+      triggerRef.current?.focus();
+    }
   }, [asking]);
   const run = async () => {
     setAsking(false);
     setError(null);
+    setSaid(null);
     try {
-      onDone?.(await action());
+      const result = await action();
+      // What happened, when the page shows no state that would say it (`done`: a text, or one made from the result).
+      if (done) setSaid(typeof done === 'function' ? done(result) : done);
+      onDone?.(result);
     } catch (err) {
       setError(err);
     }
   };
   if (!allowed) return null;
-  const failure = error ? html`<${ErrorBox} error=${error} />` : null;
+  const failure = error ? html`<${ErrorBox} error=${error} />` : said ? html`<span class="done" role="status">${said}</span>` : null;
   if (asking)
     return html`<span class="action confirm" role="group" aria-label=${`Confirm: ${label}`} onKeyDown=${(e) => e.key === 'Escape' && setAsking(false)}
       >${warning ? html`<span class="warning">${warning}</span>` : null}<button ref=${confirmRef} type="button" class="danger" onClick=${run}>
@@ -228,7 +253,7 @@ export function ActionButton({ label, action, onDone, danger = false, warning })
       ><button type="button" onClick=${() => setAsking(false)}>Cancel</button></span
     >`;
   return html`<span class="action"
-    ><button type="button" class=${danger ? 'danger' : ''} onClick=${danger ? () => setAsking(true) : run}>${label}</button>${failure}</span
+    ><button ref=${triggerRef} type="button" class=${danger ? 'danger' : ''} onClick=${danger ? () => setAsking(true) : run}>${label}</button>${failure}</span
   >`;
 }
 

@@ -479,6 +479,57 @@ describe.runIf(run)('the web console', () => {
     await page.getByRole('button', { name: 'Close gateway' }).click();
   });
 
+  it('Gateways assigns a server with one shared identity picked by name, and asks before disabling the gateway', async () => {
+    const { serverGuid, identityGuid } = await registerServer(t, ws, {
+      name: 'Keyed for all',
+      url: headerUpstream.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': 'console-header-secret' },
+    });
+    const gw = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Shared gateway' })).body;
+    // From another page: the list is read again on the way in.
+    await goTo('Servers');
+    await goTo('Gateways');
+    await page.getByRole('link', { name: 'Shared gateway' }).click();
+    await page.getByLabel('Server to assign').selectOption({ label: 'Keyed for all' });
+    await page.getByLabel('Identity scheme').selectOption('sharedIdentity');
+    const shared = page.getByLabel('Shared identity');
+    await expect.poll(() => shared.locator('option').count()).toBe(2);
+    await shared.selectOption(identityGuid!);
+    await page.getByRole('button', { name: 'Assign server' }).click();
+    await expect
+      .poll(async () => (await invoke(t, 'rest', ws.token, 'list_gateway_assignments', { gatewayGuid: gw.guid })).body.items)
+      .toEqual([expect.objectContaining({ serverGuids: [serverGuid], identityScheme: 'sharedIdentity', sharedIdentityGuid: identityGuid, configured: true })]);
+
+    // Disabling cuts every connection off: it is asked first, and Cancel gives the focus back to the button.
+    await page.getByRole('button', { name: 'Disable gateway' }).click();
+    await page.getByRole('group', { name: 'Confirm: Disable gateway' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(() => page.evaluate('document.activeElement && document.activeElement.textContent')).toBe('Disable gateway');
+    expect((await invoke(t, 'rest', ws.token, 'get_gateway', { gatewayGuid: gw.guid })).body.enabled).toBe(true);
+    await page.getByRole('button', { name: 'Disable gateway' }).click();
+    await page.getByRole('button', { name: 'Yes, Disable gateway' }).click();
+    await expect.poll(async () => (await invoke(t, 'rest', ws.token, 'get_gateway', { gatewayGuid: gw.guid })).body.enabled).toBe(false);
+    await page.getByRole('button', { name: 'Close gateway' }).click();
+  });
+
+  it("Settings shows each refused field with the service's words, and an emptied expiry gives the default", async () => {
+    await goTo('Settings');
+    await page.getByLabel('Logs collector URL').fill('');
+    await page.getByLabel('Traces collector URL').fill('');
+    await page.getByRole('button', { name: 'Save collector' }).click();
+    const refusal = page.getByRole('alert').filter({ hasText: 'invalid parameters' });
+    await expect.poll(() => refusal.locator('li').count()).toBe(2);
+    expect(await refusal.locator('li').first().textContent()).toMatch(/^logsCollectorUrl: \S/);
+
+    await page.getByLabel('Token label').fill('console default expiry');
+    await page.getByLabel('Expires in days').fill('');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    await expect.poll(() => page.getByLabel('Access token', { exact: true }).textContent()).toMatch(/^svcp_/);
+    const made = (await invoke(t, 'rest', ws.token, 'list_access_tokens', {})).body.items.find((x: { label: string }) => x.label === 'console default expiry');
+    expect(Date.parse(made.expiresAt) - Date.now()).toBeGreaterThan(89 * 86_400_000);
+  });
+
   it("People sets a user's teams, and shows them by name", async () => {
     const member = await newMember(t, ws, []);
     const team = (await invoke(t, 'rest', ws.token, 'create_team', { name: 'Night shift' })).body;

@@ -10,6 +10,16 @@ const SCHEMES = [
   ['sharedIdentity', 'one shared identity'],
 ];
 
+/** The identity a sharedIdentity assignment authenticates with: the server's identities the caller can see. */
+function SharedIdentityField({ serverGuid, value, onInput }) {
+  const identities = useCall('list_identities', { inboundServerGuid: serverGuid });
+  if (identities.error) return html`<${ErrorBox} error=${identities.error} />`;
+  if (!identities.data) return html`<${Loading} />`;
+  const options = identities.data.items.map((i) => [i.guid, `${i.name}${i.accessControl === 'private' ? ' (private: yours)' : ''}`]);
+  if (options.length === 0) return html`<p class="notice">This server has no identity you can share: add one on the Servers page first.</p>`;
+  return html`<${Field} label="Shared identity" as="select" value=${value} options=${[['', 'choose an identity'], ...options]} onInput=${onInput} />`;
+}
+
 /** `echo → shout, add (new description)`: what each override changes, at a glance. */
 const overridesSummary = (overrides) =>
   overrides && Object.keys(overrides).length
@@ -95,7 +105,9 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
   );
   const teams = useCall('list_teams', {});
   const hosts = useCall('list_hosts', {});
-  const [assign, setAssign] = useState({ inboundServerGuid: '', identityScheme: '' });
+  const [assign, setAssign] = useState({ inboundServerGuid: '', identityScheme: '', sharedIdentityGuid: '' });
+  // What an assignment still needs, as the API says it (configurationHint), after one is made.
+  const [assignHint, setAssignHint] = useState(null);
   const [issued, setIssued] = useState(null);
   const [hostGuid, setHostGuid] = useState('');
   // The identity of each server whose assignment asks every user for their own (userIdentity), by server guid.
@@ -116,6 +128,8 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
               <${ActionButton} label="Unarchive gateway" action=${act('unarchive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />`
           : html`<${ActionButton}
                 label=${gateway.enabled ? 'Disable gateway' : 'Enable gateway'}
+                danger=${gateway.enabled}
+                warning=${gateway.enabled ? 'Every connection through it stops working.' : undefined}
                 action=${act(gateway.enabled ? 'disable_gateway' : 'enable_gateway', { gatewayGuid: gateway.guid })}
                 onDone=${onChange}
               />
@@ -186,8 +200,13 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
     <${Form}
       title="Assign a server"
       submit="Assign server"
-      action=${act('assign_server_to_gateway', { gatewayGuid: gateway.guid, inboundServerGuid: assign.inboundServerGuid, ...(assign.identityScheme ? { identityScheme: assign.identityScheme } : {}) })}
-      onDone=${assignments.reload}
+      action=${act('assign_server_to_gateway', {
+        gatewayGuid: gateway.guid,
+        inboundServerGuid: assign.inboundServerGuid,
+        ...(assign.identityScheme ? { identityScheme: assign.identityScheme } : {}),
+        ...(assign.identityScheme === 'sharedIdentity' && assign.sharedIdentityGuid ? { sharedIdentityGuid: assign.sharedIdentityGuid } : {}),
+      })}
+      onDone=${(r) => (setAssignHint(r.configured ? null : (r.configurationHint ?? null)), assignments.reload())}
     >
       <${Field}
         label="Server to assign"
@@ -203,7 +222,17 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
         options=${SCHEMES}
         onInput=${(v) => setAssign({ ...assign, identityScheme: v })}
       />
+      ${
+        assign.identityScheme === 'sharedIdentity' && assign.inboundServerGuid
+          ? html`<${SharedIdentityField}
+              serverGuid=${assign.inboundServerGuid}
+              value=${assign.sharedIdentityGuid}
+              onInput=${(v) => setAssign({ ...assign, sharedIdentityGuid: v })}
+            />`
+          : null
+      }
     <//>
+    ${assignHint ? html`<div class="notice" role="status">Assigned, not configured yet: ${assignHint}</div>` : null}
 
     <h3>Teams</h3>
     ${
@@ -215,10 +244,13 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
                   <${ActionButton}
                     label=${`Provision ${team.name}`}
                     action=${act('assign_team_to_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                    done=${`${team.name} is provisioned to this gateway.`}
                   />
                   <${ActionButton}
                     label=${`Unprovision ${team.name}`}
+                    danger
                     action=${act('remove_team_from_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                    done=${(result) => (result.removed ? `${team.name} is no longer provisioned to this gateway.` : `${team.name} was not provisioned to this gateway.`)}
                   />
                 </li>`,
             )}

@@ -113,6 +113,7 @@ function Identities({ server }) {
                 render: (i) =>
                   html`<${ActionButton}
                     label=${i.enabled ? `Disable ${i.name}` : `Enable ${i.name}`}
+                    danger=${i.enabled}
                     action=${act(i.enabled ? 'disable_identity' : 'enable_identity', { identityGuid: i.guid })}
                     onDone=${reload}
                   />`,
@@ -165,6 +166,8 @@ export function Servers() {
                 render: (s) =>
                   html`<${ActionButton}
                       label=${s.enabled ? `Disable ${s.name}` : `Enable ${s.name}`}
+                      danger=${s.enabled}
+                      warning=${s.enabled ? 'Its tools leave every gateway it is assigned to.' : undefined}
                       action=${act(s.enabled ? 'disable_inbound_server' : 'enable_inbound_server', { inboundServerGuid: s.guid })}
                       onDone=${reload}
                     />

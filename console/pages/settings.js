@@ -100,11 +100,11 @@ function Tokens() {
     <${Form}
       title="Create an access token"
       submit="Create token"
-      action=${act('create_access_token', { label, expiresInDays: Number(days) })}
+      action=${act('create_access_token', { label, ...(String(days).trim() === '' ? {} : { expiresInDays: Number(days) }) })}
       onDone=${(r) => (setMinted({ ...r, label }), setLabel(''), tokens.reload())}
     >
       <${Field} label="Token label" value=${label} onInput=${setLabel} required />
-      <${Field} label="Expires in days" type="number" min="0" max="90" value=${days} onInput=${setDays} hint="0 never expires" />
+      <${Field} label="Expires in days" type="number" min="0" max="90" value=${days} onInput=${setDays} hint="0 never expires; empty is 90" />
     <//>
     ${minted?.token ? html`<${ShownOnce} label="Access token" value=${minted.token} />` : null}
     ${
