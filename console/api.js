@@ -24,6 +24,12 @@ export const token = {
 /** Called with no argument when a request comes back 401: the console returns to sign-in. */
 export const onUnauthenticated = (fn) => listeners.add(fn);
 
+/** Operations that may change what the signed-in caller may do (their own role, or the role's grants). */
+const CHANGES_RIGHTS = new Set(['set_user_role', 'modify_role', 'delete_role']);
+const rightsListeners = new Set();
+/** Called when the caller's rights may have changed: such an operation succeeded, or a call was refused for a capability. */
+export const onRightsMayHaveChanged = (fn) => rightsListeners.add(fn);
+
 async function loadOperations() {
   if (operations) return operations;
   const res = await fetch(`${PREFIX}/openapi.json`);
@@ -95,7 +101,11 @@ export async function call(name, input = {}) {
     throw new ApiError(res.status, {
       detail: `The service answered HTTP ${res.status} with something other than its JSON (a proxy in between?): try again shortly.`,
     });
-  if (!res.ok) throw new ApiError(res.status, data);
+  if (!res.ok) {
+    if (data?.code === 'missing_capability') for (const fn of rightsListeners) fn();
+    throw new ApiError(res.status, data);
+  }
+  if (CHANGES_RIGHTS.has(name)) for (const fn of rightsListeners) fn();
   return data;
 }
 

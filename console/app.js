@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { call, onUnauthenticated, token } from './api.js';
+import { call, onRightsMayHaveChanged, onUnauthenticated, token } from './api.js';
 import { ErrorBox, Session } from './ui.js';
 import { Overview } from './pages/overview.js';
 import { Logs } from './pages/logs.js';
@@ -129,6 +129,15 @@ function App() {
     onUnauthenticated(() => {
       if (signedIn.current) setNotice(ENDED);
       setMe(null);
+    });
+    // What the console offers follows the caller's capabilities: read them again when they may have changed.
+    onRightsMayHaveChanged(() => {
+      // Kept as it was when nothing changed: the pages then have nothing to redraw.
+      if (signedIn.current)
+        call('whoami').then(
+          (next) => setMe((prev) => (JSON.stringify(prev) === JSON.stringify(next) ? prev : next)),
+          () => undefined,
+        );
     });
     if (token.get()) check();
   }, []);

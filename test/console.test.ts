@@ -623,6 +623,21 @@ describe.runIf(run)('the web console', () => {
     await other.close();
   });
 
+  it('follows a change of its own rights: a refusal for a capability reads them again, and what is no longer allowed goes', async () => {
+    const member = await newMember(t, ws, ['manageTeams']);
+    const other = await newPage(1280);
+    await signIn(other, member.token);
+    await other.getByRole('link', { name: 'People', exact: true }).click();
+    await other.getByRole('button', { name: 'Create team' }).waitFor();
+    // An administrator takes the capability away meanwhile (another tab, the API).
+    const bare = await invoke(t, 'rest', ws.token, 'create_role', { name: `Bare ${Date.now()}`, grants: {} });
+    expect((await invoke(t, 'rest', ws.token, 'set_user_role', { userGuid: member.userGuid, roleGuid: bare.body.guid })).status).toBe(200);
+    await other.getByLabel('Team name').fill('Too late');
+    await other.getByRole('button', { name: 'Create team' }).click();
+    await expect.poll(() => other.getByRole('button', { name: 'Create team' }).count()).toBe(0);
+    await other.close();
+  });
+
   it('signs out: the token is gone and sign-in is shown', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Access token').waitFor();
