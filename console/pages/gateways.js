@@ -168,7 +168,17 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
               { label: 'Identity scheme', render: (a) => a.identityScheme ?? 'none' },
               { label: 'Configured', render: (a) => (a.configured ? 'yes' : 'no') },
               { label: 'Enabled', render: (a) => (a.enabled ? 'yes' : 'no') },
-              { label: 'Tool filter', render: (a) => (a.toolFilter ? `${a.toolFilter.mode}: ${a.toolFilter.tools.join(', ')}` : 'all tools') },
+              {
+                label: 'Tool filter',
+                render: (a) =>
+                  !a.toolFilter
+                    ? 'all tools'
+                    : a.toolFilter.tools.length
+                      ? `${a.toolFilter.mode}: ${a.toolFilter.tools.join(', ')}`
+                      : a.toolFilter.mode === 'allow'
+                        ? 'no tools (an empty allow list)'
+                        : 'all tools (an empty deny list)',
+              },
               { label: 'Overrides', render: (a) => overridesSummary(a.toolOverrides) },
               {
                 label: 'Actions',

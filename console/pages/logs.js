@@ -195,7 +195,7 @@ export function Logs({ params }) {
     ${
       data
         ? html`<${Table}
-              caption=${`Calls ${skip + 1}–${skip + data.items.length}`}
+              caption=${data.items.length ? `Calls ${skip + 1}–${skip + data.items.length}` : 'Calls'}
               rows=${data.items}
               empty="No calls in this range."
               columns=${[
