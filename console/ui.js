@@ -103,6 +103,28 @@ export function ErrorBox({ error }) {
   </div>`;
 }
 
+/** A detail panel: brought into view with the focus on its heading whenever `key` changes (null: not yet shown); Escape closes it. */
+export function useDetailPanel(key, onClose) {
+  const ref = useRef(null);
+  useEffect(() => {
+    if (key === null) return;
+    ref.current?.scrollIntoView?.({ block: 'start' });
+    ref.current?.querySelector('h2')?.focus();
+  }, [key]);
+  return { ref, onKeyDown: (e) => e.key === 'Escape' && onClose() };
+}
+
+/** The control that opened a detail gets the focus back when it closes: `opened(event)` as it opens, `refocus()` once closed. */
+export function useOpener() {
+  const opener = useRef(null);
+  return {
+    opened: (e) => {
+      opener.current = e.currentTarget;
+    },
+    refocus: () => opener.current?.focus(),
+  };
+}
+
 export const Loading = () => html`<p class="loading" role="status">Loading…</p>`;
 
 /** A table: columns [{label, render(row), num}]; `num` columns hold figures (aligned right, never wrapped). */

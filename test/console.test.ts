@@ -272,6 +272,14 @@ describe.runIf(run)('the web console', () => {
     await record.getByRole('link', { name: 'Server Everything: calls' }).waitFor();
     await record.getByRole('link', { name: 'Gateway Main gateway: calls' }).waitFor();
     await shot('alerts');
+    // The record takes the focus on its heading; Escape gives it back to the row that opened it, and opens it again.
+    await expect.poll(() => page.evaluate('document.activeElement && document.activeElement.tagName')).toBe('H2');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => record.count()).toBe(0);
+    await expect
+      .poll(() => page.evaluate('document.activeElement && document.activeElement.textContent.trim()'))
+      .toBe('Calls to server Everything keep failing');
+    await page.keyboard.press('Enter');
     await record.getByRole('link', { name: 'The call behind this alert' }).click();
     await page.getByRole('heading', { name: 'Logs', level: 1 }).waitFor();
     await expect.poll(() => bodyRows().count()).toBe(1);

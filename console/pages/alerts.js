@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { hrefOf, navigate } from '../nav.js';
-import { ErrorBox, Field, Loading, Table, fmtTime, useCall, useNames } from '../ui.js';
+import { ErrorBox, Field, Loading, Table, fmtTime, useCall, useDetailPanel, useNames, useOpener } from '../ui.js';
 
 /** Where a related resource id leads: its calls in the logs, by what kind of resource it is. */
 function ResourceLink({ id, kinds }) {
@@ -21,9 +21,10 @@ const RECORD_PARTS = [
 function AlertDetail({ guid, kinds, onClose }) {
   const { data, error } = useCall('get_alert', { alertGuid: guid });
   const traceId = data?.debugContext?.traceId ?? data?.dynamicContent?.traceId;
-  return html`<aside class="card detail" aria-label="Alert record">
+  const panel = useDetailPanel(data ? guid : null, onClose);
+  return html`<aside class="card detail" aria-label="Alert record" ref=${panel.ref} onKeyDown=${panel.onKeyDown}>
     <div class="page-head">
-      <h2>${data?.subject ?? 'Alert'}</h2>
+      <h2 tabindex="-1">${data?.subject ?? 'Alert'}</h2>
       <button type="button" onClick=${onClose}>Close alert</button>
     </div>
     <${ErrorBox} error=${error} />
@@ -64,6 +65,7 @@ export function Alerts({ params }) {
     Object.entries({ code: params.code, messageType: params.messageType, relatedResourceGuid: params.relatedResourceGuid }).filter(([, v]) => v),
   );
   const { data, error, loading } = useCall('list_alerts', { filters, take: 100 });
+  const opener = useOpener();
   const servers = useNames([['list_inbound_servers', (s) => s.name]]);
   const gateways = useNames([['list_gateways', (g) => g.name]]);
   const kinds = new Map([
@@ -103,12 +105,15 @@ export function Alerts({ params }) {
               { label: 'Code', render: (a) => a.code },
               {
                 label: 'Subject',
-                render: (a) => html`<button type="button" class="link" onClick=${() => navigate('alerts', { ...params, open: a.guid })}>${a.subject}</button>`,
+                render: (a) =>
+                  html`<button type="button" class="link" onClick=${(e) => (opener.opened(e), navigate('alerts', { ...params, open: a.guid }))}>
+                    ${a.subject}
+                  </button>`,
               },
             ]}
           />`
         : null
     }
-    ${params.open ? html`<${AlertDetail} guid=${params.open} kinds=${kinds} onClose=${() => navigate('alerts', { ...params, open: '' })} />` : null}
+    ${params.open ? html`<${AlertDetail} guid=${params.open} kinds=${kinds} onClose=${() => (navigate('alerts', { ...params, open: '' }), opener.refocus())} />` : null}
   </section>`;
 }

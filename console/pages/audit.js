@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { navigate } from '../nav.js';
-import { ErrorBox, Field, Loading, RANGES, Table, fmtTime, rangeMs, short, useCall, useNames, useWindowEnd } from '../ui.js';
+import { ErrorBox, Field, Loading, RANGES, Table, fmtTime, rangeMs, short, useCall, useDetailPanel, useNames, useOpener, useWindowEnd } from '../ui.js';
 
 const FILTERS = [
   ['operation', 'Operation'],
@@ -15,6 +15,7 @@ export function Audit({ params }) {
   const [now, refresh] = useWindowEnd(params);
   const [draft, setDraft] = useState(() => Object.fromEntries([...FILTERS.map(([k]) => [k, params[k] ?? '']), ['surface', params.surface ?? '']]));
   const [open, setOpen] = useState(null);
+  const opener = useOpener();
   const filters = Object.fromEntries([...FILTERS.map(([k]) => k), 'surface'].filter((k) => params[k]).map((k) => [k, params[k]]));
   const { data, error, loading } = useCall('query_audit_log', { filters, fromMs: now - rangeMs(range), toMs: now, take: 200 });
   const users = useNames([['list_users', (u) => u.emailAddress]]);
@@ -55,7 +56,10 @@ export function Audit({ params }) {
             rows=${data.items}
             empty="No operations in this range."
             columns=${[
-              { label: 'Time', render: (r) => html`<button type="button" class="link" onClick=${() => setOpen(r)}>${fmtTime(r.created_at)}</button>` },
+              {
+                label: 'Time',
+                render: (r) => html`<button type="button" class="link" onClick=${(e) => (opener.opened(e), setOpen(r))}>${fmtTime(r.created_at)}</button>`,
+              },
               { label: 'Operation', render: (r) => r.operation },
               { label: 'Outcome', render: (r) => html`<span class=${`status ${r.outcome === 'ok' ? 'ok' : 'error'}`}>${r.outcome}</span>` },
               { label: 'Surface', render: (r) => r.surface },
@@ -66,16 +70,18 @@ export function Audit({ params }) {
           />`
         : null
     }
-    ${
-      open
-        ? html`<aside class="card detail" aria-label="Audit record">
-            <div class="page-head">
-              <h2>${open.operation}</h2>
-              <button type="button" onClick=${() => setOpen(null)}>Close record</button>
-            </div>
-            <pre aria-label="Audit record">${JSON.stringify(open, null, 2)}</pre>
-          </aside>`
-        : null
-    }
+    ${open ? html`<${AuditRecord} record=${open} onClose=${() => (setOpen(null), opener.refocus())} />` : null}
   </section>`;
+}
+
+/** One audit record, whole: focus on its heading, Escape or Close gives it back to the row. */
+function AuditRecord({ record, onClose }) {
+  const panel = useDetailPanel(record, onClose);
+  return html`<aside class="card detail" aria-label="Audit record" ref=${panel.ref} onKeyDown=${panel.onKeyDown}>
+    <div class="page-head">
+      <h2 tabindex="-1">${record.operation}</h2>
+      <button type="button" onClick=${onClose}>Close record</button>
+    </div>
+    <pre aria-label="Audit record">${JSON.stringify(record, null, 2)}</pre>
+  </aside>`;
 }

@@ -1,5 +1,5 @@
 import { html } from 'htm/preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { navigate, hrefOf } from '../nav.js';
 import {
   ErrorBox,
@@ -14,7 +14,9 @@ import {
   short,
   toLocalInput,
   useCall,
+  useDetailPanel,
   useNames,
+  useOpener,
   useWindowEnd,
 } from '../ui.js';
 
@@ -64,12 +66,8 @@ function Detail({ row, onClose }) {
     }
   };
   // Shown below the page's rows: brought into view, with focus on its heading; Escape closes it.
-  const aside = useRef(null);
-  useEffect(() => {
-    aside.current?.scrollIntoView?.({ block: 'start' });
-    aside.current?.querySelector('h2')?.focus();
-  }, [row.guid]);
-  return html`<aside class="card detail" aria-label="Call detail" ref=${aside} onKeyDown=${(e) => e.key === 'Escape' && onClose()}>
+  const panel = useDetailPanel(row.guid, onClose);
+  return html`<aside class="card detail" aria-label="Call detail" ref=${panel.ref} onKeyDown=${panel.onKeyDown}>
     <div class="page-head">
       <h2 tabindex="-1">${row.method} ${row.tool_name ?? ''}</h2>
       <button type="button" onClick=${onClose}>Close detail</button>
@@ -146,14 +144,14 @@ export function Logs({ params }) {
   useEffect(() => setDraft(draftOf()), [JSON.stringify(filters)]);
   const [open, setOpen] = useState(null);
   // The control that opened the detail gets focus back when it closes.
-  const opener = useRef(null);
+  const opener = useOpener();
   const show = (row, e) => {
-    opener.current = e.currentTarget;
+    opener.opened(e);
     setOpen(row);
   };
   const close = () => {
     setOpen(null);
-    opener.current?.focus();
+    opener.refocus();
   };
   const fromMs = custom ? Number(params.fromMs) : now - rangeMs(range);
   const toMs = custom ? Number(params.toMs) : now;
