@@ -561,8 +561,9 @@ describe.runIf(run)('the web console', () => {
     const row = page.getByRole('row', { name: /Shelved gateway/ });
     await expect.poll(() => row.getByRole('cell').nth(2).textContent()).toBe('yes');
     await row.getByRole('link', { name: 'Shelved gateway' }).click();
-    // An archived gateway offers what it can do: be unarchived (not enabled, nor archived again).
-    expect(await page.getByRole('button', { name: 'Enable gateway' }).count()).toBe(0);
+    // An archived gateway offers what it can do: be unarchived (not enabled, nor archived again, nor take servers, teams or tokens).
+    await page.getByRole('button', { name: 'Unarchive gateway' }).waitFor();
+    for (const name of ['Enable gateway', 'Assign server', 'Issue gateway token']) expect(await page.getByRole('button', { name }).count(), name).toBe(0);
     await page.getByRole('button', { name: 'Unarchive gateway' }).click();
     await expect
       .poll(async () => (await invoke(t, 'rest', ws.token, 'list_gateways', {})).body.items.some((g: { guid: string }) => g.guid === gw.guid))

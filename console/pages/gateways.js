@@ -207,102 +207,112 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
           />`
         : null
     }
-    <${Form}
-      title="Assign a server"
-      submit="Assign server"
-      action=${act('assign_server_to_gateway', {
-        gatewayGuid: gateway.guid,
-        inboundServerGuid: assign.inboundServerGuid,
-        ...(assign.identityScheme ? { identityScheme: assign.identityScheme } : {}),
-        ...(assign.identityScheme === 'sharedIdentity' && assign.sharedIdentityGuid ? { sharedIdentityGuid: assign.sharedIdentityGuid } : {}),
-      })}
-      onDone=${(r) => (setAssignHint(r.configured ? null : (r.configurationHint ?? null)), assignments.reload())}
-    >
-      <${Field}
-        label="Server to assign"
-        as="select"
-        value=${assign.inboundServerGuid}
-        options=${[['', 'choose a server'], ...servers]}
-        onInput=${(v) => setAssign({ ...assign, inboundServerGuid: v })}
-      />
-      <${Field}
-        label="Identity scheme"
-        as="select"
-        value=${assign.identityScheme}
-        options=${SCHEMES}
-        onInput=${(v) => setAssign({ ...assign, identityScheme: v })}
-      />
-      ${
-        assign.identityScheme === 'sharedIdentity' && assign.inboundServerGuid
-          ? html`<${SharedIdentityField}
-              serverGuid=${assign.inboundServerGuid}
-              value=${assign.sharedIdentityGuid}
-              onInput=${(v) => setAssign({ ...assign, sharedIdentityGuid: v })}
-            />`
-          : null
-      }
-    <//>
-    ${assignHint ? html`<div class="notice" role="status">Assigned, not configured yet: ${assignHint}</div>` : null}
-
-    <h3>Teams</h3>
     ${
-      teams.data
-        ? html`<ul class="checks" aria-label="Teams provisioned">
-            ${teams.data.items.map(
-              (team) =>
-                html`<li>
-                  <${ActionButton}
-                    label=${`Provision ${team.name}`}
-                    action=${act('assign_team_to_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
-                    done=${`${team.name} is provisioned to this gateway.`}
-                  />
-                  <${ActionButton}
-                    label=${`Unprovision ${team.name}`}
-                    danger
-                    action=${act('remove_team_from_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
-                    done=${(result) => (result.removed ? `${team.name} is no longer provisioned to this gateway.` : `${team.name} was not provisioned to this gateway.`)}
-                  />
-                </li>`,
-            )}
-          </ul>`
-        : null
-    }
-
-    <h3>Gateway token</h3>
-    <${Form}
-      title="Issue a gateway token"
-      submit="Issue gateway token"
-      action=${act('issue_gateway_token', {
-        gatewayGuid: gateway.guid,
-        ...(hostGuid ? { hostGuid } : {}),
-        ...(Object.keys(chosen).length ? { serverIdentities: chosen } : {}),
-      })}
-      onDone=${(r) => (setIssued(r), connections.reload())}
-    >
-      ${(assignments.data?.items ?? [])
-        .filter((a) => a.identityScheme === 'userIdentity')
-        .map(
-          (a) =>
-            html`<${IdentityChoice}
-              key=${a.guid}
-              serverGuid=${a.serverGuids[0]}
-              serverName=${serverName(a.serverGuids[0])}
-              value=${chosen[a.serverGuids[0]] ?? ''}
-              onInput=${(identity) => setChosen({ ...chosen, [a.serverGuids[0]]: identity })}
-            />`,
-        )}
-      ${
-        hosts.data
-          ? html`<${Field}
-              label="Host"
+      archived
+        ? html`<p class="notice">An archived gateway takes no new server, team or token: unarchive it first.</p>`
+        : html` <${Form}
+            title="Assign a server"
+            submit="Assign server"
+            action=${act('assign_server_to_gateway', {
+              gatewayGuid: gateway.guid,
+              inboundServerGuid: assign.inboundServerGuid,
+              ...(assign.identityScheme ? { identityScheme: assign.identityScheme } : {}),
+              ...(assign.identityScheme === 'sharedIdentity' && assign.sharedIdentityGuid ? { sharedIdentityGuid: assign.sharedIdentityGuid } : {}),
+            })}
+            onDone=${(r) => (setAssignHint(r.configured ? null : (r.configurationHint ?? null)), assignments.reload())}
+          >
+            <${Field}
+              label="Server to assign"
               as="select"
-              value=${hostGuid}
-              options=${[['', 'no host'], ...hosts.data.items.map((h) => [h.guid, h.name])]}
-              onInput=${setHostGuid}
-            />`
-          : null
-      }
-    <//>
+              value=${assign.inboundServerGuid}
+              options=${[['', 'choose a server'], ...servers]}
+              onInput=${(v) => setAssign({ ...assign, inboundServerGuid: v })}
+            />
+            <${Field}
+              label="Identity scheme"
+              as="select"
+              value=${assign.identityScheme}
+              options=${SCHEMES}
+              onInput=${(v) => setAssign({ ...assign, identityScheme: v })}
+            />
+            ${
+              assign.identityScheme === 'sharedIdentity' && assign.inboundServerGuid
+                ? html`<${SharedIdentityField}
+                    serverGuid=${assign.inboundServerGuid}
+                    value=${assign.sharedIdentityGuid}
+                    onInput=${(v) => setAssign({ ...assign, sharedIdentityGuid: v })}
+                  />`
+                : null
+            }
+          <//>`
+    }
+    ${assignHint ? html`<div class="notice" role="status">Assigned, not configured yet: ${assignHint}</div>` : null}
+    ${
+      archived
+        ? null
+        : html` <h3>Teams</h3>
+            ${
+              teams.data
+                ? html`<ul class="checks" aria-label="Teams provisioned">
+                    ${teams.data.items.map(
+                      (team) =>
+                        html`<li>
+                          <${ActionButton}
+                            label=${`Provision ${team.name}`}
+                            action=${act('assign_team_to_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                            done=${`${team.name} is provisioned to this gateway.`}
+                          />
+                          <${ActionButton}
+                            label=${`Unprovision ${team.name}`}
+                            danger
+                            action=${act('remove_team_from_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                            done=${(result) => (result.removed ? `${team.name} is no longer provisioned to this gateway.` : `${team.name} was not provisioned to this gateway.`)}
+                          />
+                        </li>`,
+                    )}
+                  </ul>`
+                : null
+            }`
+    }
+    ${
+      archived
+        ? null
+        : html` <h3>Gateway token</h3>
+            <${Form}
+              title="Issue a gateway token"
+              submit="Issue gateway token"
+              action=${act('issue_gateway_token', {
+                gatewayGuid: gateway.guid,
+                ...(hostGuid ? { hostGuid } : {}),
+                ...(Object.keys(chosen).length ? { serverIdentities: chosen } : {}),
+              })}
+              onDone=${(r) => (setIssued(r), connections.reload())}
+            >
+              ${(assignments.data?.items ?? [])
+                .filter((a) => a.identityScheme === 'userIdentity')
+                .map(
+                  (a) =>
+                    html`<${IdentityChoice}
+                      key=${a.guid}
+                      serverGuid=${a.serverGuids[0]}
+                      serverName=${serverName(a.serverGuids[0])}
+                      value=${chosen[a.serverGuids[0]] ?? ''}
+                      onInput=${(identity) => setChosen({ ...chosen, [a.serverGuids[0]]: identity })}
+                    />`,
+                )}
+              ${
+                hosts.data
+                  ? html`<${Field}
+                      label="Host"
+                      as="select"
+                      value=${hostGuid}
+                      options=${[['', 'no host'], ...hosts.data.items.map((h) => [h.guid, h.name])]}
+                      onInput=${setHostGuid}
+                    />`
+                  : null
+              }
+            <//>`
+    }
     ${
       issued
         ? html`<${ShownOnce} label="Gateway token" value=${issued.token} />
