@@ -1,32 +1,46 @@
 import { html } from 'htm/preact';
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { call, capabilityOf, loadedCapabilityOf } from './api.js';
+import { ApiError, call, capabilityOf, loadedCapabilityOf } from './api.js';
 
 /** What every page may read: the caller (whoami) and the capability labels (list_capabilities). */
 export const Session = createContext({ me: null, labels: new Map() });
 export const useSession = () => useContext(Session);
 
 /**
+ * Calls an operation as `me` may: one the caller's role does not allow is not asked of
+ * the service, and fails with the refusal the service would answer.
+ */
+async function callAsAllowed(me, name, input) {
+  const capability = await capabilityOf(name);
+  if (capability && me && !me.capabilities.includes(capability))
+    throw new ApiError(403, { code: 'missing_capability', capability, detail: `This needs the capability ${capability}.` });
+  return call(name, input);
+}
+
+/**
  * Calls an operation when the inputs change (and on reload()); `input` null skips the
- * call. Returns {data, error, loading, reload}.
+ * call. Returns {data, error, loading, reload}. An operation the caller's role does not
+ * allow is not called: its error is the refusal the service would answer.
  */
 export function useCall(name, input, deps = []) {
   const [state, setState] = useState({ data: null, error: null, loading: input !== null });
   const [tick, setTick] = useState(0);
   const reload = useCallback(() => setTick((n) => n + 1), []);
+  const { me } = useSession();
+  const rights = me ? me.capabilities.join(',') : null;
   useEffect(() => {
     if (input === null) return undefined;
     let live = true;
     setState((s) => ({ ...s, loading: true }));
-    call(name, input).then(
+    callAsAllowed(me, name, input).then(
       (data) => live && setState({ data, error: null, loading: false }),
       (error) => live && setState({ data: null, error, loading: false }),
     );
     return () => {
       live = false;
     };
-  }, [name, JSON.stringify(input), tick, ...deps]);
+  }, [name, JSON.stringify(input), tick, rights, ...deps]);
   return { ...state, reload };
 }
 
@@ -357,11 +371,12 @@ export function parseHeaderLines(text) {
  */
 export function useNames(ops) {
   const [names, setNames] = useState(() => namesFrom([]));
+  const { me } = useSession();
   useEffect(() => {
     let live = true;
     Promise.all(
       ops.map(([name, label]) =>
-        call(name, {}).then(
+        callAsAllowed(me, name, {}).then(
           (r) => r.items.map((i) => [i.guid, label(i), name]),
           () => [],
         ),

@@ -2,7 +2,22 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { hrefOf, navigate } from '../nav.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, ShownOnce, Table, act, distinctNames, fmtTime, useCall, useNames } from '../ui.js';
+import {
+  ActionButton,
+  ErrorBox,
+  Field,
+  Form,
+  Loading,
+  SavedSelect,
+  ShownOnce,
+  Table,
+  act,
+  distinctNames,
+  fmtTime,
+  useAllowed,
+  useCall,
+  useNames,
+} from '../ui.js';
 
 const SCHEMES = [
   ['', 'none (open servers)'],
@@ -94,6 +109,8 @@ function IdentityChoice({ serverGuid, serverName, value, onInput }) {
 }
 
 function GatewayDetail({ gateway, archived, servers, onChange }) {
+  // A control for what the caller may not do is not offered (its editor would show nothing).
+  const canCurate = useAllowed('modify_gateway_assignment');
   const assignments = useCall('list_gateway_assignments', { gatewayGuid: gateway.guid });
   const naming = useCall('get_gateway_tool_naming', { gatewayGuid: gateway.guid });
   const connections = useCall('list_connections', { gatewayGuid: gateway.guid });
@@ -183,7 +200,7 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
               {
                 label: 'Actions',
                 render: (a) =>
-                  html`<button type="button" onClick=${() => setEditing(a)}>Edit tools of ${serverName(a.serverGuids[0])}</button>
+                  html`${canCurate ? html`<button type="button" onClick=${() => setEditing(a)}>Edit tools of ${serverName(a.serverGuids[0])}</button>` : null}
                     <${ActionButton}
                       label=${`Remove ${serverName(a.serverGuids[0])}`}
                       danger

@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, Table, act, useCall } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, Table, act, useAllowed, useCall } from '../ui.js';
 
 /** Capability checkboxes, grouped as list_capabilities groups them (a group with no key for this workspace, Partner Portal outside a partner workspace, is left out). */
 function CapabilityChecks({ groups, selected, onChange, idPrefix }) {
@@ -143,6 +143,8 @@ function UserTeams({ user, teams, onDone }) {
 }
 
 function Users({ roles, teams, reloadTeams }) {
+  // A control for what the caller may not do is not offered (its form would show nothing).
+  const canSetTeams = useAllowed('set_user_teams');
   const users = useCall('list_users', {});
   const [invite, setInvite] = useState({ email: '', roleGuid: '' });
   const [editingTeams, setEditingTeams] = useState(null);
@@ -176,7 +178,7 @@ function Users({ roles, teams, reloadTeams }) {
                 label: 'Teams',
                 render: (u) =>
                   html`${u.teamGuids.map(teamName).join(', ') || '—'}
-                  ${teams ? html` <button type="button" class="link" onClick=${() => setEditingTeams(u)}>Edit teams of ${u.emailAddress}</button>` : null}`,
+                  ${teams && canSetTeams ? html` <button type="button" class="link" onClick=${() => setEditingTeams(u)}>Edit teams of ${u.emailAddress}</button>` : null}`,
               },
               { label: 'Active', render: (u) => (u.isActive ? 'yes' : 'no') },
               {
