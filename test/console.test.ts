@@ -697,6 +697,11 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(() => select.inputValue()).toBe(stored);
     // An invitation starts with no capabilities unless a role is picked.
     expect(await other.getByRole('form', { name: 'Invite a user' }).getByLabel('Role').inputValue()).toBe('');
+    // Invited so, the user is on the workspace's Member role, which the page then knows: their role reads by name.
+    await other.getByRole('form', { name: 'Invite a user' }).getByLabel('Email').fill('invited@lone.example');
+    await other.getByRole('button', { name: 'Invite user' }).click();
+    const invited = other.getByLabel('Role of invited@lone.example');
+    await expect.poll(async () => (await invited.locator('option:checked').textContent())?.trim() ?? '').not.toBe('');
     await other.close();
   });
 

@@ -142,7 +142,7 @@ function UserTeams({ user, teams, onDone }) {
   <//>`;
 }
 
-function Users({ roles, teams, reloadTeams }) {
+function Users({ roles, reloadRoles, teams, reloadTeams }) {
   // A control for what the caller may not do is not offered (its form would show nothing).
   const canSetTeams = useAllowed('set_user_teams');
   const users = useCall('list_users', {});
@@ -213,7 +213,7 @@ function Users({ roles, teams, reloadTeams }) {
             title="Invite a user"
             submit="Invite user"
             action=${act('invite_user', { email: invite.email, ...(invite.roleGuid ? { roleGuid: invite.roleGuid } : {}) })}
-            onDone=${() => (setInvite({ email: '', roleGuid: '' }), users.reload())}
+            onDone=${() => (setInvite({ email: '', roleGuid: '' }), users.reload(), reloadRoles())}
           >
             <${Field} label="Email" type="email" value=${invite.email} onInput=${(v) => setInvite({ ...invite, email: v })} required />
             <${Field}
@@ -237,7 +237,7 @@ export function People() {
   return html`<section aria-labelledby="people-title">
     <h1 id="people-title">People</h1>
     ${capabilities.loading ? html`<${Loading} />` : null}
-    <${Users} roles=${roles.data?.items} teams=${teams.data?.items} reloadTeams=${teams.reload} />
+    <${Users} roles=${roles.data?.items} reloadRoles=${roles.reload} teams=${teams.data?.items} reloadTeams=${teams.reload} />
     <${Teams} teams=${teams} onChange=${teams.reload} />
     <${Roles} groups=${capabilities.data?.groups} roles=${roles} />
   </section>`;

@@ -175,7 +175,7 @@ export function Servers() {
                       label=${`Delete ${s.name}`}
                       danger
                       action=${act('delete_inbound_server', { inboundServerGuid: s.guid })}
-                      onDone=${reload}
+                      onDone=${() => (open?.guid === s.guid && setOpen(null), reload())}
                     />`,
               },
             ]}
