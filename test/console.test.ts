@@ -210,6 +210,8 @@ describe.runIf(run)('the web console', () => {
     expect(page.url()).toContain(`trace_id=${seeded[1]!.traceId}`);
     await shot('logs');
     const opener = table.getByRole('button', { name: /Details of the call/ });
+    // Named apart from the calls of the same second: the tool, the outcome and the row.
+    expect(await opener.getAttribute('aria-label')).toMatch(new RegExp(`^Details of the call at .+: ${seeded[1]!.toolName}, (ok|error) \\([0-9a-f]{8}…\\)$`));
     await opener.click();
     const detail = page.getByRole('complementary', { name: 'Call detail' });
     // The detail takes the focus (it is drawn below the rows), and gives it back on Escape.

@@ -200,7 +200,12 @@ export function Logs({ params }) {
                 {
                   label: 'Time',
                   render: (r) =>
-                    html`<button type="button" class="link" onClick=${(e) => show(r, e)} aria-label=${`Details of the call at ${fmtTime(r.created_at)}`}>
+                    html`<button
+                      type="button"
+                      class="link"
+                      onClick=${(e) => show(r, e)}
+                      aria-label=${`Details of the call at ${fmtTime(r.created_at)}: ${r.tool_name ?? r.method}, ${r.status} (${short(r.guid)})`}
+                    >
                       ${fmtTime(r.created_at)}
                     </button>`,
                 },
