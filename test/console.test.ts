@@ -350,6 +350,10 @@ describe.runIf(run)('the web console', () => {
     expect(reads).toBe(0);
     await servers.getByRole('button', { name: 'Delegated', exact: true }).click();
     await expect.poll(() => page.getByRole('table', { name: 'Identities of Delegated' }).getByRole('row').count()).toBe(2);
+    // Another identity, or one more approval later: the panel gives a new authorization link (add_identity).
+    await page.getByRole('button', { name: 'Get an authorization link' }).click();
+    const again = page.getByRole('link', { name: 'Open the authorization page' }).last();
+    await expect.poll(() => again.getAttribute('href')).toMatch(new RegExp(`^${oauthUpstream.issuer}/authorize\\?`));
   });
 
   it('Audit and Settings render with real data; Settings creates an access token shown once and revokes it', async () => {

@@ -80,22 +80,27 @@ function CreateServer({ onCreated }) {
           : null
       }
     <//>
-    ${
-      authorization
-        ? html`<div class="notice" role="status">
-            ${authorization.name} needs your authorization:${' '}
-            <a href=${authorization.url} target="_blank" rel="noopener noreferrer">Open the authorization page</a>, approve, then come back here: the status
-            updates by itself.
-          </div>`
-        : null
-    }
+    <${AuthorizationNotice} authorization=${authorization} />
   </div>`;
+}
+
+/** The link to an OAuth server's authorization page, for the human who approves it. */
+function AuthorizationNotice({ authorization }) {
+  return authorization
+    ? html`<div class="notice" role="status">
+        ${authorization.name} needs your authorization:${' '}
+        <a href=${authorization.url} target="_blank" rel="noopener noreferrer">Open the authorization page</a>, approve, then come back here: the status updates
+        by itself.
+      </div>`
+    : null;
 }
 
 function Identities({ server }) {
   const { data, error, reload } = useCall('list_identities', { inboundServerGuid: server.guid });
   const [headers, setHeaders] = useState('');
   const [label, setLabel] = useState('');
+  // An OAuth server's identity is made when a human approves it: the link to do so, as long as this panel is open.
+  const [authorization, setAuthorization] = useState(null);
   return html`<div class="card">
     <h3>Identities of ${server.name}</h3>
     <${ErrorBox} error=${error} />
@@ -120,6 +125,19 @@ function Identities({ server }) {
               },
             ]}
           />`
+        : null
+    }
+    ${
+      server.authenticationType === 'oauth'
+        ? html`<${Form}
+              title="Authorize an identity"
+              submit="Get an authorization link"
+              action=${act('add_identity', { inboundServerGuid: server.guid, ...(label ? { identityLabel: label } : {}) })}
+              onDone=${(r) => (setAuthorization(r.authorizationUrl ? { url: r.authorizationUrl, name: server.name } : null), reload())}
+            >
+              <${Field} label="Identity name" value=${label} onInput=${setLabel} />
+            <//>
+            <${AuthorizationNotice} authorization=${authorization} />`
         : null
     }
     ${
