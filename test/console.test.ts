@@ -544,6 +544,22 @@ describe.runIf(run)('the web console', () => {
     expect(Date.parse(made.expiresAt) - Date.now()).toBeGreaterThan(89 * 86_400_000);
   });
 
+  it('Settings removes the collector headers when asked in so many words (an emptied box keeps them: values are write-only)', async () => {
+    const set = await invoke(t, 'rest', ws.token, 'set_otel_configuration', {
+      logsCollectorUrl: 'http://127.0.0.1:9/v1/logs',
+      headers: { Authorization: 'Bearer console-collector-secret' },
+    });
+    expect(set.status).toBe(200);
+    await goTo('Overview');
+    await goTo('Settings');
+    await page.getByRole('button', { name: 'Save collector' }).click();
+    await expect.poll(async () => (await invoke(t, 'rest', ws.token, 'get_otel_configuration', {})).body.headerNames).toEqual(['Authorization']);
+    await page.getByLabel('Remove the collector headers').check();
+    await page.getByRole('button', { name: 'Save collector' }).click();
+    await expect.poll(async () => (await invoke(t, 'rest', ws.token, 'get_otel_configuration', {})).body.headerNames).toEqual([]);
+    await expect.poll(() => page.getByLabel('Remove the collector headers').count()).toBe(0);
+  });
+
   it("People sets a user's teams, and shows them by name", async () => {
     const member = await newMember(t, ws, []);
     const team = (await invoke(t, 'rest', ws.token, 'create_team', { name: 'Night shift' })).body;

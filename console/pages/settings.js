@@ -5,7 +5,7 @@ import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, act, di
 
 function Collector() {
   const config = useCall('get_otel_configuration', {});
-  const [f, setF] = useState({ logsCollectorUrl: '', logsFormat: 'otlp', tracesCollectorUrl: '', headers: '' });
+  const [f, setF] = useState({ logsCollectorUrl: '', logsFormat: 'otlp', tracesCollectorUrl: '', headers: '', clearHeaders: false });
   useEffect(() => {
     if (config.data)
       setF({
@@ -13,6 +13,7 @@ function Collector() {
         logsFormat: config.data.logsFormat ?? 'otlp',
         tracesCollectorUrl: config.data.tracesCollectorUrl ?? '',
         headers: '',
+        clearHeaders: false,
       });
   }, [config.data]);
   const set = (k) => (v) => setF({ ...f, [k]: v });
@@ -20,7 +21,8 @@ function Collector() {
     ...(f.logsCollectorUrl ? { logsCollectorUrl: f.logsCollectorUrl } : {}),
     ...(f.tracesCollectorUrl ? { tracesCollectorUrl: f.tracesCollectorUrl } : {}),
     logsFormat: f.logsFormat,
-    ...(f.headers.trim() ? { headers: parseHeaderLines(f.headers) } : {}),
+    // Values are write-only, so an empty box keeps what is sent; removing them all is asked for in so many words (an empty map).
+    ...(f.headers.trim() ? { headers: parseHeaderLines(f.headers) } : f.clearHeaders ? { headers: {} } : {}),
   });
   return html`<section aria-labelledby="collector-title">
     <h2 id="collector-title">Collector</h2>
@@ -47,6 +49,11 @@ function Collector() {
               onInput=${set('headers')}
               hint=${`Sent now: ${config.data.headerNames.join(', ') || 'none'}. One per line, Name: value; a new set replaces them all, empty keeps them. Values are never shown.`}
             />
+            ${
+              config.data.headerNames.length > 0
+                ? html`<${Field} label="Remove the collector headers" type="checkbox" checked=${f.clearHeaders} value="" onInput=${set('clearHeaders')} />`
+                : null
+            }
           <//>`
         : null
     }
