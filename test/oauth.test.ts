@@ -18,6 +18,20 @@ let alerts: NewAlert[];
 let base: string | undefined;
 /** The app on a real loopback port (gateway hosts stream), opened once. */
 const loopback = async () => (base ??= await listenLoopback(t));
+
+/** A 1.x SDK host on a new gateway of its own serving `serverGuid` with the server's first identity, shared. */
+async function hostThroughGateway(serverGuid: string, name: string) {
+  const [identity] = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: serverGuid })).body.items;
+  const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name });
+  await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
+    gatewayGuid: gw.body.guid,
+    inboundServerGuid: serverGuid,
+    identityScheme: 'sharedIdentity',
+    sharedIdentityGuid: identity.guid,
+  });
+  const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+  return gatewayClient(issued.body.url.replace(t.config.publicBaseUrl, await loopback()), issued.body.token);
+}
 const responses: unknown[] = [];
 /** Every token and secret the tests handed out or the upstream issued. */
 const secrets: string[] = [];
@@ -319,16 +333,7 @@ describe('the callback and the refresh function', () => {
       oauthClientId: clientId,
     });
     await validated(t, created.body.guid);
-    const [identity] = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: created.body.guid })).body.items;
-    const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Refreshing' });
-    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
-      gatewayGuid: gw.body.guid,
-      inboundServerGuid: created.body.guid,
-      identityScheme: 'sharedIdentity',
-      sharedIdentityGuid: identity.guid,
-    });
-    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-    const host = await gatewayClient(issued.body.url.replace(t.config.publicBaseUrl, await loopback()), issued.body.token);
+    const host = await hostThroughGateway(created.body.guid, 'Refreshing');
     try {
       const listed = await host.listTools().then(
         () => expect.unreachable('a list with no server that could be listed'),
@@ -360,16 +365,7 @@ describe('the callback and the refresh function', () => {
     expect(upstream.provider.refreshCount).toBe(before + 1);
 
     // Through a gateway: the authorization server ends every token early; the refused call makes the next one refresh.
-    const [identity] = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: created.body.guid })).body.items;
-    const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Revoked' });
-    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
-      gatewayGuid: gw.body.guid,
-      inboundServerGuid: created.body.guid,
-      identityScheme: 'sharedIdentity',
-      sharedIdentityGuid: identity.guid,
-    });
-    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-    const host = await gatewayClient(issued.body.url.replace(t.config.publicBaseUrl, await loopback()), issued.body.token);
+    const host = await hostThroughGateway(created.body.guid, 'Revoked');
     try {
       const tool = (await host.listTools()).tools[0]!.name;
       upstream.provider.revokeAccessTokens();

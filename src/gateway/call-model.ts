@@ -104,6 +104,8 @@ export class GatewayCallError extends Error {
     readonly data?: Record<string, unknown>,
     /** What the call log says when it differs from what the host is told (a refusal's reason). */
     readonly logMessage?: string,
+    /** An upstream's failure without the server's name, for a list naming several (Upstreams.describe). */
+    readonly reason?: string,
   ) {
     super(message);
   }

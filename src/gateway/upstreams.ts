@@ -117,7 +117,8 @@ export class Upstreams {
     try {
       return await this.catalogs.credential(route);
     } catch (err) {
-      if (err instanceof OAuthRefreshError) throw new GatewayCallError(ERRORS.upstream, `Server ${route.slug}: ${err.message}`);
+      if (err instanceof OAuthRefreshError)
+        throw new GatewayCallError(ERRORS.upstream, `Server ${route.slug}: ${err.message}`, undefined, undefined, err.message);
       throw err;
     }
   }
@@ -210,10 +211,13 @@ export class Upstreams {
       headerNames: ctx.record.headerNames,
       traceId: ctx.trace.traceId,
     });
-    return new GatewayCallError(ERRORS.upstream, `Server ${route.slug} failed: ${reason}`, {
-      inboundServerGuid: route.serverGuid,
-      ...(status ? { upstreamStatus: status } : {}),
-    });
+    return new GatewayCallError(
+      ERRORS.upstream,
+      `Server ${route.slug} failed: ${reason}`,
+      { inboundServerGuid: route.serverGuid, ...(status ? { upstreamStatus: status } : {}) },
+      undefined,
+      reason,
+    );
   }
 
   /** Notes an upstream's answer for alerting (a JSON-RPC internal error counts as a failure). */
@@ -239,11 +243,7 @@ export class Upstreams {
     if (err instanceof ResponseTooLargeError) return `the answer exceeded the limit of ${err.limit} bytes`;
     if (err instanceof AppError) return err.message;
     // Already the host's error (a credential that could not be refreshed, an upstream's failure): its reason, without the server's name.
-    if (err instanceof GatewayCallError) {
-      for (const named of [`Server ${route.slug} failed: `, `Server ${route.slug}: `])
-        if (err.message.startsWith(named)) return err.message.slice(named.length);
-      return err.message;
-    }
+    if (err instanceof GatewayCallError) return err.reason ?? err.message;
     const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
     if (e?.name === 'TimeoutError') return `no answer within ${this.services.config.gateway.upstreamTimeoutMs} ms`;
     if (e?.name === 'AbortError') return 'the request was cancelled';
