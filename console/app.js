@@ -8,6 +8,7 @@ import { Logs } from './pages/logs.js';
 import { Alerts } from './pages/alerts.js';
 import { Servers } from './pages/servers.js';
 import { Gateways } from './pages/gateways.js';
+import { Hosts } from './pages/hosts.js';
 import { People } from './pages/people.js';
 import { Audit } from './pages/audit.js';
 import { Settings } from './pages/settings.js';
@@ -18,6 +19,7 @@ const PAGES = [
   ['alerts', 'Alerts', Alerts],
   ['servers', 'Servers', Servers],
   ['gateways', 'Gateways', Gateways],
+  ['hosts', 'Hosts', Hosts],
   ['people', 'People', People],
   ['audit', 'Audit', Audit],
   ['settings', 'Settings', Settings],

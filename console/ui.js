@@ -244,6 +244,27 @@ export function Form({ title, submit, action, children, onDone }) {
 }
 
 /**
+ * A control that opens in place of its button: while `open` the focus goes to the
+ * `inside` element (`enter` it, focus by default); once closed, back to the `trigger`
+ * button (if it is still there). Returns [inside, trigger] refs.
+ */
+function useFocusSwap(open, enter = (element) => element.focus()) {
+  const inside = useRef(null);
+  const trigger = useRef(null);
+  const wasOpen = useRef(false);
+  useEffect(() => {
+    if (open) {
+      wasOpen.current = true;
+      if (inside.current) enter(inside.current);
+    } else if (wasOpen.current) {
+      wasOpen.current = false;
+      trigger.current?.focus();
+    }
+  }, [open]);
+  return [inside, trigger];
+}
+
+/**
  * A button that runs an operation and shows its failure next to it. A `danger` one
  * (the operations that delete, archive, revoke, deactivate, disable or remove) asks
  * first, in place: "Yes, <label>" runs it, "Cancel" puts the button back; `warning`
@@ -253,20 +274,9 @@ export function ActionButton({ label, action, onDone, danger = false, warning, d
   const [error, setError] = useState(null);
   const [asking, setAsking] = useState(false);
   const [said, setSaid] = useState(null);
-  const confirmRef = useRef(null);
-  const triggerRef = useRef(null);
-  const wasAsking = useRef(false);
+  // The question takes the focus, and gives it back to the button when answered.
+  const [confirmRef, triggerRef] = useFocusSwap(asking);
   const allowed = useAllowed(action.op);
-  useEffect(() => {
-    // The question takes the focus, and gives it back to the button when answered (if the button is still there).
-    if (asking) {
-      wasAsking.current = true;
-      confirmRef.current?.focus();
-    } else if (wasAsking.current) {
-      wasAsking.current = false;
-      triggerRef.current?.focus();
-    }
-  }, [asking]);
   const run = async () => {
     setAsking(false);
     setError(null);
@@ -291,6 +301,48 @@ export function ActionButton({ label, action, onDone, danger = false, warning, d
   return html`<span class="action"
     ><button ref=${triggerRef} type="button" class=${danger ? 'danger' : ''} onClick=${danger ? () => setAsking(true) : run}>${label}</button>${failure}</span
   >`;
+}
+
+/**
+ * "Rename <name>": opens a box with the name in place of the button; Enter or "Save name"
+ * runs `rename(newName)`, Escape or "Cancel" puts the button back (focus returns to it).
+ * `op` tells whether the caller may rename (useAllowed).
+ */
+export function RenameButton({ name, op, rename, onDone }) {
+  const allowed = useAllowed(op);
+  const [editing, setEditing] = useState(false);
+  const [value, setValue] = useState(name);
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const [inputRef, triggerRef] = useFocusSwap(editing, (input) => input.select());
+  const id = useRef(`r-${Math.random().toString(36).slice(2, 9)}`).current;
+  if (!allowed) return null;
+  const close = () => (setEditing(false), setError(null));
+  const save = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const result = await rename(value.trim());
+      setEditing(false);
+      onDone?.(result);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (!editing)
+    return html`<span class="action"
+      ><button ref=${triggerRef} type="button" onClick=${() => (setValue(name), setEditing(true))}>Rename ${name}</button></span
+    >`;
+  return html`<form class="action rename" aria-label=${`Rename ${name}`} onSubmit=${save} onKeyDown=${(e) => e.key === 'Escape' && close()}>
+    <label for=${id}>New name for ${name}</label>
+    <input id=${id} ref=${inputRef} value=${value} onInput=${(e) => setValue(e.currentTarget.value)} required />
+    <button type="submit" disabled=${busy}>Save name</button>
+    <button type="button" onClick=${close}>Cancel</button>
+    <${ErrorBox} error=${error} />
+  </form>`;
 }
 
 export function CopyButton({ text, label = 'Copy' }) {

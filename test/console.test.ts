@@ -22,7 +22,7 @@ import { startEverything, startHeaderServer, startOAuthServer, type HeaderUpstre
  * signing out. Screenshots of each page go to test-results/console/.
  */
 const SHOTS = path.resolve('test-results/console');
-const PAGES = ['Overview', 'Logs', 'Alerts', 'Servers', 'Gateways', 'People', 'Audit', 'Settings'];
+const PAGES = ['Overview', 'Logs', 'Alerts', 'Servers', 'Gateways', 'Hosts', 'People', 'Audit', 'Settings'];
 // One store kind is enough for a browser: the console sees only REST.
 const run = chromiumInstalled() && storeKind() === 'pglite';
 
@@ -592,6 +592,158 @@ describe.runIf(run)('the web console', () => {
       .toBe(true);
     await expect.poll(() => row.getByRole('cell').nth(2).textContent()).toBe('no');
     await page.getByLabel('Show archived gateways').uncheck();
+  });
+
+  it('Hosts: creates, renames, disables and deletes a host, and lists its connections with their gateway', async () => {
+    await goTo('Hosts');
+    await page.getByLabel('Host name').fill('Build agent');
+    await page.getByRole('button', { name: 'Create host' }).click();
+    await page.getByRole('heading', { name: 'Build agent', level: 2 }).waitFor();
+    const host = (await invoke(t, 'rest', ws.token, 'list_hosts', {})).body.items.find((h: { name: string }) => h.name === 'Build agent');
+    expect(host).toMatchObject({ enabled: true, authenticationType: 'apiToken' });
+    // A token issued for this host makes a connection the host's page lists, with its gateway by name.
+    expect((await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid, hostGuid: host.guid })).status).toBe(201);
+    await page.reload();
+    const connections = page.getByRole('table', { name: 'Connections of Build agent' });
+    await connections.getByRole('cell', { name: 'Main gateway', exact: true }).waitFor();
+    await connections.getByRole('row').nth(1).getByRole('button').first().click();
+    await page.getByRole('complementary', { name: 'Connection detail' }).getByRole('definition').filter({ hasText: 'Build agent' }).waitFor();
+
+    // Renamed in place: Escape gives the button back unchanged, Enter saves.
+    const hosts = page.getByRole('table', { name: 'Hosts' });
+    await hosts.getByRole('button', { name: 'Rename Build agent' }).click();
+    const box = page.getByLabel('New name for Build agent');
+    await box.fill('Nightly build agent');
+    await box.press('Escape');
+    await expect.poll(() => page.evaluate('document.activeElement && document.activeElement.textContent')).toBe('Rename Build agent');
+    await hosts.getByRole('button', { name: 'Rename Build agent' }).click();
+    await box.fill('Nightly build agent');
+    await box.press('Enter');
+    await hosts.getByRole('link', { name: 'Nightly build agent' }).waitFor();
+    // The open connection's detail follows the new name.
+    await page.getByRole('complementary', { name: 'Connection detail' }).getByRole('definition').filter({ hasText: 'Nightly build agent' }).waitFor();
+    expect((await invoke(t, 'rest', ws.token, 'list_hosts', {})).body.items.find((h: { guid: string }) => h.guid === host.guid).name).toBe(
+      'Nightly build agent',
+    );
+    // A refused name is shown with the service's words, and the box stays.
+    await hosts.getByRole('button', { name: 'Rename Nightly build agent' }).click();
+    await page.getByLabel('New name for Nightly build agent').fill('x'.repeat(300));
+    await page.getByRole('button', { name: 'Save name' }).click();
+    await page.getByRole('form', { name: 'Rename Nightly build agent' }).getByRole('alert').filter({ hasText: 'newName' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+
+    await hosts.getByRole('button', { name: 'Disable Nightly build agent' }).click();
+    await page.getByRole('button', { name: 'Yes, Disable Nightly build agent' }).click();
+    await expect
+      .poll(async () => (await invoke(t, 'rest', ws.token, 'list_hosts', {})).body.items.find((h: { guid: string }) => h.guid === host.guid).enabled)
+      .toBe(false);
+    await hosts.getByRole('button', { name: 'Enable Nightly build agent' }).waitFor();
+    await shot('hosts');
+    await hosts.getByRole('button', { name: 'Delete Nightly build agent' }).click();
+    await page.getByRole('button', { name: 'Yes, Delete Nightly build agent' }).click();
+    await expect
+      .poll(async () => (await invoke(t, 'rest', ws.token, 'list_hosts', {})).body.items.some((h: { guid: string }) => h.guid === host.guid))
+      .toBe(false);
+    await expect.poll(() => page.getByRole('heading', { name: 'Nightly build agent' }).count()).toBe(0);
+  });
+
+  it('renames a gateway, a server and a team, and disables an assignment, each as the API says', async () => {
+    const gw = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Old gateway name' })).body;
+    const assigned = await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.guid, inboundServerGuid: serverGuid });
+    await goTo('Gateways');
+    await page.getByRole('link', { name: 'Old gateway name' }).click();
+    await page.getByRole('button', { name: 'Rename Old gateway name' }).click();
+    await page.getByLabel('New name for Old gateway name').fill('New gateway name');
+    await page.getByRole('button', { name: 'Save name' }).click();
+    await page.getByRole('heading', { name: 'New gateway name', level: 2 }).waitFor();
+    expect((await invoke(t, 'rest', ws.token, 'get_gateway', { gatewayGuid: gw.guid })).body.name).toBe('New gateway name');
+    const assignments = page.getByRole('table', { name: 'Servers of New gateway name' });
+    await assignments.getByRole('button', { name: 'Disable Everything' }).click();
+    await assignments.getByRole('button', { name: 'Yes, Disable Everything' }).click();
+    await expect.poll(async () => (await invoke(t, 'rest', ws.token, 'list_gateway_assignments', { gatewayGuid: gw.guid })).body.items[0].enabled).toBe(false);
+    await assignments.getByRole('button', { name: 'Enable Everything' }).click();
+    await expect
+      .poll(async () => (await invoke(t, 'rest', ws.token, 'list_gateway_assignments', { gatewayGuid: gw.guid })).body.items[0])
+      .toMatchObject({ guid: assigned.body.guid, enabled: true });
+    await page.getByRole('button', { name: 'Close gateway' }).click();
+
+    const { serverGuid: renamedServer } = await registerServer(t, ws, { name: 'Server to rename', url: everything.url, authType: 'none' });
+    await goTo('Servers');
+    await page.getByRole('button', { name: 'Rename Server to rename' }).click();
+    await page.getByLabel('New name for Server to rename').fill('Renamed server');
+    await page.getByRole('button', { name: 'Save name' }).click();
+    await page.getByRole('table', { name: 'Inbound servers' }).getByRole('button', { name: 'Renamed server', exact: true }).waitFor();
+    expect((await invoke(t, 'rest', ws.token, 'get_inbound_server', { inboundServerGuid: renamedServer })).body.name).toBe('Renamed server');
+
+    const team = (await invoke(t, 'rest', ws.token, 'create_team', { name: 'Day shift' })).body;
+    await goTo('People');
+    await page.getByRole('button', { name: 'Rename Day shift' }).click();
+    await page.getByLabel('New name for Day shift').fill('Early shift');
+    await page.getByRole('button', { name: 'Save name' }).click();
+    await page.getByRole('table', { name: 'Teams' }).getByRole('cell', { name: 'Early shift', exact: true }).waitFor();
+    expect((await invoke(t, 'rest', ws.token, 'list_teams', {})).body.items.find((x: { guid: string }) => x.guid === team.guid).name).toBe('Early shift');
+  });
+
+  it('People deletes a role, moving its users to the role picked', async () => {
+    const doomed = (await invoke(t, 'rest', ws.token, 'create_role', { name: 'Short-lived', grants: {} })).body;
+    const heir = (await invoke(t, 'rest', ws.token, 'create_role', { name: 'Heir', grants: {} })).body;
+    const member = await newMember(t, ws, []);
+    expect((await invoke(t, 'rest', ws.token, 'set_user_role', { userGuid: member.userGuid, roleGuid: doomed.guid })).status).toBe(200);
+    // From another page: the roles are read again on the way in.
+    await goTo('Overview');
+    await goTo('People');
+    await page.getByRole('button', { name: 'Delete Short-lived' }).click();
+    const form = page.getByRole('form', { name: 'Delete role Short-lived' });
+    // The role itself is not offered as its own heir.
+    expect(await form.getByLabel('Move its users to').locator('option', { hasText: 'Short-lived' }).count()).toBe(0);
+    await form.getByLabel('Move its users to').selectOption({ label: 'Heir' });
+    await form.getByRole('button', { name: 'Delete Short-lived and move its users' }).click();
+    await expect
+      .poll(async () => (await invoke(t, 'rest', ws.token, 'list_roles', {})).body.items.some((r: { guid: string }) => r.guid === doomed.guid))
+      .toBe(false);
+    const moved = (await invoke(t, 'rest', ws.token, 'list_users', {})).body.items.find((u: { guid: string }) => u.guid === member.userGuid);
+    expect(moved.roleGuid).toBe(heir.guid);
+    await expect.poll(() => page.getByRole('table', { name: 'Roles' }).getByRole('cell', { name: 'Short-lived', exact: true }).count()).toBe(0);
+  });
+
+  it("Servers sets an identity's access, replaces its headers (never shown) and deletes it", async () => {
+    const { serverGuid: keyed, identityGuid } = await registerServer(t, ws, {
+      name: 'Keyed identities',
+      url: headerUpstream.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': 'console-header-secret' },
+    });
+    const identityName = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: keyed })).body.items[0].name;
+    await goTo('Servers');
+    await page.getByRole('button', { name: 'Keyed identities', exact: true }).click();
+    const identities = page.getByRole('table', { name: 'Identities of Keyed identities' });
+    const access = identities.getByLabel(`Access to ${identityName}`);
+    const before = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: keyed })).body.items[0].accessControl;
+    const other = before === 'private' ? 'global' : 'private';
+    await access.selectOption(other);
+    await expect.poll(async () => (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: keyed })).body.items[0].accessControl).toBe(other);
+
+    await identities.getByRole('button', { name: `Replace headers of ${identityName}` }).click();
+    await shot('servers-identities');
+    const form = page.getByRole('form', { name: `Replace the headers of ${identityName}` });
+    // Values are write-only: the box starts empty.
+    expect(await form.getByLabel('New headers').inputValue()).toBe('');
+    await form.getByLabel('New headers').fill('X-Api-Key: console-replaced-secret');
+    await form.getByRole('button', { name: 'Replace headers' }).click();
+    await expect.poll(() => form.count()).toBe(0);
+    expect(await page.content()).not.toContain('console-replaced-secret');
+    // Replaced by set_identity_headers (its audit record says so, naming the header, never its value).
+    const audited = await invoke(t, 'rest', ws.token, 'query_audit_log', { filters: { operation: 'set_identity_headers', target_guid: identityGuid! } });
+    expect(audited.body.items).toHaveLength(1);
+    expect(audited.body.items[0].outcome).toBe('ok');
+    expect(JSON.stringify(audited.body)).not.toContain('console-replaced-secret');
+
+    await identities.getByRole('button', { name: `Delete ${identityName}` }).click();
+    await identities.getByRole('button', { name: `Yes, Delete ${identityName}` }).click();
+    await expect
+      .poll(async () => (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: keyed })).body.items.map((i: { guid: string }) => i.guid))
+      .not.toContain(identityGuid);
+    await expect.poll(() => identities.getByRole('cell', { name: identityName, exact: true }).count()).toBe(0);
   });
 
   it('is usable from the keyboard: Tab reaches the navigation links and Enter follows one', async () => {

@@ -1,23 +1,9 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
+import { Connections } from '../connections.js';
 import { hrefOf, navigate } from '../nav.js';
-import {
-  ActionButton,
-  ErrorBox,
-  Field,
-  Form,
-  Loading,
-  SavedSelect,
-  ShownOnce,
-  Table,
-  act,
-  distinctNames,
-  fmtTime,
-  useAllowed,
-  useCall,
-  useNames,
-} from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, RenameButton, SavedSelect, ShownOnce, Table, act, useAllowed, useCall, useNames } from '../ui.js';
 
 const SCHEMES = [
   ['', 'none (open servers)'],
@@ -113,13 +99,6 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
   const canCurate = useAllowed('modify_gateway_assignment');
   const assignments = useCall('list_gateway_assignments', { gatewayGuid: gateway.guid });
   const naming = useCall('get_gateway_tool_naming', { gatewayGuid: gateway.guid });
-  const connections = useCall('list_connections', { gatewayGuid: gateway.guid });
-  // Ids are time-ordered (UUIDv7): their end, not their start, tells two made together apart.
-  const connectionName = distinctNames(
-    connections.data?.items ?? [],
-    (c) => c.name,
-    (c) => `…${c.guid.slice(-6)}`,
-  );
   const teams = useCall('list_teams', {});
   const hosts = useCall('list_hosts', {});
   const [assign, setAssign] = useState({ inboundServerGuid: '', identityScheme: '', sharedIdentityGuid: '' });
@@ -130,7 +109,6 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
   // The identity of each server whose assignment asks every user for their own (userIdentity), by server guid.
   const [chosen, setChosen] = useState({});
   const [editing, setEditing] = useState(null);
-  const [connection, setConnection] = useState(null);
   const serverName = (guid) => servers.get(guid) ?? guid;
   return html`<div class="card">
     <div class="page-head">
@@ -152,6 +130,12 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
               />
               <${ActionButton} label="Archive gateway" danger action=${act('archive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />`
       }
+      <${RenameButton}
+        name=${gateway.name}
+        op="rename_gateway"
+        rename=${(newName) => call('rename_gateway', { gatewayGuid: gateway.guid, newName })}
+        onDone=${onChange}
+      />
     </div>
 
     <h3>Tool naming</h3>
@@ -201,6 +185,13 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
                 label: 'Actions',
                 render: (a) =>
                   html`${canCurate ? html`<button type="button" onClick=${() => setEditing(a)}>Edit tools of ${serverName(a.serverGuids[0])}</button>` : null}
+                    <${ActionButton}
+                      label=${a.enabled ? `Disable ${serverName(a.serverGuids[0])}` : `Enable ${serverName(a.serverGuids[0])}`}
+                      danger=${a.enabled}
+                      warning=${a.enabled ? 'Its tools leave this gateway; the assignment stays.' : undefined}
+                      action=${act(a.enabled ? 'disable_gateway_assignment' : 'enable_gateway_assignment', { assignmentGuid: a.guid })}
+                      onDone=${assignments.reload}
+                    />
                     <${ActionButton}
                       label=${`Remove ${serverName(a.serverGuids[0])}`}
                       danger
@@ -303,7 +294,7 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
                 ...(hostGuid ? { hostGuid } : {}),
                 ...(Object.keys(chosen).length ? { serverIdentities: chosen } : {}),
               })}
-              onDone=${(r) => (setIssued(r), connections.reload())}
+              onDone=${setIssued}
             >
               ${(assignments.data?.items ?? [])
                 .filter((a) => a.identityScheme === 'userIdentity')
@@ -338,66 +329,13 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
     }
 
     <h3>Connections</h3>
-    <${ErrorBox} error=${connections.error} />
-    ${
-      connections.data
-        ? html`<${Table}
-            caption=${`Connections of ${gateway.name}`}
-            rows=${connections.data.items}
-            empty="No connections yet."
-            columns=${[
-              { label: 'Name', render: (c) => html`<button type="button" class="link" onClick=${() => setConnection(c.guid)}>${connectionName(c)}</button>` },
-              { label: 'Enabled', render: (c) => (c.enabled ? 'yes' : 'no') },
-              {
-                label: 'Actions',
-                render: (c) =>
-                  html`<${ActionButton}
-                    label=${c.enabled ? `Disable ${connectionName(c)}` : `Enable ${connectionName(c)}`}
-                    danger=${c.enabled}
-                    action=${act(c.enabled ? 'disable_connection' : 'enable_connection', { connectionGuid: c.guid })}
-                    onDone=${connections.reload}
-                  />`,
-              },
-            ]}
-          />`
-        : null
-    }
-    ${connection ? html`<${ConnectionDetail} guid=${connection} />` : null}
-  </div>`;
-}
-
-function ConnectionDetail({ guid }) {
-  const { data, error } = useCall('get_connection', { connectionGuid: guid });
-  if (error) return html`<${ErrorBox} error=${error} />`;
-  if (!data) return html`<${Loading} />`;
-  return html`<aside class="card detail" aria-label="Connection detail">
-    <h3>${data.name}</h3>
-    <dl>
-      <dt>Gateway</dt>
-      <dd>${data.gatewayName}</dd>
-      <dt>Host</dt>
-      <dd>${data.hostName ?? '—'}</dd>
-      <dt>Created by</dt>
-      <dd>${data.creatorEmail}</dd>
-      <dt>Servers</dt>
-      <dd>${data.serverCount}</dd>
-      <dt>Last successful call</dt>
-      <dd>${fmtTime(data.lastSuccessfulCallAt)}</dd>
-      <dt>Calls</dt>
-      <dd><a href=${hrefOf('logs', { gateway_connection_guid: data.guid, range: '7d' })}>Calls of this connection</a></dd>
-    </dl>
-    <${Table}
-      caption="Recent errors"
-      rows=${data.recentErrors}
-      rowKey=${(e) => e.traceId}
-      empty="No recent errors."
-      columns=${[
-        { label: 'Time', render: (e) => fmtTime(e.createdAt) },
-        { label: 'Tool', render: (e) => e.toolName ?? '—' },
-        { label: 'Message', render: (e) => html`<a href=${hrefOf('logs', { trace_id: e.traceId, range: '30d' })}>${e.message}</a>` },
-      ]}
+    <${Connections}
+      filter=${{ gatewayGuid: gateway.guid }}
+      caption=${`Connections of ${gateway.name}`}
+      reloadKey=${issued}
+      columns=${[{ label: 'Host', render: (c) => (c.hostGuid ? (hosts.data?.items.find((h) => h.guid === c.hostGuid)?.name ?? c.hostGuid) : '—') }]}
     />
-  </aside>`;
+  </div>`;
 }
 
 export function Gateways({ params }) {

@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, SavedSelect, Table, act, useAllowed, useCall } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, RenameButton, SavedSelect, Table, act, useAllowed, useCall } from '../ui.js';
 
 /** Capability checkboxes, grouped as list_capabilities groups them (a group with no key for this workspace, Partner Portal outside a partner workspace, is left out). */
 function CapabilityChecks({ groups, selected, onChange, idPrefix }) {
@@ -39,6 +39,10 @@ function Roles({ groups, roles }) {
   const [name, setName] = useState('');
   const [grants, setGrants] = useState([]);
   const [editing, setEditing] = useState(null);
+  const canDelete = useAllowed('delete_role');
+  // The role being deleted, and the role its users move to (delete_role requires one).
+  const [deleting, setDeleting] = useState(null);
+  const [heir, setHeir] = useState('');
   return html`<section aria-labelledby="roles-title">
     <h2 id="roles-title">Roles</h2>
     <${ErrorBox} error=${roles.error} />
@@ -50,7 +54,12 @@ function Roles({ groups, roles }) {
             columns=${[
               { label: 'Role', render: (r) => r.name },
               { label: 'Capabilities', render: (r) => r.grantedCapabilities.length },
-              { label: 'Actions', render: (r) => html`<button type="button" onClick=${() => setEditing({ ...r })}>Edit ${r.name}</button>` },
+              {
+                label: 'Actions',
+                render: (r) =>
+                  html`<button type="button" onClick=${() => setEditing({ ...r })}>Edit ${r.name}</button>
+                    ${canDelete ? html`<button type="button" class="danger" onClick=${() => setDeleting(r)}>Delete ${r.name}</button>` : null}`,
+              },
             ]}
           />`
         : null
@@ -70,6 +79,27 @@ function Roles({ groups, roles }) {
               onChange=${(g) => setEditing({ ...editing, grantedCapabilities: g })}
               idPrefix="edit"
             />
+          <//>`
+        : null
+    }
+    ${
+      deleting && roles.data
+        ? html`<${Form}
+            key=${deleting.guid}
+            title=${`Delete role ${deleting.name}`}
+            submit=${`Delete ${deleting.name} and move its users`}
+            action=${act('delete_role', { roleGuid: deleting.guid, reassignToRoleGuid: heir })}
+            onDone=${() => (setDeleting(null), setHeir(''), roles.reload())}
+          >
+            <${Field}
+              label="Move its users to"
+              as="select"
+              value=${heir}
+              options=${[['', 'choose a role'], ...roles.data.items.filter((r) => r.guid !== deleting.guid).map((r) => [r.guid, r.name])]}
+              onInput=${setHeir}
+              required
+            />
+            <button type="button" onClick=${() => setDeleting(null)}>Keep ${deleting.name}</button>
           <//>`
         : null
     }
@@ -105,7 +135,13 @@ function Teams({ teams, onChange }) {
               {
                 label: 'Actions',
                 render: (t) =>
-                  html`<${ActionButton} label=${`Delete ${t.name}`} danger action=${act('delete_team', { teamGuid: t.guid })} onDone=${onChange} />`,
+                  html`<${RenameButton}
+                      name=${t.name}
+                      op="rename_team"
+                      rename=${(newName) => call('rename_team', { teamGuid: t.guid, newName })}
+                      onDone=${onChange}
+                    />
+                    <${ActionButton} label=${`Delete ${t.name}`} danger action=${act('delete_team', { teamGuid: t.guid })} onDone=${onChange} />`,
               },
             ]}
           />`

@@ -1,7 +1,21 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, Table, act, parseHeaderLines, useCall, useInterval } from '../ui.js';
+import {
+  ActionButton,
+  ErrorBox,
+  Field,
+  Form,
+  Loading,
+  RenameButton,
+  SavedSelect,
+  Table,
+  act,
+  parseHeaderLines,
+  useAllowed,
+  useCall,
+  useInterval,
+} from '../ui.js';
 
 const POLL_MS = 2000;
 const AUTH_TYPES = [
@@ -101,6 +115,10 @@ function Identities({ server }) {
   const [label, setLabel] = useState('');
   // An OAuth server's identity is made when a human approves it: the link to do so, as long as this panel is open.
   const [authorization, setAuthorization] = useState(null);
+  const canSetHeaders = useAllowed('set_identity_headers');
+  // The identity whose headers are being replaced (values are write-only: the box starts empty).
+  const [replacing, setReplacing] = useState(null);
+  const [newHeaders, setNewHeaders] = useState('');
   return html`<div class="card">
     <h3>Identities of ${server.name}</h3>
     <${ErrorBox} error=${error} />
@@ -111,20 +129,65 @@ function Identities({ server }) {
             rows=${data.items}
             columns=${[
               { label: 'Name', render: (i) => i.name },
-              { label: 'Access', render: (i) => i.accessControl },
+              {
+                label: 'Access',
+                render: (i) =>
+                  html`<${SavedSelect}
+                    label=${`Access to ${i.name}`}
+                    value=${i.accessControl}
+                    options=${[
+                      ['private', 'private: its creator only'],
+                      ['global', 'global: anyone may use it'],
+                    ]}
+                    op="set_identity_availability"
+                    save=${(availability) => call('set_identity_availability', { identityGuid: i.guid, availability })}
+                    onSaved=${reload}
+                  />`,
+              },
               { label: 'Enabled', render: (i) => (i.enabled ? 'yes' : 'no') },
               {
                 label: 'Actions',
                 render: (i) =>
                   html`<${ActionButton}
-                    label=${i.enabled ? `Disable ${i.name}` : `Enable ${i.name}`}
-                    danger=${i.enabled}
-                    action=${act(i.enabled ? 'disable_identity' : 'enable_identity', { identityGuid: i.guid })}
-                    onDone=${reload}
-                  />`,
+                      label=${i.enabled ? `Disable ${i.name}` : `Enable ${i.name}`}
+                      danger=${i.enabled}
+                      action=${act(i.enabled ? 'disable_identity' : 'enable_identity', { identityGuid: i.guid })}
+                      onDone=${reload}
+                    />
+                    <${ActionButton}
+                      label=${`Delete ${i.name}`}
+                      danger
+                      warning="Gateway assignments that use it stop working until another identity is chosen."
+                      action=${act('delete_identity', { identityGuid: i.guid })}
+                      onDone=${() => (replacing?.guid === i.guid && setReplacing(null), reload())}
+                    />
+                    ${
+                      server.authenticationType === 'headers' && canSetHeaders
+                        ? html`<button type="button" onClick=${() => setReplacing(i)}>Replace headers of ${i.name}</button>`
+                        : null
+                    }`,
               },
             ]}
           />`
+        : null
+    }
+    ${
+      replacing
+        ? html`<${Form}
+            key=${replacing.guid}
+            title=${`Replace the headers of ${replacing.name}`}
+            submit="Replace headers"
+            action=${act('set_identity_headers', { identityGuid: replacing.guid, headers: parseHeaderLines(newHeaders) })}
+            onDone=${() => (setReplacing(null), setNewHeaders(''), reload())}
+          >
+            <${Field}
+              label="New headers"
+              as="textarea"
+              value=${newHeaders}
+              onInput=${setNewHeaders}
+              hint="One per line: Name: value. They replace every header the identity has; values are write-only."
+            />
+          <//>`
         : null
     }
     ${
@@ -182,7 +245,13 @@ export function Servers() {
               {
                 label: 'Actions',
                 render: (s) =>
-                  html`<${ActionButton}
+                  html`<${RenameButton}
+                      name=${s.name}
+                      op="rename_inbound_server"
+                      rename=${(newName) => call('rename_inbound_server', { inboundServerGuid: s.guid, newName })}
+                      onDone=${(renamed) => (open?.guid === s.guid && setOpen(renamed), reload())}
+                    />
+                    <${ActionButton}
                       label=${s.enabled ? `Disable ${s.name}` : `Enable ${s.name}`}
                       danger=${s.enabled}
                       warning=${s.enabled ? 'Its tools leave every gateway it is assigned to.' : undefined}

@@ -1,0 +1,87 @@
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { call } from '../api.js';
+import { Connections } from '../connections.js';
+import { hrefOf, navigate } from '../nav.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, RenameButton, Table, act, useCall, useNames } from '../ui.js';
+
+/** A host's connections, each with its gateway's name. */
+function HostDetail({ host }) {
+  const gateways = useNames([['list_gateways', (g) => g.name]]);
+  return html`<div class="card">
+    <div class="page-head">
+      <h2>${host.name}</h2>
+      <button type="button" onClick=${() => navigate('hosts')}>Close host</button>
+    </div>
+    <p>
+      ${host.enabled ? 'Enabled' : 'Disabled: the gateways refuse its connections until it is enabled again.'} A token for this host is issued on a gateway's
+      page (Gateway token, Host).
+    </p>
+    <h3>Connections</h3>
+    <${Connections}
+      filter=${{ hostGuid: host.guid }}
+      caption=${`Connections of ${host.name}`}
+      reloadKey=${host.name}
+      columns=${[{ label: 'Gateway', render: (c) => gateways.get(c.gatewayGuid) ?? c.gatewayGuid }]}
+    />
+  </div>`;
+}
+
+export function Hosts({ params }) {
+  const { data, error, loading, reload } = useCall('list_hosts', {});
+  const [name, setName] = useState('');
+  const open = data?.items.find((h) => h.guid === params.open);
+  return html`<section aria-labelledby="hosts-title">
+    <h1 id="hosts-title">Hosts</h1>
+    <p>The apps and agents that connect to gateways. Disabling a host cuts off all its connections at once; deleting it keeps them, without a host.</p>
+    <${ErrorBox} error=${error} />
+    ${loading && !data ? html`<${Loading} />` : null}
+    ${
+      data
+        ? html`<${Table}
+            caption="Hosts"
+            rows=${data.items}
+            empty="No hosts yet."
+            columns=${[
+              { label: 'Name', render: (h) => html`<a href=${hrefOf('hosts', { open: h.guid })}>${h.name}</a>` },
+              { label: 'Authentication', render: (h) => h.authenticationType },
+              { label: 'Enabled', render: (h) => (h.enabled ? 'yes' : 'no') },
+              {
+                label: 'Actions',
+                render: (h) =>
+                  html`<${RenameButton}
+                      name=${h.name}
+                      op="rename_host"
+                      rename=${(newName) => call('rename_host', { hostGuid: h.guid, newName })}
+                      onDone=${reload}
+                    />
+                    <${ActionButton}
+                      label=${h.enabled ? `Disable ${h.name}` : `Enable ${h.name}`}
+                      danger=${h.enabled}
+                      warning=${h.enabled ? 'Every connection of this host stops working.' : undefined}
+                      action=${act(h.enabled ? 'disable_host' : 'enable_host', { hostGuid: h.guid })}
+                      onDone=${reload}
+                    />
+                    <${ActionButton}
+                      label=${`Delete ${h.name}`}
+                      danger
+                      warning="Its connections stay, without a host."
+                      action=${act('delete_host', { hostGuid: h.guid })}
+                      onDone=${() => (open?.guid === h.guid && navigate('hosts'), reload())}
+                    />`,
+              },
+            ]}
+          />`
+        : null
+    }
+    ${open ? html`<${HostDetail} key=${open.guid} host=${open} />` : null}
+    <${Form}
+      title="Create a host"
+      submit="Create host"
+      action=${act('create_host', { name })}
+      onDone=${(h) => (setName(''), reload(), navigate('hosts', { open: h.guid }))}
+    >
+      <${Field} label="Host name" value=${name} onInput=${setName} required />
+    <//>
+  </section>`;
+}
