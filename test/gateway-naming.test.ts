@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { nameItems, exposeItems, resolveExposedName } from '../src/gateway/aggregate.js';
 import type { Catalog, Route } from '../src/gateway/catalog.js';
 import type { ToolNamingMode } from '../src/stores/schema.js';
+import { uniqueSlugs } from '../src/gateway/namespacing.js';
 
 /**
  * Name resolution on the routes' learned lists, without a network: what a host sees in
@@ -66,5 +67,77 @@ describe('tool name resolution', () => {
     expect(resolveExposedName(c, 'tools', 'beta__echo')).toMatchObject({ route: { slug: 'nested' }, name: 'beta__echo' });
     expect(resolveExposedName(c, 'tools', 'echo')).toMatchObject({ route: { slug: 'beta' }, name: 'echo' });
     expect(resolveExposedName(c, 'tools', 'shared')).toEqual({ refused: expect.stringContaining('several servers') });
+  });
+});
+
+describe('when-needed: a plain name equal to a prefixed one', () => {
+  // "other" renames its get-sum to what the gateway shows for every's get-tiny-image, which both servers offer.
+  const every = route('every', ['get-tiny-image', 'echo']);
+  const other = { ...route('other', ['get-tiny-image', 'get-sum']), toolOverrides: { 'get-sum': { name: 'every__get-tiny-image' } } };
+  // A gateway in front of a gateway: "nested" offers `beta__shared`, the name beta's shared tool gets here.
+  const nested = route('nested', ['beta__shared']);
+  const beta = route('beta', ['shared']);
+  const alpha = route('alpha', ['shared']);
+
+  it('is prefixed too: no two listed tools share a name, and each resolves to the tool it lists', () => {
+    const c = catalog('when-needed', [every, other, nested, beta, alpha]);
+    const names = listed(c);
+    expect(names.sort()).toEqual(
+      [
+        'every__get-tiny-image',
+        'echo',
+        'other__get-tiny-image',
+        'other__every__get-tiny-image',
+        'nested__beta__shared',
+        'beta__shared',
+        'alpha__shared',
+      ].sort(),
+    );
+    const resolved = Object.fromEntries(
+      names.map((name) => {
+        const r = resolveExposedName(c, 'tools', name);
+        return [name, 'route' in r ? `${r.route.slug}:${r.name}` : JSON.stringify(r)];
+      }),
+    );
+    expect(resolved).toEqual({
+      'every__get-tiny-image': 'every:get-tiny-image',
+      echo: 'every:echo',
+      'other__get-tiny-image': 'other:get-tiny-image',
+      'other__every__get-tiny-image': 'other:get-sum',
+      nested__beta__shared: 'nested:beta__shared',
+      beta__shared: 'beta:shared',
+      alpha__shared: 'alpha:shared',
+    });
+  });
+
+  it('stays plain while nothing else shows that name', () => {
+    const c = catalog('when-needed', [nested, beta]);
+    expect(listed(c).sort()).toEqual(['beta__shared', 'shared'].sort());
+    expect(resolveExposedName(c, 'tools', 'beta__shared')).toMatchObject({ route: { slug: 'nested' }, name: 'beta__shared' });
+  });
+});
+
+describe('slugs', () => {
+  const a = (serverName: string, guid: string) => ({ serverName, guid });
+
+  it('are the server names, bare where one assignment alone has a slug', () => {
+    expect(uniqueSlugs([a('GitHub', '0001'), a('Linear Issues', '0002')])).toEqual(['github', 'linear-issues']);
+  });
+
+  it("tell apart servers whose names give one slug by their assignment's guid, so removing one renames no other", () => {
+    const three = [
+      a('hdr', '019a0000-0000-7000-8000-00000000aaaa'),
+      a('HDR', '019a0000-0000-7000-8000-00000000bbbb'),
+      a('Hdr!', '019a0000-0000-7000-8000-00000000cccc'),
+    ];
+    expect(uniqueSlugs(three)).toEqual(['hdr-aaaa', 'hdr-bbbb', 'hdr-cccc']);
+    // The first removed: the others keep their slugs (the old "hdr-2" became "hdr", and its callers reached another server).
+    expect(uniqueSlugs(three.slice(1))).toEqual(['hdr-bbbb', 'hdr-cccc']);
+    // One left: its names become bare, and the suffixed ones stop resolving rather than reach another server.
+    expect(uniqueSlugs(three.slice(2))).toEqual(['hdr']);
+  });
+
+  it("never equal another server's bare slug", () => {
+    expect(uniqueSlugs([a('hdr aaaa', '0001'), a('hdr', '0000aaaa'), a('hdr', '1111aaaa')])).toEqual(['hdr-aaaa', 'hdr-0aaaa', 'hdr-1aaaa']);
   });
 });

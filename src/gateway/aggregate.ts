@@ -1,4 +1,4 @@
-import { curateTools, namesToPrefix, toolAllowed, type CuratedTool } from '../core/gateways/tool-curation.js';
+import { curateTools, toolAllowed, type CuratedTool } from '../core/gateways/tool-curation.js';
 import type { ToolNamingMode } from '../stores/schema.js';
 import type { Catalog, Route } from './catalog.js';
 import { qualify, splitQualified, wasCut } from './namespacing.js';
@@ -42,18 +42,38 @@ export function exposeItems(route: Route, key: (typeof LIST_KEY)[ListMethod], it
 
 /**
  * The gateway's list: every route's exposed items, named by the gateway's mode
- * (contract 8.2): prefixed puts `<slug>__` before every name, when-needed only
- * before the names two routes share. Items without a name (none in MCP's named
- * lists) pass as they are.
+ * (contract 8.2, `prefixedNames`). Items without a name (none in MCP's named lists)
+ * pass as they are.
  */
 export function nameItems(naming: ToolNamingMode, perRoute: readonly ExposedItems[]): Record<string, unknown>[] {
-  const prefixed = namesToPrefix(
+  const prefixed = prefixedNames(
     naming,
-    perRoute.map((r) => r.items.map((i) => i.name)),
+    perRoute.map((r) => ({ slug: r.route.slug, names: r.items.map((i) => i.name) })),
   );
   return perRoute.flatMap(({ route, items }) =>
     items.map(({ name, item }) => (typeof item.name !== 'string' ? item : { ...item, name: prefixed(name) ? qualify(route.slug, name) : name })),
   );
+}
+
+/**
+ * The names the gateway shows as `<slug>__<name>`. Under `prefixed`, every name.
+ * Under `when-needed`, the names two or more routes share (all of their holders), and
+ * then any name a route shows plain that equals a prefixed name the gateway shows (an
+ * override, or an upstream's own name shaped `<slug>__<name>`), until none does: no
+ * two items of a list share a name, and each name resolves to one tool.
+ */
+export function prefixedNames(naming: ToolNamingMode, perRoute: readonly { slug: string; names: readonly string[] }[]): (name: string) => boolean {
+  if (naming === 'prefixed') return () => true;
+  const holders = new Map<string, number>();
+  for (const { names } of perRoute) for (const name of new Set(names)) holders.set(name, (holders.get(name) ?? 0) + 1);
+  const prefixed = new Set([...holders].filter(([, count]) => count > 1).map(([name]) => name));
+  for (let added = prefixed; added.size > 0; ) {
+    const shown = new Set<string>();
+    for (const { slug, names } of perRoute) for (const name of names) if (added.has(name)) shown.add(qualify(slug, name));
+    added = new Set([...shown].filter((name) => holders.has(name) && !prefixed.has(name)));
+    for (const name of added) prefixed.add(name);
+  }
+  return (name) => prefixed.has(name);
 }
 
 /**
@@ -117,7 +137,7 @@ export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 
   // Under when-needed a name one server shows plain is that server's, even when it looks prefixed (an upstream's
   // own `other__tool`, as a gateway in front of a gateway has): the list the host saw decides, not the name's shape.
   const holders = catalog.naming === 'when-needed' ? catalog.routes.filter((route) => knownItems(route, key).byName.has(hostName)) : [];
-  if (holders.length === 1) return upstreamNameOf(holders[0]!, key, hostName, knownItems(holders[0]!, key));
+  if (holders.length === 1 && !learnedPrefixed(catalog, key)(hostName)) return upstreamNameOf(holders[0]!, key, hostName, knownItems(holders[0]!, key));
   const split = splitQualified(hostName);
   const prefixedRoute = split ? catalog.bySlug.get(split.slug) : undefined;
   if (split && prefixedRoute) {
@@ -132,6 +152,18 @@ export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 
     if (offering.length === 1) return upstreamNameOf(offering[0]!, key, hostName, knownItems(offering[0]!, key));
   }
   return { slug: split?.slug ?? null };
+}
+
+const prefixedByRoutes = new WeakMap<readonly Route[], Partial<Record<'tools' | 'prompts', (name: string) => boolean>>>();
+
+/** `prefixedNames` over the routes' learned lists, made once per catalog (its routes never change). */
+function learnedPrefixed(catalog: Pick<Catalog, 'naming' | 'routes'>, key: 'tools' | 'prompts'): (name: string) => boolean {
+  let ofRoutes = prefixedByRoutes.get(catalog.routes);
+  if (!ofRoutes) prefixedByRoutes.set(catalog.routes, (ofRoutes = {}));
+  return (ofRoutes[key] ??= prefixedNames(
+    catalog.naming,
+    catalog.routes.map((route) => ({ slug: route.slug, names: knownItems(route, key).items.map((i) => i.name) })),
+  ));
 }
 
 /** The upstream's own name of an exposed name on one route: overrides resolve back, filtered tools are refused. */

@@ -51,8 +51,8 @@ const FORCED_REFRESH_INTERVAL_MS = 60_000;
 /**
  * The routing table of each connection, read once per cache TTL (two queries) and
  * dropped at once by a configuration change in this process. Slugs come from
- * every non-deleted assignment of the gateway, oldest first, so disabling one
- * server does not rename the others.
+ * every non-deleted assignment of the gateway, so disabling one server does not
+ * rename the others.
  */
 export class Catalogs {
   private readonly cache: TtlCache<Catalog>;
@@ -175,7 +175,7 @@ export class Catalogs {
           .execute()
       : [];
     const identityByGuid = new Map(identities.map((i) => [i.guid, i]));
-    const slugs = uniqueSlugs(rows.map((r) => r.server_name));
+    const slugs = uniqueSlugs(rows.map((r) => ({ serverName: r.server_name, guid: r.assignment_guid })));
     const routes: Route[] = [];
     const unavailable = new Map<string, string>();
     rows.forEach((row, i) => {

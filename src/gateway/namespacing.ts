@@ -10,6 +10,8 @@ export const SEPARATOR = '__';
 export const MAX_NAME_LENGTH = 128;
 const MAX_SLUG_LENGTH = 32;
 const HASH_LENGTH = 8;
+/** Hex characters of an assignment's guid that tell apart servers whose names give one slug. */
+const SUFFIX_LENGTH = 4;
 
 /** A server name as a slug: lower-case letters, digits and single hyphens, at most 32 characters. */
 export function slugify(name: string): string {
@@ -24,17 +26,28 @@ export function slugify(name: string): string {
 }
 
 /**
- * Unique slugs for servers in a fixed order (the gateway's assignments, oldest
- * first): a repeated slug gets `-2`, `-3`, ... Same input, same slugs, in every process.
+ * Unique slugs for a gateway's assignments, each from its server's name. A slug one
+ * assignment alone has stays bare; where several share one, each gets `-` and the end
+ * of its assignment's guid (longer until unique). Adding or removing an assignment so
+ * never moves a name to another server: a name that became ambiguous stops resolving.
  */
-export function uniqueSlugs(names: readonly string[]): string[] {
-  const used = new Set<string>();
-  return names.map((name) => {
-    const base = slugify(name);
-    let slug = base;
-    for (let n = 2; used.has(slug); n++) slug = `${base.slice(0, MAX_SLUG_LENGTH - String(n).length - 1)}-${n}`;
-    used.add(slug);
-    return slug;
+export function uniqueSlugs(assignments: readonly { serverName: string; guid: string }[]): string[] {
+  const bases = assignments.map((a) => slugify(a.serverName));
+  const holders = new Map<string, number>();
+  for (const base of bases) holders.set(base, (holders.get(base) ?? 0) + 1);
+  const used = new Set(bases.filter((base) => holders.get(base) === 1));
+  return assignments.map((assignment, i) => {
+    const base = bases[i]!;
+    if (holders.get(base) === 1) return base;
+    const tail = assignment.guid.toLowerCase().replace(/[^0-9a-f]/g, '');
+    for (let n = SUFFIX_LENGTH; ; n++) {
+      const suffix = n <= tail.length ? tail.slice(-n) : `${tail}${n}`;
+      const slug = `${base.slice(0, MAX_SLUG_LENGTH - suffix.length - 1)}-${suffix}`;
+      if (!used.has(slug)) {
+        used.add(slug);
+        return slug;
+      }
+    }
   });
 }
 

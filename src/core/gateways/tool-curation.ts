@@ -59,17 +59,6 @@ export function curateTools<T extends { name?: unknown; description?: unknown }>
   return out;
 }
 
-/**
- * The names that need a prefix under a naming mode: every name in `prefixed`; in
- * `when-needed` only the names two or more routes share (all of their holders).
- */
-export function namesToPrefix(mode: ToolNamingMode, namesPerRoute: readonly (readonly string[])[]): (name: string) => boolean {
-  if (mode === 'prefixed') return () => true;
-  const holders = new Map<string, number>();
-  for (const names of namesPerRoute) for (const name of new Set(names)) holders.set(name, (holders.get(name) ?? 0) + 1);
-  return (name) => (holders.get(name) ?? 0) > 1;
-}
-
 /** Names a filter or the overrides mention that the server does not offer today (they are kept: servers change). */
 export function unknownToolNames(filter: ToolFilter | null | undefined, overrides: ToolOverrides | null | undefined, offered: readonly string[]): string[] {
   const unknown = new Set<string>();
