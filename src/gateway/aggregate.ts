@@ -67,7 +67,7 @@ export function prefixedNames(naming: ToolNamingMode, perRoute: readonly { slug:
   const holders = new Map<string, number>();
   for (const { names } of perRoute) for (const name of new Set(names)) holders.set(name, (holders.get(name) ?? 0) + 1);
   const prefixed = new Set([...holders].filter(([, count]) => count > 1).map(([name]) => name));
-  for (let added = prefixed; added.size > 0; ) {
+  for (let added = prefixed; added.size > 0;) {
     const shown = new Set<string>();
     for (const { slug, names } of perRoute) for (const name of names) if (added.has(name)) shown.add(qualify(slug, name));
     added = new Set([...shown].filter((name) => holders.has(name) && !prefixed.has(name)));
