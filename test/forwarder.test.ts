@@ -168,24 +168,43 @@ describe('forwarding', () => {
     expect(c.retried_total).toBeGreaterThan(0);
   });
 
-  it('skips a batch the collector keeps refusing with 400, alerts with status and a redacted body, and moves on', async () => {
+  it('holds a batch the collector refuses with 400 (a wrong index, a format it does not take) until it takes it, alerting with status and a redacted body', async () => {
     const ws = await newWorkspace(t);
     const r = await otlp();
     await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs'), headers: { 'X-Api-Key': COLLECTOR_SECRET } });
     const echo = JSON.stringify({ message: `bad key ${COLLECTOR_SECRET}` });
-    r.answerNext({ kind: 'status', status: 400, body: echo }, { kind: 'status', status: 400, body: echo });
+    r.answerNext({ kind: 'status', status: 400, body: echo }, { kind: 'status', status: 400, body: echo }, { kind: 'status', status: 422, body: echo });
     const written = rows(ws.organizationGuid, 80);
     await writeCallLogs(t.runtime.services, written);
     forwarder();
-    await until('the rows after the refused batch', async () => (await cursor(ws.organizationGuid, 'logs')).failed_total + r.logs.length >= 80);
+    await until('every row, once the collector takes them', () => new Set(uids(r.logs)).size >= 80);
+    expect(new Set(uids(r.logs))).toEqual(new Set(written.map((w) => w.guid)));
     const c = await cursor(ws.organizationGuid, 'logs');
-    expect(c.failed_total).toBe(50); // one batch of 50
-    expect(r.logs.length).toBe(30);
+    expect(c.failed_total).toBe(0);
+    expect(c.retried_total).toBeGreaterThan(0);
     const alert = alerts.find((a) => a.organizationGuid === ws.organizationGuid)!;
-    expect(alert).toMatchObject({ code: 'collector_export_failed', messageType: 'error' });
-    expect(alert.debugContext).toMatchObject({ responseStatus: 400, skippedRecords: 50 });
+    expect(alert).toMatchObject({ code: 'collector_export_failed', messageType: 'error', message: expect.stringMatching(/held/) });
+    expect(alert.debugContext).toMatchObject({ responseStatus: 422, heldRecords: 50 });
     expect(String(alert.debugContext!.responseBody)).toContain('[REDACTED]');
     assertNeverLeaked(t, [COLLECTOR_SECRET], [alerts]);
+  });
+
+  it('halves the batches of a collector that answers 413 until one fits, and delivers every row', async () => {
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    await configure(ws.token, { logsCollectorUrl: r.url('/v1/logs') });
+    r.answerNext({ kind: 'status', status: 413, body: 'too large' }, { kind: 'status', status: 413, body: 'too large' });
+    const written = rows(ws.organizationGuid, 60);
+    await writeCallLogs(t.runtime.services, written);
+    forwarder();
+    await until('every row', () => new Set(uids(r.logs)).size >= 60);
+    expect(new Set(uids(r.logs))).toEqual(new Set(written.map((w) => w.guid)));
+    // Batches of 50, refused twice: 25, then 12 a batch from then on.
+    const sizes = r.requests.map((q) =>
+      (JSON.parse(q.body).resourceLogs as any[]).reduce((n, rl) => n + rl.scopeLogs.reduce((m: number, sl: any) => m + sl.logRecords.length, 0), 0),
+    );
+    expect(Math.max(...sizes)).toBe(12);
+    expect((await cursor(ws.organizationGuid, 'logs')).failed_total).toBe(0);
   });
 
   it('keeps every row through a refused credential (401, 403) and a wrong path (404): the collector is misconfigured, the data is not wrong', async () => {

@@ -14,10 +14,11 @@ import type { EgressPolicy } from '../core/egress.js';
 export type SendOutcome =
   /** The collector took the batch; `rejected` records were refused inside it (OTLP partial success). */
   | { kind: 'accepted'; status: number; rejected: number; message?: string | undefined }
-  /** Try again later: 408, 429, 5xx, network errors, timeouts. */
-  | { kind: 'retry'; status: number | null; retryAfterMs: number | null; reason: string }
-  /** The collector refused the batch itself (a 4xx other than 401/403/404/405/408/429). */
-  | { kind: 'refused'; status: number; body: string };
+  /**
+   * Not taken: every other answer, network errors and timeouts. The batch is sent again
+   * later (`body`: the collector's answer, for the alert).
+   */
+  | { kind: 'retry'; status: number | null; retryAfterMs: number | null; reason: string; body?: string };
 
 export interface SendRequest {
   url: string;
@@ -43,18 +44,13 @@ export function parseRetryAfter(value: string | string[] | undefined): number | 
 }
 
 /**
- * Statuses after which the batch is kept and sent again with backoff: the collector
- * is busy or away (408, 429, 5xx), or misconfigured: a redirect (3xx: never a rejection
- * of the data, and the forwarder does not follow one to another address), a credential
- * refused (401, 403: an expired or rotated token, which an admin renews) or a path
- * that is not the collector's (404, 405). None of these says the data is wrong, so
- * none may drop it (contract 5: every row delivered at least once). Any other 4xx
- * refuses the batch itself.
+ * No answer drops a batch (contract 5: every row delivered at least once). A collector
+ * busy or away (408, 429, 5xx), misconfigured (a redirect, which the forwarder does not
+ * follow to another address; a credential refused; a wrong path) or refusing the batch
+ * (400, 413, 422: a wrong index, a size limit, a format it does not take) is fixed by an
+ * admin or by us, and the backlog then drains; a record no collector could ever take
+ * is not something this encoder writes (every record is valid JSON of the format).
  */
-const MISCONFIGURED: ReadonlySet<number> = new Set([401, 403, 404, 405]);
-export const isRetryableStatus = (status: number): boolean =>
-  (status >= 300 && status < 400) || MISCONFIGURED.has(status) || status === 408 || status === 429 || status >= 500;
-
 function partialRejected(body: string, key: SendRequest['partialSuccessKey']): { rejected: number; message?: string } {
   if (!key || !body) return { rejected: 0 };
   try {
@@ -74,7 +70,7 @@ export function sendToCollector(egress: EgressPolicy, req: SendRequest): Promise
     try {
       url = new URL(req.url);
     } catch {
-      resolve({ kind: 'refused', status: 0, body: 'the collector URL is not a valid URL' });
+      resolve({ kind: 'retry', status: null, retryAfterMs: null, reason: 'the collector URL is not a valid URL' });
       return;
     }
     const literal = url.hostname.replace(/^\[|\]$/g, '');
@@ -111,9 +107,7 @@ export function sendToCollector(egress: EgressPolicy, req: SendRequest): Promise
             const status = res.statusCode ?? 0;
             const text = Buffer.concat(chunks).toString('utf8');
             if (status >= 200 && status < 300) resolve({ kind: 'accepted', status, ...partialRejected(text, req.partialSuccessKey) });
-            else if (isRetryableStatus(status))
-              resolve({ kind: 'retry', status, retryAfterMs: parseRetryAfter(res.headers['retry-after']), reason: `HTTP ${status}` });
-            else resolve({ kind: 'refused', status, body: text });
+            else resolve({ kind: 'retry', status, retryAfterMs: parseRetryAfter(res.headers['retry-after']), reason: `HTTP ${status}`, body: text });
           });
         },
       );

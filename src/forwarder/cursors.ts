@@ -53,11 +53,10 @@ export interface Advance {
   checkpointGuid: string;
   sent: number;
   rejected: number;
-  failed: number;
   lastError: string | null;
 }
 
-/** Moves the checkpoint past a batch the collector took (or that was given up on). False when the lease was lost. */
+/** Moves the checkpoint past a batch the collector took. False when the lease was lost. */
 export async function advanceCursor(
   db: ConfigDb,
   organizationGuid: string,
@@ -77,7 +76,6 @@ export async function advanceCursor(
       lease_expires_at: after(leaseMs),
       sent_total: eb('sent_total', '+', a.sent),
       rejected_total: eb('rejected_total', '+', a.rejected),
-      failed_total: eb('failed_total', '+', a.failed),
       updated_at: sql<Date>`now()`,
     }))
     .where('organization_guid', '=', organizationGuid)

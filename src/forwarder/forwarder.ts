@@ -25,13 +25,12 @@ import type { BodyKind } from './record-sql.js';
  *   in flight (same records, same `log.record.uid`).
  * - A lease on the cursor row (one atomic UPDATE) lets several processes share the
  *   work without ever both sending the same workspace's batch.
- * - 3xx/401/403/404/405/408/429/5xx and network errors (the collector away, busy or
- *   misconfigured: isRetryableStatus) are retried for ever, with exponential backoff or
- *   the collector's Retry-After; the backlog drains when the collector returns. The
- *   third failure in a row raises collector_export_failed (once per collector URL).
- * - Any other 4xx (the batch itself refused) is retried a few times, then raises
- *   collector_export_failed and skips the batch (counted as failed). An OTLP partial success is counted and
- *   alerted.
+ * - Any answer but a 2xx, and network errors, hold the batch: it is retried for ever,
+ *   with exponential backoff or the collector's Retry-After, and the backlog drains
+ *   when the collector takes it (no answer drops a row: collector-client.ts). The third
+ *   failure in a row raises collector_export_failed (once per collector URL). A 413
+ *   halves this workspace's batches until one fits. An OTLP partial success is counted
+ *   and alerted.
  * - Configuration (URL, format, headers) is read before every batch.
  */
 export interface ForwarderOptions {
@@ -54,8 +53,6 @@ export interface ForwarderOptions {
   settleMs?: number;
   leaseMs?: number;
   requestTimeoutMs?: number;
-  /** Tries of a batch a collector refuses with a 4xx before it is skipped. */
-  maxRefusedAttempts?: number;
   backoffInitialMs?: number;
   backoffMaxMs?: number;
   /** Workspaces forwarded in parallel. */
@@ -70,7 +67,6 @@ const DEFAULTS: Required<Omit<ForwarderOptions, 'owner' | 'settleMs'>> = {
   batchSize: 2000,
   leaseMs: 30_000,
   requestTimeoutMs: 10_000,
-  maxRefusedAttempts: 3,
   backoffInitialMs: 500,
   backoffMaxMs: 60_000,
   concurrency: 4,
@@ -138,6 +134,8 @@ export class Forwarder {
   private wake: (() => void) | undefined;
   private readonly lastPartialAlert = new Map<string, number>();
   private readonly lastRetryAlert = new Map<string, number>();
+  /** Workspaces and signals whose collector answered 413: their batches are held to the size that fits (this process). */
+  private readonly batchSizes = new Map<string, number>();
   /** Earliest time a row seen pending in this pass leaves its settle window (epoch ms). */
   private wakeAt: number | undefined;
   /** Cursors (`org:signal`) this process left caught up: the next pass asks ClickHouse once whether they have new rows. */
@@ -270,7 +268,13 @@ export class Forwarder {
 
   /** Reads the signal's batch after `after` as the body to send (ClickHouse writes the records). */
   private prepare(organizationGuid: string, signal: ForwardedSignal, kind: BodyKind, after: Checkpoint, horizon: Date): Promise<PreparedBatch> {
-    return this.sources[signal].nextEncodedBatch(organizationGuid, after, this.opts.batchSize, horizon, kind).then((batch) => ({ ...batch, kind }));
+    const size = this.batchSizeOf(organizationGuid, signal);
+    return this.sources[signal].nextEncodedBatch(organizationGuid, after, size, horizon, kind).then((batch) => ({ ...batch, kind }));
+  }
+
+  /** The batch size of a workspace's signal: the configured one, or less where its collector answered 413. */
+  private batchSizeOf(organizationGuid: string, signal: ForwardedSignal): number {
+    return this.batchSizes.get(`${organizationGuid}:${signal}`) ?? this.opts.batchSize;
   }
 
   /**
@@ -289,6 +293,7 @@ export class Forwarder {
     const cursor = await claimCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs);
     if (!cursor) return { records: 0, caughtUp: false };
     const labels = { organization: organizationGuid, signal };
+    const key = `${organizationGuid}:${signal}`;
     const deadline = Date.now() + this.opts.passBudgetMs;
     let total = 0;
     /** What the pass answers: the records sent so far, and whether the cursor was left caught up. */
@@ -313,7 +318,8 @@ export class Forwarder {
           return done(true);
         }
         this.metrics.lag.set(labels, Math.max(0, (Date.now() - batch.firstIngestedMs) / 1000));
-        if (records === this.opts.batchSize && Date.now() < deadline && !this.stopping) {
+        const full = records === this.batchSizeOf(organizationGuid, signal);
+        if (full && Date.now() < deadline && !this.stopping) {
           ahead = this.prepare(organizationGuid, signal, kind, batch.end, horizon);
           ahead.catch(() => undefined); // awaited (and its error surfaced) on the next turn, or dropped
         }
@@ -329,6 +335,7 @@ export class Forwarder {
 
         if (outcome.kind === 'retry') {
           attempts++;
+          if (outcome.status === 413) this.batchSizes.set(key, Math.max(1, Math.floor(records / 2)));
           const delayMs = Math.min(MAX_RETRY_AFTER_MS, Math.max(outcome.retryAfterMs ?? 0, this.backoff(attempts)));
           this.metrics.retried.inc(labels, records);
           await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: records, lastError: outcome.reason });
@@ -340,58 +347,29 @@ export class Forwarder {
           if (attempts === RETRY_ALERT_AFTER) await this.raiseUnreachable(organizationGuid, signal, target, outcome, headers, records, attempts);
           return done();
         }
-        if (outcome.kind === 'refused') {
-          attempts++;
-          if (attempts < this.opts.maxRefusedAttempts) {
-            await postponeCursor(db, organizationGuid, signal, this.owner, {
-              delayMs: this.backoff(attempts),
-              attempts,
-              retried: 0,
-              lastError: `HTTP ${outcome.status}`,
-            });
-            logger.warn({ organization: organizationGuid, signal, status: outcome.status, attempts }, 'collector refused a batch; trying again');
-            return done();
-          }
-          await this.raiseRefused(organizationGuid, signal, target, outcome, headers, records, attempts);
-          if (
-            !(await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, {
-              checkpointAt: batch.end.at,
-              checkpointGuid: batch.end.guid,
-              sent: 0,
-              rejected: 0,
-              failed: records,
-              lastError: `HTTP ${outcome.status}`,
-            }))
-          )
-            return done();
-          this.metrics.failed.inc(labels, records);
-          logger.error({ organization: organizationGuid, signal, status: outcome.status, skipped: records }, 'collector kept refusing a batch; skipped it');
-        } else {
-          const rejected = Math.min(records, outcome.rejected);
-          const advanced = await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, {
-            checkpointAt: batch.end.at,
-            checkpointGuid: batch.end.guid,
-            sent: records - rejected,
-            rejected,
-            failed: 0,
-            lastError: rejected > 0 ? `partial success: ${rejected} rejected` : null,
-          });
-          if (!advanced) {
-            logger.warn({ organization: organizationGuid, signal }, 'forwarder lease lost; another process continues this workspace');
-            return done();
-          }
-          this.metrics.sent.inc(labels, records - rejected);
-          if (rejected > 0) {
-            this.metrics.rejected.inc(labels, rejected);
-            await this.raisePartial(organizationGuid, signal, outcome, headers, records, rejected);
-          }
+        const rejected = Math.min(records, outcome.rejected);
+        const advanced = await advanceCursor(db, organizationGuid, signal, this.owner, this.opts.leaseMs, {
+          checkpointAt: batch.end.at,
+          checkpointGuid: batch.end.guid,
+          sent: records - rejected,
+          rejected,
+          lastError: rejected > 0 ? `partial success: ${rejected} rejected` : null,
+        });
+        if (!advanced) {
+          logger.warn({ organization: organizationGuid, signal }, 'forwarder lease lost; another process continues this workspace');
+          return done();
+        }
+        this.metrics.sent.inc(labels, records - rejected);
+        if (rejected > 0) {
+          this.metrics.rejected.inc(labels, rejected);
+          await this.raisePartial(organizationGuid, signal, outcome, headers, records, rejected);
         }
         attempts = 0;
         checkpoint = batch.end;
         total += records;
         if (!ahead) {
-          if (records < this.opts.batchSize) await this.notePending(organizationGuid, signal, checkpoint);
-          return done(records < this.opts.batchSize);
+          if (!full) await this.notePending(organizationGuid, signal, checkpoint);
+          return done(!full);
         }
         // No separate lease renewal: advanceCursor just extended the lease it is fenced on.
       }
@@ -445,27 +423,6 @@ export class Forwarder {
     }
   }
 
-  private async raiseRefused(
-    organizationGuid: string,
-    signal: ForwardedSignal,
-    target: Target,
-    outcome: Extract<SendOutcome, { kind: 'refused' }>,
-    headers: Record<string, string>,
-    skipped: number,
-    attempts: number,
-  ): Promise<void> {
-    await this.raiseExportAlert(
-      organizationGuid,
-      'error',
-      {
-        subject: 'Collector refused {signal}',
-        message: 'The {signal} collector answered HTTP {status} to the same batch {attempts} times; {skipped} records were skipped.',
-      },
-      { signal, status: String(outcome.status), skipped: String(skipped), attempts: String(attempts) },
-      { responseStatus: outcome.status, responseBody: redactBody(outcome.body, headers), signal, format: target.format, attempts, skippedRecords: skipped },
-    );
-  }
-
   /** The batch is held and retried (nothing is lost): the alert says so, with the last status or network error. */
   private async raiseUnreachable(
     organizationGuid: string,
@@ -489,7 +446,15 @@ export class Forwarder {
         message: 'The {signal} collector failed {attempts} times in a row ({reason}); the records are held and sent again with backoff.',
       },
       { signal, attempts: String(attempts), reason },
-      { responseStatus: outcome.status, reason, signal, format: target.format, attempts, heldRecords: held },
+      {
+        responseStatus: outcome.status,
+        ...(outcome.body ? { responseBody: redactBody(outcome.body, headers) } : {}),
+        reason,
+        signal,
+        format: target.format,
+        attempts,
+        heldRecords: held,
+      },
     );
   }
 

@@ -12,8 +12,10 @@ export function createForwarderMetrics(registry: Registry) {
   const lagName = 'mcpgw_forwarder_lag_seconds';
   return {
     sent: counter('mcpgw_forwarder_records_sent_total', 'Records (call logs, spans, audit records) a collector accepted'),
-    retried: counter('mcpgw_forwarder_records_retried_total', 'Records in batches that failed transiently (429, 5xx, network) and will be sent again'),
-    failed: counter('mcpgw_forwarder_records_failed_total', 'Records skipped after the collector kept refusing their batch (4xx)'),
+    retried: counter(
+      'mcpgw_forwarder_records_retried_total',
+      'Records in batches the collector did not take (any non-2xx answer, network errors), held and sent again',
+    ),
     rejected: counter('mcpgw_forwarder_records_rejected_total', 'Records a collector rejected inside an accepted batch (OTLP partial success)'),
     lag:
       (registry.getSingleMetric(lagName) as Gauge<(typeof labelNames)[number]> | undefined) ??

@@ -268,6 +268,7 @@ export interface ForwarderCursorsTable {
   last_error: string | null;
   sent_total: Generated<number>;
   retried_total: Generated<number>;
+  /** Always 0 since session 26: no answer of a collector skips records any more (docs/forwarding.md, Retries). */
   failed_total: Generated<number>;
   rejected_total: Generated<number>;
   created_at: Timestamp;

@@ -13,7 +13,6 @@ export const FAST_FORWARDER: ForwarderOptions = {
   backoffInitialMs: 20,
   backoffMaxMs: 200,
   requestTimeoutMs: 2000,
-  maxRefusedAttempts: 2,
 };
 
 /**
