@@ -42,6 +42,7 @@ const base: StoredRow = {
   tool_name: 'search_docs',
   status: 'ok',
   error_message: '',
+  error_type: '',
   duration_ms: 42,
   request_bytes: 120,
   response_bytes: 2048,
@@ -62,14 +63,14 @@ const base: StoredRow = {
 /** Rows that exercise every branch: errors, absent and invalid ids, odd text, millisecond edges. */
 const rows: Partial<StoredRow>[] = [
   {},
-  { status: 'error', error_message: 'upstream said "no"\n\ttab \\ back \u0001 ctl / slash', duration_ms: 0 },
+  { status: 'error', error_message: 'upstream said "no"\n\ttab \\ back \u0001 ctl / slash', error_type: '-32000', duration_ms: 0 },
   { trace_id: '', span_id: '', method: '', tool_name: '', type: 'initialize' },
   { trace_id: '4BF92F3577B34DA6A3CE929D0E0E4736', span_id: '00F067AA0BA902B7', method: 'resources/read' },
-  { trace_id: '0'.repeat(32), span_id: 'not-hex-at-all!!', status: 'error', error_message: '', method: 'prompts/get' },
+  { trace_id: '0'.repeat(32), span_id: 'not-hex-at-all!!', status: 'error', error_message: '', error_type: 'tool_error', method: 'prompts/get' },
   { tool_name: 'ünïcødé 🚀 name', session_id: '', protocol_version: '' },
   { created_at: '2026-11-21 10:00:00.007', duration_ms: 4294967295, request_bytes: 0, response_bytes: 4294967295 },
   { created_at: '2026-11-21 10:00:00.000', user_guid: ZERO, team_guid: '', gateway_connection_guid: '', status: 'error', error_message: 'x'.repeat(500) },
-  { method: 'ping', type: 'other', status: 'error', tool_name: '' }, // The host's span as the parent: valid (any case), invalid, all zero, and under a trace the row does not hold.
+  { method: 'ping', type: 'other', status: 'error', error_type: '_OTHER', tool_name: '' }, // The host's span as the parent: valid (any case), invalid, all zero, and under a trace the row does not hold.
   { parent_span_id: 'B7AD6B7169203331', method: 'tools/list' },
   { parent_span_id: 'b7ad6b716920333' },
   { parent_span_id: '0000000000000000' },

@@ -46,7 +46,7 @@ describe('forwarding', () => {
       tracesCollectorUrl: r.url('/v1/traces'),
       headers: { Authorization: `Bearer ${COLLECTOR_SECRET}` },
     });
-    const written = [...rows(ws.organizationGuid, 60), ...rows(ws.organizationGuid, 5, { status: 'error', errorMessage: 'upstream said no' })];
+    const written = [...rows(ws.organizationGuid, 60), ...rows(ws.organizationGuid, 5, { status: 'error', errorMessage: 'upstream said no', errorType: '-32000' })];
     await writeCallLogs(t.runtime.services, written);
     forwarder();
     await until('65 logs and 65 spans', () => r.logs.length >= 65 && r.spans.length >= 65);
@@ -68,7 +68,8 @@ describe('forwarding', () => {
       'mcp.method.name': 'tools/call',
       'gen_ai.tool.name': 'search_docs',
       'mcp.session.id': errorRow.sessionId,
-      'error.type': 'tool_error',
+      'error.type': '-32000',
+      'rpc.response.status_code': '-32000',
       'mcp_gateway.inbound_server.guid': errorRow.inboundServerGuid,
       'mcp_gateway.call.duration_ms': 42,
     });

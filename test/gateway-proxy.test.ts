@@ -216,6 +216,16 @@ describe('gateway proxy', () => {
       const err = await client.callTool({ name: 'team-notes__whoami', arguments: {} }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(McpError);
       expect((err as McpError).message).toMatch(/team-notes__whoami is not available: its assignment to this gateway is disabled/);
+      // The row names the failure as the conventions' error.type: the JSON-RPC code the host got.
+      await t.runtime.services.callLogs.flush();
+      const rows = await t.runtime.services.clickhouse.client.query({
+        query: "SELECT status, error_type FROM call_logs WHERE gateway_connection_guid = {c:String} AND tool_name = 'team-notes__whoami' ORDER BY created_at",
+        query_params: { c: connectionGuid },
+        format: 'JSONEachRow',
+      });
+      const stored = await rows.json<{ status: string; error_type: string }>();
+      expect(stored.at(-1)).toEqual({ status: 'error', error_type: String((err as McpError).code) });
+      expect(stored.filter((r) => r.status === 'ok').every((r) => r.error_type === '')).toBe(true);
     } finally {
       await invoke(t, 'rest', ws.token, 'enable_gateway_assignment', { assignmentGuid: sharedAssignment });
     }

@@ -50,6 +50,7 @@ describe('ClickHouse DDL', () => {
       '0015_call_log_usage_summaries.sql',
       '0016_call_log_usage_weekly_people.sql',
       '0017_call_log_parent_span.sql',
+      '0018_call_log_error_type.sql',
     ]);
   });
 

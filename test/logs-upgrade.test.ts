@@ -16,7 +16,7 @@ const ORG = '01a21a14-aaf4-72cd-9769-ad62f2cadb8f';
  * has them too, since these tests insert through today's encoder (the service migrates
  * before it writes, so a store never meets a writer newer than its columns).
  */
-const ENCODER_COLUMNS = ['0017_call_log_parent_span.sql'];
+const ENCODER_COLUMNS = ['0017_call_log_parent_span.sql', '0018_call_log_error_type.sql'];
 
 /**
  * For one describe: a store migrated with the DDL files before `file` (and

@@ -29,7 +29,7 @@ import {
  * MCP where they exist: mcp.method.name, gen_ai.tool.name, mcp.session.id,
  * mcp.protocol.version; the row's own ids and figures under `mcp_gateway.`; the row
  * guid as `log.record.uid`, so a duplicate delivery is recognisable; derived here:
- * gen_ai.operation.name, error.type), the log body, the span name and ids.
+ * gen_ai.operation.name, rpc.response.status_code), the log body, the span name and ids.
  *
  * The text is what the OpenTelemetry exporters' serializers (and JSON.stringify for
  * HEC) write for the same record, member for member;
@@ -58,7 +58,8 @@ export const GUID_ATTRIBUTES: [string, string][] = EXPORTED_COLUMNS.filter((c) =
 /** Attributes computed from a column, exported right after the column's own. */
 const DERIVED_ATTRIBUTES: Record<string, Attribute[]> = {
   method: [{ key: 'gen_ai.operation.name', value: `'execute_tool'`, type: 'string', when: `${METHOD} = 'tools/call'` }],
-  status: [{ key: 'error.type', value: `if(${METHOD} = 'tools/call', 'tool_error', '_OTHER')`, type: 'string', when: IS_ERROR }],
+  // A JSON-RPC error code is also the response's status code (the conventions' rpc.response.status_code).
+  error_type: [{ key: 'rpc.response.status_code', value: 'error_type', type: 'string', when: `match(error_type, '^-?[0-9]+$')` }],
 };
 
 /**

@@ -68,7 +68,7 @@ export class CallRecord {
     if (this.done) return;
     this.done = true;
     const result = (final as { result?: { isError?: boolean; content?: { type: string; text?: string }[] } } | null)?.result;
-    const error = (final as { error?: { message?: string } } | null)?.error;
+    const error = (final as { error?: { message?: string; code?: unknown } } | null)?.error;
     let errorMessage: string | null = failure ?? error?.message ?? null;
     if (!errorMessage && result?.isError) errorMessage = result.content?.find((c) => c.type === 'text')?.text?.slice(0, 1000) ?? 'the tool reported an error';
     const responseBody = final ? JSON.stringify(final) : '';
@@ -81,6 +81,8 @@ export class CallRecord {
       toolName: this.toolName,
       status: errorMessage === null ? 'ok' : 'error',
       errorMessage: errorMessage === null ? null : redactSecretValues(errorMessage, this.secrets),
+      // The conventions' error.type: the JSON-RPC code the host was answered with, else what kind of failure it was.
+      errorType: errorMessage === null ? null : typeof error?.code === 'number' ? String(error.code) : result?.isError ? 'tool_error' : '_OTHER',
       durationMs: performance.now() - this.started,
       requestBytes: this.requestBytes,
       responseBytes: relayedBytes + Buffer.byteLength(responseBody),

@@ -29,9 +29,11 @@ export function callAttributes(row: CallLogRow): Record<string, AttributeValue> 
   const tool = present(row.tool_name);
   if (tool) attrs['gen_ai.tool.name'] = tool;
   attrs['mcp_gateway.call.status'] = row.status;
-  if (row.status === 'error') attrs['error.type'] = method === 'tools/call' ? 'tool_error' : '_OTHER';
   const error = present(row.error_message);
   if (error) attrs['mcp_gateway.error.message'] = error;
+  const errorType = present(row.error_type);
+  if (errorType) attrs['error.type'] = errorType;
+  if (errorType && /^-?\d+$/.test(errorType)) attrs['rpc.response.status_code'] = errorType;
   attrs['mcp_gateway.call.duration_ms'] = integer(row.duration_ms);
   attrs['mcp_gateway.request.bytes'] = integer(row.request_bytes);
   attrs['mcp_gateway.response.bytes'] = integer(row.response_bytes);

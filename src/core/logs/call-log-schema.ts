@@ -74,7 +74,7 @@ const GUID = 'LowCardinality(String)';
 const TIME = "DateTime64(3, 'UTC')";
 
 /**
- * The columns in table order (clickhouse/0001, 0002, 0007, 0017). Guid columns other
+ * The columns in table order (clickhouse/0001, 0002, 0007, 0017, 0018). Guid columns other
  * than `guid` are LowCardinality strings ('' when absent, null in the API).
  */
 export const CALL_LOG_SCHEMA = [
@@ -137,6 +137,8 @@ export const CALL_LOG_SCHEMA = [
     returned: true,
     attribute: 'mcp_gateway.error.message',
   },
+  /** The failure's kind (clickhouse/0018): the JSON-RPC error code answered, `tool_error`, `_OTHER`; '' when ok. */
+  { name: 'error_type', type: 'LowCardinality(String)', part: 'thin', kind: 'text', field: 'errorType', maxChars: 40, attribute: 'error.type' },
   {
     name: 'duration_ms',
     type: 'UInt32',

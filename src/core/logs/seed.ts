@@ -27,6 +27,8 @@ const ERRORS = [
   'invalid arguments: missing required property "path"',
   'connection reset by upstream',
 ];
+/** The JSON-RPC code a host is answered with for each error (the gateway's: upstream failures -32000, bad arguments -32602). */
+const errorTypeOf = (message: string): string => (message.startsWith('invalid arguments') ? '-32602' : '-32000');
 // An incident on one server: its calls fail for the upstream's reasons, not the caller's.
 const BURST_ERRORS = ['upstream returned 502 Bad Gateway', 'connection reset by upstream', 'tool execution timed out after 30000 ms'];
 const TIMEOUT_MS = 30_000;
@@ -144,6 +146,7 @@ function rowMaker(population: SeedPopulation, organizationGuid: string, random: 
       toolName: tool?.name ?? null,
       status: failed ? 'error' : 'ok',
       errorMessage,
+      errorType: errorMessage === null ? null : errorTypeOf(errorMessage),
       durationMs,
       requestBytes: 60 + Math.round(draw(350, 0.5)),
       responseBytes: failed ? 150 + Math.floor(random() * 200) : Math.round(draw(tool?.responseMedianBytes ?? TYPE_RESPONSE_BYTES[type], 0.9)),
