@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeEntitlement } from '../src/core/repositories/organizations.js';
 import { newGuid } from '../src/core/ids.js';
-import { bodyParams, pathParams, type AnyOperation } from '../src/core/operation.js';
+import { bodyParams, pathParams, queryParams, type AnyOperation } from '../src/core/operation.js';
 import { operations } from '../src/core/operations/index.js';
 import { ADMIN_ENTITLEMENT } from '../src/core/executor.js';
 import { closeClients, invoke, newWorkspace, rest, restRequestFor, SURFACES, startTestApp, type TestApp } from './helpers/harness.js';
@@ -111,6 +111,30 @@ describe('REST and MCP alike, on a key no map may hold', () => {
 });
 
 describe('REST only', () => {
+  // Found by a spec trial (session 26): create_team took its name from the query, delete_role its heir from the body.
+  it.each(operations.filter((op) => bodyParams(op).length > 0).map((op) => [op.name, op] as const))(
+    '%s refuses a body field given in the query, naming it',
+    async (_name, op) => {
+      const field = bodyParams(op)[0]!;
+      const req = restRequestFor(op, withIds(op));
+      const url = `${req.url}${req.url.includes('?') ? '&' : '?'}${encodeURIComponent(field)}=x`;
+      const res = await rest(t, admin, req.method, url, req.body ?? {});
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toContainEqual({ path: field, message: expect.stringMatching(/^is a body field/) });
+    },
+  );
+
+  it.each(operations.filter((op) => queryParams(op).length > 0 && op.method !== 'GET').map((op) => [op.name, op] as const))(
+    '%s refuses a query parameter given in the body, naming it',
+    async (_name, op) => {
+      const param = queryParams(op)[0]!;
+      const req = restRequestFor(op, withIds(op));
+      const res = await rest(t, admin, req.method, req.url, { ...(req.body ?? {}), [param]: 'x' });
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toContainEqual({ path: param, message: expect.stringMatching(/^is a query parameter/) });
+    },
+  );
+
   it.each(operations.map((op) => [op.name, op] as const))('%s answers 401 without a token, or with a bad one', async (_name, op) => {
     const req = restRequestFor(op, withIds(op));
     for (const token of [null, 'nonsense', 'svcp_AAAAAAAA_' + 'A'.repeat(43)]) {

@@ -31,9 +31,10 @@ export interface RestInput {
  * body parameters), unknown names included: the executor validates the whole object
  * with the operation's schema, exactly as for MCP, so an unknown name is reported with
  * every other fault in MCP's words, and recorded in the audit log's request as MCP's
- * is. What only REST can get wrong (a body that is not an object, a body field named
- * like a path or query parameter, which never replaces it) is handed to it as the
- * refusal, so it is answered where MCP's validation would answer, and audited.
+ * is. What only REST can get wrong (a body that is not an object, a parameter given
+ * in another place than its own: a body field in the query, a query parameter in the
+ * body, a path parameter in either) is handed to it as the refusal, so it is answered
+ * where MCP's validation would answer, and audited.
  */
 export function assembleInput(op: AnyOperation, request: FastifyRequest): RestInput {
   const shape = op.input.shape as Record<string, z.ZodType>;
@@ -46,9 +47,11 @@ export function assembleInput(op: AnyOperation, request: FastifyRequest): RestIn
   const query = (request.query ?? {}) as Record<string, unknown>;
   for (const [k, v] of Object.entries(query)) {
     if (allowedQuery.has(k)) input[k] = coerceQueryValue(shape[k], v);
-    // A name no parameter takes: the schema names it as unknown (a path parameter's name is not taken from the query).
-    else if (!Object.hasOwn(input, k)) input[k] = v;
-    else errors.push({ path: k, message: 'is a path parameter: it cannot be given in the query' });
+    else if (Object.hasOwn(input, k)) errors.push({ path: k, message: 'is a path parameter: it cannot be given in the query' });
+    // Each parameter has one place (admin-api): a body field is not taken from the query.
+    else if (Object.hasOwn(shape, k)) errors.push({ path: k, message: 'is a body field: send it in the JSON body, not in the query' });
+    // A name no parameter takes: the schema names it as unknown.
+    else input[k] = v;
   }
 
   const body = request.body;
@@ -57,8 +60,9 @@ export function assembleInput(op: AnyOperation, request: FastifyRequest): RestIn
     if (body === null || typeof body !== 'object' || Array.isArray(body)) errors.push({ path: 'body', message: 'must be a JSON object' });
     else {
       for (const [k, v] of Object.entries(body)) {
-        if (!Object.hasOwn(input, k)) input[k] = v;
-        else errors.push({ path: k, message: 'unknown field' });
+        if (Object.hasOwn(input, k)) errors.push({ path: k, message: 'unknown field' });
+        else if (allowedQuery.has(k)) errors.push({ path: k, message: 'is a query parameter: give it in the query string, not in the body' });
+        else input[k] = v;
       }
     }
   }
