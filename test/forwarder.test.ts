@@ -46,7 +46,10 @@ describe('forwarding', () => {
       tracesCollectorUrl: r.url('/v1/traces'),
       headers: { Authorization: `Bearer ${COLLECTOR_SECRET}` },
     });
-    const written = [...rows(ws.organizationGuid, 60), ...rows(ws.organizationGuid, 5, { status: 'error', errorMessage: 'upstream said no', errorType: '-32000' })];
+    const written = [
+      ...rows(ws.organizationGuid, 60),
+      ...rows(ws.organizationGuid, 5, { status: 'error', errorMessage: 'upstream said no', errorType: '-32000' }),
+    ];
     await writeCallLogs(t.runtime.services, written);
     forwarder();
     await until('65 logs and 65 spans', () => r.logs.length >= 65 && r.spans.length >= 65);
