@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
+import pkg from '../package.json' with { type: 'json' };
 import { assertNeverLeaked, invoke, newWorkspace, type TestApp } from './helpers/harness.js';
 import { forwarderKit, until } from './helpers/forwarder-kit.js';
 import { callLog, writeCallLogs } from './helpers/forwarder-rows.js';
@@ -55,6 +56,40 @@ describe('a collector that keeps failing with retried answers', () => {
       debugContext: { responseStatus: status, attempts: 3, heldRecords: expect.any(Number), signal: expect.stringMatching(/^(logs|audit)$/) },
     });
     assertNeverLeaked(t, [COLLECTOR_SECRET], [alerts]);
+  });
+
+  it('the alert read through get_alert carries the collector answer (status, headers, body) redacted, and the engine details', async () => {
+    const ws = await newWorkspace(t);
+    const r = await otlp();
+    const apiKey = `collector-key-${Math.random().toString(36).slice(2, 12)}`;
+    await invoke(t, 'rest', ws.token, 'set_otel_configuration', {
+      logsCollectorUrl: r.url('/v1/logs'),
+      headers: { Authorization: `Bearer ${COLLECTOR_SECRET}`, 'X-Collector-Key': apiKey },
+    });
+    const answer = {
+      kind: 'status' as const,
+      status: 503,
+      headers: { 'x-peer-trace': 'collector-503', 'x-collector-key': apiKey, 'x-debug-echo': `got ${apiKey}` },
+      body: `overloaded; your key ${apiKey} is fine`,
+    };
+    r.answerNext(...Array.from({ length: 6 }, () => answer));
+    await writeCallLogs(t.runtime.services, [callLog(ws.organizationGuid)]);
+    forwarder();
+    let guid: string | undefined;
+    await until('the stored alert', async () => {
+      guid = (await invoke(t, 'rest', ws.token, 'list_alerts', { filters: { code: 'collector_export_failed' } })).body.items[0]?.guid;
+      return guid !== undefined;
+    });
+    const res = await invoke(t, 'rest', ws.token, 'get_alert', { alertGuid: guid });
+    expect(res.body.debugContext).toMatchObject({
+      responseStatus: 503,
+      responseHeaders: { 'x-peer-trace': 'collector-503', 'x-collector-key': '[REDACTED]', 'x-debug-echo': 'got [REDACTED]' },
+      responseBody: 'overloaded; your key [REDACTED] is fine',
+      engine: { name: pkg.name, version: pkg.version, node: process.version, signal: expect.stringMatching(/^(logs|audit)$/), format: 'otlp' },
+      attempts: 3,
+      heldRecords: expect.any(Number),
+    });
+    assertNeverLeaked(t, [COLLECTOR_SECRET, apiKey], [res.body]);
   });
 
   it('raises it once for a collector that cannot be reached, whatever goes there (logs and audit), and not again while the failures go on', async () => {

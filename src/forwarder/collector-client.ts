@@ -13,12 +13,12 @@ import type { EgressPolicy } from '../core/egress.js';
  */
 export type SendOutcome =
   /** The collector took the batch; `rejected` records were refused inside it (OTLP partial success). */
-  | { kind: 'accepted'; status: number; rejected: number; message?: string | undefined }
+  | { kind: 'accepted'; status: number; rejected: number; message?: string | undefined; headers: http.IncomingHttpHeaders; body: string }
   /**
    * Not taken: every other answer, network errors and timeouts. The batch is sent again
-   * later (`body`: the collector's answer, for the alert).
+   * later (`headers` and `body`: the collector's answer, for the alert).
    */
-  | { kind: 'retry'; status: number | null; retryAfterMs: number | null; reason: string; body?: string };
+  | { kind: 'retry'; status: number | null; retryAfterMs: number | null; reason: string; headers?: http.IncomingHttpHeaders; body?: string };
 
 export interface SendRequest {
   url: string;
@@ -106,8 +106,17 @@ export function sendToCollector(egress: EgressPolicy, req: SendRequest): Promise
           res.on('end', () => {
             const status = res.statusCode ?? 0;
             const text = Buffer.concat(chunks).toString('utf8');
-            if (status >= 200 && status < 300) resolve({ kind: 'accepted', status, ...partialRejected(text, req.partialSuccessKey) });
-            else resolve({ kind: 'retry', status, retryAfterMs: parseRetryAfter(res.headers['retry-after']), reason: `HTTP ${status}`, body: text });
+            if (status >= 200 && status < 300)
+              resolve({ kind: 'accepted', status, ...partialRejected(text, req.partialSuccessKey), headers: res.headers, body: text });
+            else
+              resolve({
+                kind: 'retry',
+                status,
+                retryAfterMs: parseRetryAfter(res.headers['retry-after']),
+                reason: `HTTP ${status}`,
+                headers: res.headers,
+                body: text,
+              });
           });
         },
       );

@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
 import { findCollectorConfiguration, openCollectorHeaders } from '../core/collector/config-repository.js';
 import { resolveLogsFormat } from '../core/collector/rules.js';
 import type { Services } from '../core/services.js';
-import { redactSecretValues } from '../core/redaction.js';
+import { alertText, engineDetails, responseDebug, type ResponseHeaders } from '../core/alert-debug.js';
 import type { CollectorConfiguration, ForwardedSignal, LogsFormat } from '../stores/schema.js';
 import { AuditSource } from './audit-source.js';
 import { CallLogSource } from './call-log-source.js';
@@ -75,7 +75,6 @@ const DEFAULTS: Required<Omit<ForwarderOptions, 'owner' | 'settleMs'>> = {
 /** Settle window on a cluster: Distributed tables send to shards asynchronously and replicas fetch parts later. */
 const CLUSTER_SETTLE_MS = 1000;
 const MAX_RETRY_AFTER_MS = 15 * 60_000;
-const ALERT_BODY_CHARS = 1024;
 /** Failed tries in a row (3xx, 408, 429, 5xx, unreachable) after which a workspace is told its collector is not taking its records. */
 const RETRY_ALERT_AFTER = 3;
 /** Signals sent to one collector URL (logs and audit) share its outage: one alert for it in this time. */
@@ -117,11 +116,13 @@ const PARTIAL_SUCCESS_KEY: Record<BodyKind, 'rejectedLogRecords' | 'rejectedSpan
 /** A batch read (and written by ClickHouse) ahead of its turn, in the body kind configured then. */
 type PreparedBatch = EncodedBatch & { kind: BodyKind };
 
-/** A collector's answer for an alert: cut short, with every configured header value masked. */
-export function redactBody(body: string, headers: Record<string, string>): string {
-  const text = redactSecretValues(body.slice(0, ALERT_BODY_CHARS * 4), Object.values(headers));
-  return text.length > ALERT_BODY_CHARS ? `${text.slice(0, ALERT_BODY_CHARS)}…` : text;
-}
+/**
+ * A collector's answer for an alert: every configured header value is a secret (a
+ * token, an API key) and every configured header name a credential header, wherever
+ * the collector echoes them.
+ */
+const answerDebug = (outcome: { status: number | null; headers?: ResponseHeaders | undefined; body?: string | undefined }, headers: Record<string, string>) =>
+  responseDebug(outcome.status, outcome.headers, outcome.body, Object.values(headers), Object.keys(headers));
 
 export class Forwarder {
   readonly owner: string;
@@ -362,7 +363,7 @@ export class Forwarder {
         this.metrics.sent.inc(labels, records - rejected);
         if (rejected > 0) {
           this.metrics.rejected.inc(labels, rejected);
-          await this.raisePartial(organizationGuid, signal, outcome, headers, records, rejected);
+          await this.raisePartial(organizationGuid, signal, target, outcome, headers, records, rejected);
         }
         attempts = 0;
         checkpoint = batch.end;
@@ -437,7 +438,7 @@ export class Forwarder {
     const lastAt = this.lastRetryAlert.get(key);
     if (lastAt !== undefined && Date.now() - lastAt < RETRY_ALERT_EVERY_MS) return;
     this.lastRetryAlert.set(key, Date.now());
-    const reason = redactBody(outcome.reason, headers);
+    const reason = alertText(outcome.reason, Object.values(headers));
     await this.raiseExportAlert(
       organizationGuid,
       'error',
@@ -447,8 +448,8 @@ export class Forwarder {
       },
       { signal, attempts: String(attempts), reason },
       {
-        responseStatus: outcome.status,
-        ...(outcome.body ? { responseBody: redactBody(outcome.body, headers) } : {}),
+        ...answerDebug(outcome, headers),
+        ...engineDetails({ signal, format: target.format }),
         reason,
         signal,
         format: target.format,
@@ -462,6 +463,7 @@ export class Forwarder {
   private async raisePartial(
     organizationGuid: string,
     signal: ForwardedSignal,
+    target: Target,
     outcome: Extract<SendOutcome, { kind: 'accepted' }>,
     headers: Record<string, string>,
     batch: number,
@@ -479,7 +481,13 @@ export class Forwarder {
         message: 'The {signal} collector accepted a batch of {batch} records but rejected {rejected} of them (OTLP partial success).',
       },
       { signal, rejected: String(rejected), batch: String(batch) },
-      { responseStatus: outcome.status, partialSuccess: { rejected, errorMessage: redactBody(outcome.message ?? '', headers) }, signal, batchRecords: batch },
+      {
+        ...answerDebug(outcome, headers),
+        ...engineDetails({ signal, format: target.format }),
+        partialSuccess: { rejected, errorMessage: alertText(outcome.message ?? '', Object.values(headers)) },
+        signal,
+        batchRecords: batch,
+      },
     );
   }
 }

@@ -6,7 +6,9 @@ import type { AddressInfo } from 'node:net';
  * each, in order; after that the receiver accepts. `stop()` closes the port (the
  * forwarder sees connection refused) and `start()` reopens it on the same port.
  */
-export type ScriptedAnswer = { kind: 'status'; status: number; retryAfter?: string; body?: string } | { kind: 'partial'; rejected: number; message?: string };
+export type ScriptedAnswer =
+  | { kind: 'status'; status: number; retryAfter?: string; body?: string; headers?: Record<string, string> }
+  | { kind: 'partial'; rejected: number; message?: string };
 
 export interface ReceivedRequest {
   path: string;
@@ -65,6 +67,7 @@ export abstract class ScriptedReceiver {
       res.writeHead(scripted.status, {
         'content-type': 'application/json',
         ...(scripted.retryAfter !== undefined ? { 'retry-after': scripted.retryAfter } : {}),
+        ...scripted.headers,
       });
       res.end(scripted.body ?? '{}');
       return;
