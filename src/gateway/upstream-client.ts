@@ -21,6 +21,8 @@ export interface UpstreamHttpResponse {
   ok: boolean;
   /** A response header by lower-case name, or null. */
   header(name: string): string | null;
+  /** Every response header, by lower-case name (for an alert's debug context). */
+  headers(): Record<string, string | string[] | undefined>;
   /** The body's chunks, failing with ResponseTooLargeError past `maxBytes` (the connection is then dropped). */
   chunks(maxBytes: number): AsyncGenerator<Uint8Array>;
   /** The whole body as text, within `maxBytes`. */
@@ -164,7 +166,7 @@ const HIGH_WATER_BYTES = 64 * 1024;
  */
 class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
   status = 0;
-  private headers: Record<string, string | string[] | undefined> = {};
+  private responseHeaders: Record<string, string | string[] | undefined> = {};
   private controller: Dispatcher.DispatchController | null = null;
   private reason: unknown = undefined;
   private readonly timer: NodeJS.Timeout | undefined;
@@ -200,8 +202,12 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
   }
 
   header(name: string): string | null {
-    const value = this.headers[name];
+    const value = this.responseHeaders[name];
     return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  headers(): Record<string, string | string[] | undefined> {
+    return this.responseHeaders;
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -212,7 +218,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamHttpResponse {
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     this.status = statusCode;
-    this.headers = headers;
+    this.responseHeaders = headers;
     this.resolve?.(this);
     this.resolve = this.reject = null;
   }

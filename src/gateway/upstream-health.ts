@@ -1,3 +1,4 @@
+import { engineDetails, responseDebug, type ResponseHeaders } from '../core/alert-debug.js';
 import { redactDeep, redactSecretValues } from '../core/redaction.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
@@ -13,6 +14,9 @@ const ALERT_COOLDOWN_MS = 10 * 60_000;
 export interface UpstreamFailure {
   /** HTTP status from the upstream, when it answered one. */
   status?: number;
+  /** The upstream's answer to an HTTP error status, not yet redacted. */
+  headers?: ResponseHeaders;
+  body?: string;
   reason: string;
   method: string;
   /** Secret strings that must not reach the alert (the credential). */
@@ -104,7 +108,14 @@ export class UpstreamHealth {
           },
         },
         debugContext: redactDeep(
-          { responseStatus: failure.status ?? null, method: failure.method, reason, traceId: failure.traceId, ...(rate ?? {}) },
+          {
+            ...responseDebug(failure.status, failure.headers, failure.body, failure.secrets, failure.headerNames),
+            ...engineDetails({ transport: route.transport, protocolVersion: route.features?.protocolVersion ?? null }),
+            method: failure.method,
+            reason,
+            traceId: failure.traceId,
+            ...(rate ?? {}),
+          },
           failure.headerNames,
         ) as Record<string, unknown>,
         relatedResourceIds: related,

@@ -2,6 +2,7 @@ import { withUpstreamTrace } from './trace-context.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { readSseEvents } from './sse.js';
 import type { UpstreamFetch, UpstreamHttpResponse } from './upstream-client.js';
+import type { ResponseHeaders } from '../core/alert-debug.js';
 
 /**
  * One exchange with an upstream over MCP Streamable HTTP, with a plain HTTP client
@@ -34,11 +35,12 @@ export interface UpstreamReply {
   messages: AsyncIterable<JSONRPCMessage>;
 }
 
-/** The upstream answered with an HTTP error status. `body` is a short snippet, not yet redacted. */
+/** The upstream answered with an HTTP error status. `body` is a short snippet and `headers` the answer's, neither yet redacted. */
 export class UpstreamHttpError extends Error {
   constructor(
     readonly status: number,
     readonly body: string,
+    readonly headers: ResponseHeaders = {},
   ) {
     super(`the upstream answered HTTP ${status}`);
   }
@@ -113,7 +115,7 @@ async function* sseMessages(req: UpstreamRequest, first: UpstreamHttpResponse, r
 
 async function failure(res: UpstreamHttpResponse): Promise<UpstreamHttpError> {
   const body = await res.text(4096).catch(() => '');
-  return new UpstreamHttpError(res.status, body.slice(0, 1000));
+  return new UpstreamHttpError(res.status, body.slice(0, 1000), res.headers());
 }
 
 /** POSTs one JSON-RPC message; the reply's messages end with the response (none for a notification or response). */

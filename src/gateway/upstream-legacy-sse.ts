@@ -51,7 +51,7 @@ async function openSession(req: UpstreamRequest): Promise<LegacySession> {
   if (!res.ok) {
     const body = await res.text(4096).catch(() => '');
     abort.abort();
-    throw new UpstreamHttpError(res.status, body.slice(0, 1000));
+    throw new UpstreamHttpError(res.status, body.slice(0, 1000), res.headers());
   }
   const events = readSseEvents(res.chunks(req.maxResponseBytes));
   let endpoint: URL | null = null;
@@ -82,7 +82,7 @@ async function openSession(req: UpstreamRequest): Promise<LegacySession> {
         timeoutMs: req.timeoutMs,
       });
       const text = await posted.text(4096).catch(() => '');
-      if (!posted.ok) throw new UpstreamHttpError(posted.status, text.slice(0, 1000));
+      if (!posted.ok) throw new UpstreamHttpError(posted.status, text.slice(0, 1000), posted.headers());
     },
     async next() {
       for (let e = await events.next(); !e.done; e = await events.next()) {

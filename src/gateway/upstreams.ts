@@ -205,6 +205,7 @@ export class Upstreams {
     const reason = this.describe(route, err);
     this.health.failed(ctx.caller, route, {
       status,
+      ...(err instanceof UpstreamHttpError ? { headers: err.headers, body: err.body } : {}),
       reason,
       method: (message as { method?: string }).method ?? 'response',
       secrets: ctx.record.secrets,

@@ -69,7 +69,7 @@ export async function startEverything(mode: 'streamableHttp' | 'sse'): Promise<U
 }
 
 /** A tiny MCP server with one tool, `whoami`, which says which caller it saw. */
-function buildToolServer(label: string): McpServer {
+export function buildToolServer(label: string): McpServer {
   const server = new McpServer({ name: `test-${label}`, version: '1.0.0' });
   server.registerTool('whoami', { description: 'Says which upstream answered', inputSchema: { note: z.string().optional() } }, async () => ({
     content: [{ type: 'text', text: label }],
@@ -78,7 +78,7 @@ function buildToolServer(label: string): McpServer {
   return server;
 }
 
-async function serveStateless(server: McpServer, req: http.IncomingMessage, res: http.ServerResponse, body?: unknown): Promise<void> {
+export async function serveStateless(server: McpServer, req: http.IncomingMessage, res: http.ServerResponse, body?: unknown): Promise<void> {
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   res.on('close', () => {
     void transport.close();
@@ -88,12 +88,12 @@ async function serveStateless(server: McpServer, req: http.IncomingMessage, res:
   await transport.handleRequest(req, res, body);
 }
 
-async function listen(server: http.Server): Promise<number> {
+export async function listen(server: http.Server): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return (server.address() as net.AddressInfo).port;
 }
 
-const closeServer = (server: http.Server) =>
+export const closeServer = (server: http.Server) =>
   new Promise<void>((resolve) => {
     server.closeAllConnections();
     server.close(() => resolve());

@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pkg from '../package.json' with { type: 'json' };
+import type { CreatedWorkspace } from '../src/core/workspaces.js';
+import { assertNeverLeaked, closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+import { until } from './helpers/forwarder-kit.js';
+import { listenLoopback, registerServer } from './helpers/gateway.js';
+import { startScriptedPeer, type ScriptedPeer } from './helpers/scripted-peer.js';
+
+/**
+ * Every alert raised from a peer's answer carries that answer in its debugContext
+ * (contract: "response status, headers, body and engine details"): a distinctive
+ * header shown, credential headers and the secrets a careless peer echoes masked,
+ * and the engine's name, version and what it used, read through get_alert over REST.
+ */
+let t: TestApp;
+let base: string;
+let ws: CreatedWorkspace;
+const peers: ScriptedPeer[] = [];
+/** Every answer the tests read, checked for the secrets at the end. */
+const seen: unknown[] = [];
+const secrets: string[] = [];
+const secret = (label: string) => {
+  const value = `${label}-${Math.random().toString(36).slice(2, 14)}`;
+  secrets.push(value);
+  return value;
+};
+
+const engine = (extra: Record<string, unknown>) => ({ name: pkg.name, version: pkg.version, node: process.version, ...extra });
+
+async function peer(): Promise<ScriptedPeer> {
+  const p = await startScriptedPeer();
+  peers.push(p);
+  return p;
+}
+
+/** The full record of the one alert of `code` about `resourceGuid`, once it is stored. */
+async function alertAbout(code: string, resourceGuid: string): Promise<{ debugContext: Record<string, any> }> {
+  let guid: string | undefined;
+  await until(`a ${code} alert`, async () => {
+    const listed = await invoke(t, 'rest', ws.token, 'list_alerts', { filters: { code, relatedResourceGuid: resourceGuid } });
+    guid = listed.body.items[0]?.guid;
+    return guid !== undefined;
+  });
+  const res = await invoke(t, 'rest', ws.token, 'get_alert', { alertGuid: guid });
+  expect(res.status).toBe(200);
+  seen.push(res.body);
+  return res.body;
+}
+
+beforeAll(async () => {
+  t = await startTestApp();
+  base = await listenLoopback(t);
+  ws = await newWorkspace(t);
+});
+
+afterAll(async () => {
+  assertNeverLeaked(t, secrets, seen);
+  await closeClients();
+  await t?.close();
+  await Promise.all(peers.map((p) => p.close()));
+});
+
+describe('debugContext of alerts raised from a peer', () => {
+  it('upstream_auth_failed and upstream_call_failed carry the upstream answer and the route transport and revision', async () => {
+    const upstream = await peer();
+    const key = secret('upstream-key');
+    const server = await registerServer(t, ws, { name: 'scripted', url: upstream.url, authType: 'headers', headers: { 'X-Api-Key': key } });
+    const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'debug-context' });
+    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
+      gatewayGuid: gw.body.guid,
+      inboundServerGuid: server.serverGuid,
+      identityScheme: 'sharedIdentity',
+      sharedIdentityGuid: server.identityGuid,
+    });
+    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+    const call = async () => {
+      const res = await fetch(`${base}/gateways/${gw.body.guid}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${issued.body.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'scripted__whoami', arguments: {} } }),
+      });
+      seen.push(await res.text());
+    };
+
+    upstream.answer = {
+      status: 401,
+      headers: { 'x-peer-trace': 'refused-401', 'x-api-key': key, 'set-cookie': `sid=${key}`, 'www-authenticate': 'Bearer realm="scripted"' },
+      body: JSON.stringify({ error: `key ${key} is not valid here` }),
+    };
+    await call();
+    const auth = (await alertAbout('upstream_auth_failed', server.serverGuid)).debugContext;
+    expect(auth).toMatchObject({
+      responseStatus: 401,
+      // The challenge's parameters go too: the store masks whatever follows "Bearer" in any text.
+      responseHeaders: {
+        'x-peer-trace': 'refused-401',
+        'x-api-key': '[REDACTED]',
+        'set-cookie': '[REDACTED]',
+        'www-authenticate': expect.stringMatching(/^Bearer /),
+      },
+      responseBody: expect.stringContaining('[REDACTED] is not valid here'),
+      engine: engine({ transport: 'streamable-http', protocolVersion: expect.any(String) }),
+      method: expect.any(String),
+      reason: expect.stringMatching(/HTTP 401/),
+      traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
+
+    upstream.answer = {
+      status: 500,
+      headers: { 'x-peer-trace': 'broken-500', 'x-debug-echo': `sent ${key}` },
+      body: `internal error while using ${key}`,
+    };
+    for (let i = 0; i < 6; i++) await call();
+    const calls = (await alertAbout('upstream_call_failed', server.serverGuid)).debugContext;
+    expect(calls).toMatchObject({
+      responseStatus: 500,
+      responseHeaders: { 'x-peer-trace': 'broken-500', 'x-debug-echo': 'sent [REDACTED]' },
+      responseBody: 'internal error while using [REDACTED]',
+      engine: engine({ transport: 'streamable-http' }),
+      failures: expect.any(Number),
+      calls: expect.any(Number),
+    });
+  });
+});
