@@ -5,6 +5,7 @@ import { assertNeverLeaked, closeClients, invoke, newWorkspace, startTestApp, ty
 import { until } from './helpers/forwarder-kit.js';
 import { listenLoopback, registerServer } from './helpers/gateway.js';
 import { startScriptedPeer, type ScriptedPeer } from './helpers/scripted-peer.js';
+import { validated } from './helpers/servers.js';
 
 /**
  * Every alert raised from a peer's answer carries that answer in its debugContext
@@ -120,5 +121,65 @@ describe('debugContext of alerts raised from a peer', () => {
       failures: expect.any(Number),
       calls: expect.any(Number),
     });
+  });
+
+  it('server_validation_failed carries the refusal of the probe and the transport it tried', async () => {
+    const upstream = await peer();
+    const key = secret('validation-key');
+    upstream.answer = {
+      status: 401,
+      headers: { 'content-type': 'application/json', 'x-peer-trace': 'validation-401', 'x-api-key': key },
+      body: JSON.stringify({ error: `unknown key ${key}` }),
+    };
+    const created = await invoke(t, 'rest', ws.token, 'create_inbound_server', {
+      name: 'refuses-validation',
+      url: upstream.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': key },
+    });
+    expect((await validated(t, created.body.guid)).authentication_status).toBe('unsupported');
+    const { debugContext } = await alertAbout('server_validation_failed', created.body.guid);
+    expect(debugContext).toMatchObject({
+      authenticationType: 'headers',
+      statusAfter: 'unsupported',
+      responseStatus: 401,
+      responseHeaders: { 'x-peer-trace': 'validation-401', 'x-api-key': '[REDACTED]' },
+      responseBody: expect.stringContaining('unknown key [REDACTED]'),
+      engine: engine({ transport: 'streamable-http' }),
+    });
+  });
+
+  it('oauth_refresh_failed carries the token endpoint answer, with the refresh token and client secret masked', async () => {
+    const authorizationServer = await peer();
+    const [accessToken, refreshToken, clientSecret] = [secret('at'), secret('rt'), secret('cs')];
+    authorizationServer.answer = {
+      status: 400,
+      headers: { 'content-type': 'application/json', 'x-peer-trace': 'token-400', 'x-client-echo': clientSecret },
+      body: JSON.stringify({ error: 'invalid_grant', error_description: `refresh token ${refreshToken} is unknown` }),
+    };
+    const created = await invoke(t, 'rest', ws.token, 'create_inbound_server', {
+      name: 'refresh-refused',
+      url: authorizationServer.url,
+      authType: 'oauth',
+      oauthAccessToken: accessToken,
+      oauthRefreshToken: refreshToken,
+      oauthExpiresAt: Date.now() - 60_000,
+      oauthTokenEndpoint: authorizationServer.tokenEndpoint,
+      oauthClientId: 'debug-client',
+      oauthClientSecret: clientSecret,
+    });
+    expect(created.status).toBe(201);
+    await validated(t, created.body.guid);
+    const { debugContext } = await alertAbout('oauth_refresh_failed', created.body.guid);
+    expect(debugContext).toMatchObject({
+      tokenEndpoint: authorizationServer.tokenEndpoint,
+      responseStatus: 400,
+      responseHeaders: { 'x-peer-trace': 'token-400', 'x-client-echo': '[REDACTED]' },
+      responseBody: expect.stringContaining('refresh token [REDACTED] is unknown'),
+      engine: engine({ tokenEndpoint: authorizationServer.tokenEndpoint }),
+    });
+    // The validation that needed the refresh never reached the upstream: no answer, no transport.
+    const validation = await alertAbout('server_validation_failed', created.body.guid);
+    expect(validation.debugContext).toMatchObject({ responseStatus: null, responseHeaders: {}, responseBody: '', engine: engine({ transport: null }) });
   });
 });

@@ -4,6 +4,8 @@ import type { Services } from '../services.js';
 import type { OAuthTokenSet } from './credentials.js';
 import { egressFetch } from './egress-fetch.js';
 import { redactSecretValues } from '../redaction.js';
+import { engineDetails, responseDebug } from '../alert-debug.js';
+import { recordFailedResponses, type FailedResponse } from './failed-response-recorder.js';
 import type { OAuthServerSettings } from './oauth-authorize.js';
 
 /** Refresh this long before the access token expires, so a call never races the expiry. */
@@ -72,13 +74,20 @@ async function refreshTokenSet(
   set: OAuthTokenSet,
 ): Promise<OAuthTokenSet> {
   const tokenEndpoint = new URL(set.tokenEndpoint);
-  const debugContext = { tokenEndpoint: tokenEndpoint.origin + tokenEndpoint.pathname };
+  const endpoint = tokenEndpoint.origin + tokenEndpoint.pathname;
+  const secrets = [set.accessToken, set.refreshToken ?? '', set.clientSecret ?? ''];
+  // What the endpoint answered (nothing when it was not asked), redacted, and what the engine asked with.
+  const debugContext = (answer?: FailedResponse | null) => ({
+    tokenEndpoint: endpoint,
+    ...responseDebug(answer?.status, answer?.headers, answer?.body, secrets),
+    ...engineDetails({ tokenEndpoint: endpoint }),
+  });
   const minted = await issuers(services, identity);
   if (minted.ofIdentity && minted.ofServer && minted.ofIdentity !== minted.ofServer) {
     const reason =
       `this identity was authorized by ${minted.ofIdentity}, but the server's authorization server is now ${minted.ofServer}: ` +
       'its tokens are not sent there; authorize the server again';
-    throw await refused(services, identity, reason, debugContext);
+    throw await refused(services, identity, reason, debugContext());
   }
   // Only the token endpoint is known for a headless identity; that is all a refresh needs.
   const metadata = {
@@ -88,6 +97,7 @@ async function refreshTokenSet(
     response_types_supported: ['code'],
     ...(set.tokenEndpointAuthMethods ? { token_endpoint_auth_methods_supported: set.tokenEndpointAuthMethods } : {}),
   } as AuthorizationServerMetadata;
+  const recorder = recordFailedResponses(egressFetch(services.egress, 'oauthTokenEndpoint'));
   let tokens;
   try {
     tokens = await refreshAuthorization(tokenEndpoint.origin, {
@@ -95,15 +105,11 @@ async function refreshTokenSet(
       clientInformation: { client_id: set.clientId, ...(set.clientSecret ? { client_secret: set.clientSecret } : {}) },
       refreshToken: set.refreshToken!,
       ...(set.resource ? { resource: new URL(set.resource) } : {}),
-      fetchFn: egressFetch(services.egress, 'oauthTokenEndpoint'),
+      fetchFn: recorder.fetch,
     });
   } catch (err) {
-    const reason = redactSecretValues(err instanceof Error ? err.message : String(err), [
-      set.accessToken,
-      set.refreshToken ?? '',
-      set.clientSecret ?? '',
-    ]).slice(0, 500);
-    throw await refused(services, identity, reason, debugContext);
+    const reason = redactSecretValues(err instanceof Error ? err.message : String(err), secrets).slice(0, 500);
+    throw await refused(services, identity, reason, debugContext(await recorder.lastFailure()));
   }
   const next: OAuthTokenSet = {
     ...set,

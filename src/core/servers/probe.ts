@@ -1,4 +1,5 @@
 import { Client, SSEClientTransport, StreamableHTTPClientTransport, type Transport } from '@modelcontextprotocol/client';
+import { recordFailedResponses, type FailedResponse } from './failed-response-recorder.js';
 
 /** What feature-learning found on an upstream, stored in inbound_servers.features. */
 export interface ServerFeatures {
@@ -20,14 +21,26 @@ export interface ProbeOptions {
   timeoutMs: number;
 }
 
-/** A probe failure; `status` is the upstream's HTTP status when it answered one. */
+/**
+ * A probe failure; `status` is the upstream's HTTP status when it answered one,
+ * `transport` the one whose attempt failed and `response` the last answer of that
+ * attempt that was not a 2xx (for the alert; not redacted).
+ */
 export class ProbeError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+    readonly transport?: ServerFeatures['transport'],
+    readonly response?: FailedResponse | null,
   ) {
     super(message);
   }
+}
+
+/** One way of connecting, with the fetch that remembers its failed answers. */
+interface Attempt {
+  transport: ServerFeatures['transport'];
+  recorder: ReturnType<typeof recordFailedResponses>;
 }
 
 const CLIENT_INFO = { name: 'svc-gateway-validator', version: '1.0.0' };
@@ -51,22 +64,25 @@ const httpStatusOf = (err: unknown): number | undefined => {
  */
 export async function probeUpstream(url: URL, opts: ProbeOptions): Promise<ServerFeatures> {
   const requestInit = { headers: opts.headers };
+  const streamable: Attempt = { transport: 'streamable-http', recorder: recordFailedResponses(opts.fetch) };
+  let attempt = streamable;
   let client: Client;
-  let transport: ServerFeatures['transport'] = 'streamable-http';
   try {
-    client = await connect(new StreamableHTTPClientTransport(url, { requestInit, fetch: opts.fetch }), opts);
+    client = await connect(new StreamableHTTPClientTransport(url, { requestInit, fetch: streamable.recorder.fetch }), opts);
   } catch (first) {
     const status = httpStatusOf(first);
     // A refused credential is final; anything else may be an older server that speaks only SSE.
-    if (status === 401 || status === 403 || opts.signal.aborted) throw asProbeError(first);
+    if (status === 401 || status === 403 || opts.signal.aborted) throw await asProbeError(first, streamable);
+    const sse: Attempt = { transport: 'sse', recorder: recordFailedResponses(opts.fetch) };
     try {
-      client = await connect(new SSEClientTransport(url, { requestInit, fetch: opts.fetch }), opts);
-      transport = 'sse';
+      client = await connect(new SSEClientTransport(url, { requestInit, fetch: sse.recorder.fetch }), opts);
+      attempt = sse;
     } catch (second) {
       const secondStatus = httpStatusOf(second);
-      throw secondStatus === 401 || secondStatus === 403 ? asProbeError(second) : asProbeError(first);
+      throw secondStatus === 401 || secondStatus === 403 ? await asProbeError(second, sse) : await asProbeError(first, streamable);
     }
   }
+  const transport = attempt.transport;
   try {
     const caps = client.getServerCapabilities() ?? {};
     const request = { signal: opts.signal, timeout: opts.timeoutMs };
@@ -105,7 +121,7 @@ export async function probeUpstream(url: URL, opts: ProbeOptions): Promise<Serve
       resourceTemplates,
     };
   } catch (err) {
-    throw asProbeError(err);
+    throw await asProbeError(err, attempt);
   } finally {
     await client.close().catch(() => undefined);
   }
@@ -145,10 +161,11 @@ async function listAll<R extends { nextCursor?: string }>(
   return out;
 }
 
-function asProbeError(err: unknown): ProbeError {
+async function asProbeError(err: unknown, attempt: Attempt): Promise<ProbeError> {
   if (err instanceof ProbeError) return err;
   const status = httpStatusOf(err);
   const message = err instanceof Error ? err.message : String(err);
-  if (status === 401 || status === 403) return new ProbeError(`the upstream refused the credentials (HTTP ${status})`, status);
-  return new ProbeError(message, status);
+  const response = await attempt.recorder.lastFailure();
+  if (status === 401 || status === 403) return new ProbeError(`the upstream refused the credentials (HTTP ${status})`, status, attempt.transport, response);
+  return new ProbeError(message, status, attempt.transport, response);
 }

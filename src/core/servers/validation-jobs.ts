@@ -4,6 +4,7 @@ import type { ServerValidation, Services } from '../services.js';
 import { secretStringsOf, type HeadersSecret, type OAuthTokenSet } from './credentials.js';
 import { egressFetch } from './egress-fetch.js';
 import { redactSecretValues } from '../redaction.js';
+import { engineDetails, responseDebug } from '../alert-debug.js';
 import { freshTokenSet } from './oauth-refresh.js';
 import { ProbeError, probeUpstream } from './probe.js';
 
@@ -161,7 +162,13 @@ export class ServerValidationJobs implements ServerValidation {
         return;
       }
       const raw = timeout.aborted ? `timed out after ${timeoutMs} ms` : err instanceof Error ? err.message : String(err);
-      await this.fail(server, identity, lease, redactSecretValues(raw, secrets).slice(0, 500));
+      const probed = err instanceof ProbeError ? err : undefined;
+      const debug = {
+        ...responseDebug(probed?.response?.status ?? probed?.status, probed?.response?.headers, probed?.response?.body, secrets, identity?.header_names ?? []),
+        // null when the probe never ran (no credential, a refresh refused first).
+        ...engineDetails({ transport: probed?.transport ?? null }),
+      };
+      await this.fail(server, identity, lease, redactSecretValues(raw, secrets).slice(0, 500), debug);
     }
   }
 
@@ -177,7 +184,8 @@ export class ServerValidationJobs implements ServerValidation {
     return query.orderBy('created_at', 'desc').orderBy('guid', 'desc').limit(1).executeTakeFirst();
   }
 
-  private async fail(server: InboundServer, identity: Identity | undefined, lease: Date, reason: string): Promise<void> {
+  /** Marks the validation failed and alerts; `debug` is the peer's answer and the engine's details, already redacted. */
+  private async fail(server: InboundServer, identity: Identity | undefined, lease: Date, reason: string, debug: Record<string, unknown>): Promise<void> {
     // A server that was never validated becomes unsupported; an authenticated one keeps
     // working with its other credentials, and only the alert reports the bad one.
     const status = server.authentication_status === 'needs-authentication' ? 'unsupported' : server.authentication_status;
@@ -201,7 +209,7 @@ export class ServerValidationJobs implements ServerValidation {
           message: 'The service could not validate {serverUrl}: {reason}',
           values: { serverName: server.name, serverUrl: server.url, reason },
         },
-        debugContext: { authenticationType: server.authentication_type, statusAfter: status },
+        debugContext: { authenticationType: server.authentication_type, statusAfter: status, ...debug },
         relatedResourceIds: [server.guid, ...(identity ? [identity.guid] : [])],
       })
       .catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not raise alert'));
