@@ -383,6 +383,7 @@ describe('redaction', () => {
       protocolVersion: '2025-11-25',
       parentSpanId: 'b7ad6b7169203331',
       status: 'error',
+      errorType: '-32602',
       createdAt: Date.UTC(2026, 10, 20, 12, 0, 0, 5),
       durationMs: 7.6,
     });
@@ -396,6 +397,7 @@ describe('redaction', () => {
       text.toolName,
       'error',
       text.errorMessage,
+      '-32602',
       '8',
       '100',
       '200',
@@ -414,9 +416,9 @@ describe('redaction', () => {
     ]);
     // Absent optional values are empty strings, as ClickHouse stores them.
     const bare = await csvFields(encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin);
-    expect(bare.slice(4, 8)).toEqual(['ping', '', 'ok', '']);
-    expect(bare.slice(11, 18)).toEqual(['', '', '', '', '', '', '']);
-    expect(bare.slice(20)).toEqual(['', '', '']);
+    expect(bare.slice(4, 9)).toEqual(['ping', '', 'ok', '', '']);
+    expect(bare.slice(12, 19)).toEqual(['', '', '', '', '', '', '']);
+    expect(bare.slice(21)).toEqual(['', '', '']);
   });
 
   it('gives a row without a guid a unique UUIDv7 carrying the time it was written', () => {
