@@ -378,7 +378,13 @@ export function distinctNames(items, nameOf, idOf) {
   return (item) => (counts.get(nameOf(item)) > 1 ? `${nameOf(item)} (${idOf(item)})` : nameOf(item));
 }
 
-export const fmtTime = (iso) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 19) : '—');
+/** Epoch milliseconds as an ISO text of the browser's local time (no offset): the wall clock there, at that date. */
+const localIso = (ms) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString();
+/** A time as "YYYY-MM-DD HH:MM:SS" in the browser's time zone (the one the Logs window's From/To boxes use; TimeZoneNote says which). */
+export const fmtTime = (iso) => (iso ? localIso(Date.parse(iso)).replace('T', ' ').slice(0, 19) : '—');
+/** Says once, where times are shown, that they are in the browser's time zone. */
+export const TimeZoneNote = () =>
+  html`<p class="tz-note"><small>Times are in your time zone (${Intl.DateTimeFormat().resolvedOptions().timeZone}).</small></p>`;
 export const fmtMs = (ms) => (ms == null ? '—' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms * 10) / 10} ms`);
 export const fmtBytes = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${n} B`);
 export const short = (guid) => (guid ? `${guid.slice(0, 8)}…` : '—');
@@ -397,10 +403,7 @@ export const rangeMs = (key) => (RANGES.find((r) => r[0] === key) ?? RANGES[2])[
  * Epoch milliseconds as a datetime-local input's value (the browser's time zone, to
  * the minute) and back; an empty or invalid value gives null.
  */
-export const toLocalInput = (ms) => {
-  const d = new Date(ms);
-  return new Date(ms - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-};
+export const toLocalInput = (ms) => localIso(ms).slice(0, 16);
 export const fromLocalInput = (value) => {
   // A date-time without an offset is read in the local time zone (ECMAScript Date.parse).
   const ms = value ? new Date(value).getTime() : NaN;

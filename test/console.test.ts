@@ -40,9 +40,9 @@ let seededAt: number;
 const SEEDED = 240;
 const seeded: { traceId: string; toolName: string }[] = [];
 
-/** A tab in UTC; a missing element fails its step after 20 s instead of waiting forever (playwright's library default). */
-async function newPage(width: number): Promise<Page> {
-  const p = await browser.newPage({ viewport: { width, height: 800 }, timezoneId: 'UTC' });
+/** A tab in UTC (or `timezoneId`); a missing element fails its step after 20 s instead of waiting forever (playwright's library default). */
+async function newPage(width: number, timezoneId = 'UTC'): Promise<Page> {
+  const p = await browser.newPage({ viewport: { width, height: 800 }, timezoneId });
   p.setDefaultTimeout(20_000);
   return p;
 }
@@ -262,6 +262,19 @@ describe.runIf(run)('the web console', () => {
     await page.getByLabel('Time range').selectOption('24h');
     await expect.poll(() => bodyRows().count()).toBe(50);
     expect(page.url()).not.toContain('fromMs');
+  });
+
+  it("shows times in the browser's time zone, as the From/To boxes take them, and says which zone that is", async () => {
+    const kolkata = await newPage(1280, 'Asia/Kolkata');
+    await signIn(kolkata, ws.token);
+    await kolkata.evaluate(`location.hash = '#/logs?trace_id=${seeded[1]!.traceId}&range=24h'`);
+    await expect.poll(() => bodyRows(kolkata).count()).toBe(1);
+    // seeded[1] was made a minute before seededAt; Kolkata is UTC+05:30 all year.
+    const local = new Date(seededAt - 60_000 + 330 * 60_000).toISOString().replace('T', ' ').slice(0, 19);
+    expect((await bodyRows(kolkata).first().getByRole('cell').first().textContent())!.trim()).toBe(local);
+    // ICU names the zone by its older id, Asia/Calcutta.
+    await kolkata.getByText(/^Times are in your time zone \(Asia\/(Kolkata|Calcutta)\)\.$/).waitFor();
+    await kolkata.close();
   });
 
   it('Alerts lists the seeded alert, opens its full record and follows its link to the call', async () => {

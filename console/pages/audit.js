@@ -1,7 +1,22 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { navigate } from '../nav.js';
-import { ErrorBox, Field, Loading, RANGES, Table, fmtTime, rangeMs, short, useCall, useDetailPanel, useNames, useOpener, useWindowEnd } from '../ui.js';
+import {
+  ErrorBox,
+  Field,
+  Loading,
+  RANGES,
+  Table,
+  TimeZoneNote,
+  fmtTime,
+  rangeMs,
+  short,
+  useCall,
+  useDetailPanel,
+  useNames,
+  useOpener,
+  useWindowEnd,
+} from '../ui.js';
 
 const FILTERS = [
   ['operation', 'Operation'],
@@ -31,6 +46,7 @@ export function Audit({ params }) {
       />
       <button type="button" onClick=${refresh}>Refresh</button>
     </div>
+    <${TimeZoneNote} />
     <form class="filters card" aria-label="Audit filters" onSubmit=${(e) => (e.preventDefault(), navigate('audit', { ...draft, range }))}>
       ${FILTERS.map(([k, label]) => html`<${Field} label=${label} value=${draft[k]} onInput=${(v) => setDraft({ ...draft, [k]: v })} />`)}
       <${Field}

@@ -7,6 +7,7 @@ import {
   Loading,
   RANGES,
   Table,
+  TimeZoneNote,
   fmtMs,
   fmtTime,
   fromLocalInput,
@@ -129,6 +130,7 @@ function TimeWindow({ params, range, fromMs, toMs }) {
     <${Field} label="To" type="datetime-local" value=${draft.to} onInput=${(v) => setDraft({ ...draft, to: v })} required />
     <button type="submit">Apply time range</button>
     <${ErrorBox} error=${error} />
+    <${TimeZoneNote} />
   </form>`;
 }
 
