@@ -56,8 +56,15 @@ export function useWindowEnd(params) {
   return [now, useCallback(() => setRefreshed((n) => n + 1), [])];
 }
 
-/** An operation's call as a control's action: `op` tells the control what it needs (useAllowed). */
-export const act = (op, input = {}) => Object.assign(() => call(op, input), { op });
+/**
+ * An operation's call as a control's action: `op` tells the control what it needs
+ * (useAllowed). `input` is the input, or a function making it as the action runs, which
+ * may refuse it (throw a `refusal`) before anything is sent.
+ */
+export const act = (op, input = {}) => Object.assign(async () => call(op, typeof input === 'function' ? input() : input), { op });
+
+/** A refusal by the console itself, before anything is sent, shaped as the service's problem so that ErrorBox shows it alike. */
+export const refusal = (detail, errors) => Object.assign(new Error(detail), { problem: { detail, ...(errors ? { errors } : {}) } });
 
 /**
  * Whether the signed-in caller may run the operation `op`: the capability the service's
@@ -410,13 +417,25 @@ export const fromLocalInput = (value) => {
   return Number.isFinite(ms) ? ms : null;
 };
 
-/** Lines of `Name: value` as a header map. */
+/**
+ * Lines of `Name: value` as a header map. A line that is not one (no colon, no name) is
+ * refused rather than dropped, named by its number and its first word only: what
+ * follows may be the secret value.
+ */
 export function parseHeaderLines(text) {
   const out = {};
-  for (const line of text.split('\n')) {
+  const errors = [];
+  text.split(/\r?\n/).forEach((line, i) => {
     const at = line.indexOf(':');
-    if (at > 0) out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
-  }
+    const name = at < 0 ? '' : line.slice(0, at).trim();
+    if (name) out[name] = line.slice(at + 1).trim();
+    else if (line.trim()) {
+      const words = line.trim().split(/\s+/);
+      const start = words.length > 1 ? ` (it starts “${words[0]}”)` : '';
+      errors.push({ path: 'headers', message: `line ${i + 1} ${at < 0 ? 'has no colon' : 'has no name before its colon'}${start}` });
+    }
+  });
+  if (errors.length) throw refusal('Write each header on a line of its own as Name: value.', errors);
   return out;
 }
 

@@ -369,6 +369,28 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(() => again.getAttribute('href')).toMatch(new RegExp(`^${oauthUpstream.issuer}/authorize\\?`));
   });
 
+  it('refuses header lines without a colon before sending anything, naming the line but never its value', async () => {
+    await goTo('Servers');
+    const form = page.getByRole('form', { name: 'Register a server' });
+    await form.getByLabel('Server name').fill('Colonless');
+    await form.getByLabel('Server URL').fill(headerUpstream.url);
+    await form.getByLabel('Authentication').selectOption('headers');
+    await form.getByLabel('Headers', { exact: true }).fill('X-Api-Key: console-header-secret\nAuthorization Bearer console-colonless-secret');
+    await form.getByRole('button', { name: 'Register server' }).click();
+    const refused = form.getByRole('alert');
+    await expect.poll(() => refused.textContent()).toContain('line 2 has no colon (it starts “Authorization”)');
+    expect(await refused.textContent()).not.toContain('console-colonless-secret');
+    const servers = (await invoke(t, 'rest', ws.token, 'list_inbound_servers', {})).body.items;
+    expect(servers.map((s: { name: string }) => s.name)).not.toContain('Colonless');
+    // An action whose input is made as it runs (the collector's) refuses the same way.
+    await goTo('Settings');
+    const collector = page.getByRole('form', { name: 'Forward call logs and traces' });
+    await collector.getByLabel('Collector headers').fill('Authorization Bearer console-colonless-secret');
+    await collector.getByRole('button', { name: 'Save collector' }).click();
+    await expect.poll(() => collector.getByRole('alert').textContent()).toContain('line 1 has no colon (it starts “Authorization”)');
+    expect(await collector.getByRole('alert').textContent()).not.toContain('console-colonless-secret');
+  });
+
   it('Audit and Settings render with real data; Settings creates an access token shown once and revokes it', async () => {
     await goTo('Audit');
     await page.getByRole('table', { name: 'Admin operations, newest first' }).getByRole('cell', { name: 'assign_server_to_gateway' }).first().waitFor();

@@ -3,7 +3,22 @@ import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { Connections } from '../connections.js';
 import { hrefOf, navigate } from '../nav.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, RenameButton, SavedSelect, ShownOnce, Table, act, useAllowed, useCall, useNames } from '../ui.js';
+import {
+  ActionButton,
+  ErrorBox,
+  Field,
+  Form,
+  Loading,
+  RenameButton,
+  SavedSelect,
+  ShownOnce,
+  Table,
+  act,
+  refusal,
+  useAllowed,
+  useCall,
+  useNames,
+} from '../ui.js';
 
 const SCHEMES = [
   ['', 'none (open servers)'],
@@ -39,7 +54,7 @@ function CurationEditor({ assignment, onSaved }) {
       try {
         parsed = JSON.parse(overrides);
       } catch {
-        throw Object.assign(new Error('x'), { problem: { detail: 'Tool overrides must be JSON: {"upstream_name": {"name": "...", "description": "..."}}' } });
+        throw refusal('Tool overrides must be JSON: {"upstream_name": {"name": "...", "description": "..."}}');
       }
     }
     return call('modify_gateway_assignment', {

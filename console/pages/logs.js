@@ -12,6 +12,7 @@ import {
   fmtTime,
   fromLocalInput,
   rangeMs,
+  refusal,
   short,
   toLocalInput,
   useCall,
@@ -117,7 +118,7 @@ function TimeWindow({ params, range, fromMs, toMs }) {
     const from = fromLocalInput(draft.from);
     const to = fromLocalInput(draft.to);
     if (from === null || to === null || from > to) {
-      setError({ problem: { detail: 'Give a From time before the To time.' } });
+      setError(refusal('Give a From time before the To time.'));
       return;
     }
     setError(null);

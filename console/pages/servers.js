@@ -177,7 +177,7 @@ function Identities({ server }) {
             key=${replacing.guid}
             title=${`Replace the headers of ${replacing.name}`}
             submit="Replace headers"
-            action=${act('set_identity_headers', { identityGuid: replacing.guid, headers: parseHeaderLines(newHeaders) })}
+            action=${act('set_identity_headers', () => ({ identityGuid: replacing.guid, headers: parseHeaderLines(newHeaders) }))}
             onDone=${() => (setReplacing(null), setNewHeaders(''), reload())}
           >
             <${Field}
@@ -208,7 +208,11 @@ function Identities({ server }) {
         ? html`<${Form}
             title="Add an identity"
             submit="Add identity"
-            action=${act('add_identity', { inboundServerGuid: server.guid, headers: parseHeaderLines(headers), ...(label ? { identityLabel: label } : {}) })}
+            action=${act('add_identity', () => ({
+              inboundServerGuid: server.guid,
+              headers: parseHeaderLines(headers),
+              ...(label ? { identityLabel: label } : {}),
+            }))}
             onDone=${() => (setHeaders(''), reload())}
           >
             <${Field} label="Identity name" value=${label} onInput=${setLabel} />

@@ -17,13 +17,13 @@ function Collector() {
       });
   }, [config.data]);
   const set = (k) => (v) => setF({ ...f, [k]: v });
-  const action = act('set_otel_configuration', {
+  const action = act('set_otel_configuration', () => ({
     ...(f.logsCollectorUrl ? { logsCollectorUrl: f.logsCollectorUrl } : {}),
     ...(f.tracesCollectorUrl ? { tracesCollectorUrl: f.tracesCollectorUrl } : {}),
     logsFormat: f.logsFormat,
     // Values are write-only, so an empty box keeps what is sent; removing them all is asked for in so many words (an empty map).
     ...(f.headers.trim() ? { headers: parseHeaderLines(f.headers) } : f.clearHeaders ? { headers: {} } : {}),
-  });
+  }));
   return html`<section aria-labelledby="collector-title">
     <h2 id="collector-title">Collector</h2>
     <${ErrorBox} error=${config.error} />
