@@ -111,11 +111,14 @@ export function ErrorBox({ error }) {
     </div>`;
   }
   // A refused input names each field and what is wrong with it: the detail alone ("2 invalid parameters: a, b") says only which.
+  // One error the detail already words ("newName: too long") is not said twice.
+  const detail = problem.detail ?? error.message;
   const errors = Array.isArray(problem.errors) ? problem.errors : [];
+  const listed = errors.length > 1 || (errors.length === 1 && !String(detail).includes(errors[0].message));
   return html`<div class="error" role="alert">
-    ${problem.detail ?? error.message}
+    ${detail}
     ${
-      errors.length > 0
+      listed
         ? html`<ul>
             ${errors.map((e) => html`<li><code>${e.path}</code>: ${e.message}</li>`)}
           </ul>`
