@@ -5,7 +5,8 @@ import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, act, di
 
 function Collector() {
   const config = useCall('get_otel_configuration', {});
-  const [f, setF] = useState({ logsCollectorUrl: '', logsFormat: 'otlp', tracesCollectorUrl: '', headers: '', clearHeaders: false });
+  // Null until the stored configuration fills it: the form shows then, so nothing typed is overwritten by its arrival.
+  const [f, setF] = useState(null);
   useEffect(() => {
     if (config.data)
       setF({
@@ -28,7 +29,7 @@ function Collector() {
     <h2 id="collector-title">Collector</h2>
     <${ErrorBox} error=${config.error} />
     ${
-      config.data
+      config.data && f
         ? html`<${Form} title="Forward call logs and traces" submit="Save collector" action=${action} onDone=${config.reload}>
             <${Field} label="Logs collector URL" type="url" value=${f.logsCollectorUrl} onInput=${set('logsCollectorUrl')} />
             <${Field}
