@@ -2,6 +2,7 @@ import { html } from 'htm/preact';
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, call, capabilityOf, loadedCapabilityOf } from './api.js';
+import { navigate } from './nav.js';
 
 /** What every page may read: the caller (whoami) and the capability labels (list_capabilities). */
 export const Session = createContext({ me: null, labels: new Map() });
@@ -179,6 +180,17 @@ export function Table({ caption, columns, rows, empty = 'Nothing here yet.', row
         }
       </tbody>
     </table>
+  </div>`;
+}
+
+/**
+ * Previous and Next for a list read `size` rows at a time from `skip` (`nextSkip`: the
+ * API's, null on the last page): the view's `params` in the URL, with `skip` changed.
+ */
+export function Pager({ page, params, skip, size, nextSkip }) {
+  return html`<div class="pager">
+    <button type="button" disabled=${skip === 0} onClick=${() => navigate(page, { ...params, skip: Math.max(0, skip - size) })}>Previous page</button>
+    <button type="button" disabled=${nextSkip === null} onClick=${() => navigate(page, { ...params, skip: nextSkip })}>Next page</button>
   </div>`;
 }
 

@@ -422,6 +422,45 @@ describe.runIf(run)('the web console', () => {
     expect((await invoke(t, 'rest', made!, 'whoami', {})).status).toBe(401);
   });
 
+  it('Audit and Alerts page through their records 50 at a time, the page kept in the URL', async () => {
+    const paged = await newWorkspace(t);
+    for (let i = 0; i < 55; i++) {
+      expect((await invoke(t, 'rest', paged.token, 'create_team', { name: `Paged team ${i}` })).status).toBe(201);
+      await t.runtime.services.alerts.raise({
+        organizationGuid: paged.organizationGuid,
+        code: 'paged_alert',
+        messageType: 'info',
+        subject: `Paged alert ${i}`,
+        message: 'One of many.',
+      });
+    }
+    const audited = (await invoke(t, 'rest', paged.token, 'query_audit_log', { take: 1000 })).body.items.length;
+    expect(audited).toBeGreaterThan(50);
+    const other = await newPage(1280);
+    await signIn(other, paged.token);
+    for (const [name, caption, total] of [
+      ['Audit', 'Admin operations, newest first', audited],
+      ['Alerts', 'Alerts, newest first', 55],
+    ] as const) {
+      await goTo(name, other);
+      const rows = other.getByRole('table', { name: caption }).locator('tbody tr');
+      await expect.poll(() => rows.count()).toBe(50);
+      await other.getByRole('table', { name: `${caption}: 1–50` }).waitFor();
+      expect(await other.getByRole('button', { name: 'Previous page' }).isDisabled()).toBe(true);
+      await other.getByRole('button', { name: 'Next page' }).click();
+      await expect.poll(() => rows.count()).toBe(total - 50);
+      expect(new URL(other.url()).hash).toContain('skip=50');
+      expect(await other.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
+      // The page is a link: a reload shows it again.
+      await other.reload();
+      await other.getByRole('table', { name: `${caption}: 51–${total}` }).waitFor();
+      await other.getByRole('button', { name: 'Previous page' }).click();
+      await expect.poll(() => rows.count()).toBe(50);
+      expect(new URL(other.url()).hash).not.toContain('skip=50');
+    }
+    await other.close();
+  });
+
   it('People creates a team, and a role from capability checkboxes (list_capabilities)', async () => {
     await goTo('People');
     await page.getByLabel('Team name').fill('Platform');

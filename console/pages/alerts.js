@@ -1,7 +1,9 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { hrefOf, navigate } from '../nav.js';
-import { ErrorBox, Field, Loading, Table, fmtTime, useCall, useDetailPanel, useNames, useOpener } from '../ui.js';
+import { ErrorBox, Field, Loading, Pager, Table, fmtTime, useCall, useDetailPanel, useNames, useOpener } from '../ui.js';
+
+const PAGE = 50;
 
 /** Where a related resource id leads: its calls in the logs, by what kind of resource it is. */
 function ResourceLink({ id, kinds }) {
@@ -64,7 +66,8 @@ export function Alerts({ params }) {
   const filters = Object.fromEntries(
     Object.entries({ code: params.code, messageType: params.messageType, relatedResourceGuid: params.relatedResourceGuid }).filter(([, v]) => v),
   );
-  const { data, error, loading } = useCall('list_alerts', { filters, take: 100 });
+  const skip = Number(params.skip ?? 0);
+  const { data, error, loading } = useCall('list_alerts', { filters, skip, take: PAGE });
   const opener = useOpener();
   const servers = useNames([['list_inbound_servers', (s) => s.name]]);
   const gateways = useNames([['list_gateways', (g) => g.name]]);
@@ -96,22 +99,23 @@ export function Alerts({ params }) {
     ${
       data
         ? html`<${Table}
-            caption="Alerts, newest first"
-            rows=${data.items}
-            empty="No alerts."
-            columns=${[
-              { label: 'Time', render: (a) => fmtTime(a.createdAt) },
-              { label: 'Severity', render: (a) => html`<span class=${`status ${a.messageType}`}>${a.messageType}</span>` },
-              { label: 'Code', render: (a) => a.code },
-              {
-                label: 'Subject',
-                render: (a) =>
-                  html`<button type="button" class="link" onClick=${(e) => (opener.opened(e), navigate('alerts', { ...params, open: a.guid }))}>
-                    ${a.subject}
-                  </button>`,
-              },
-            ]}
-          />`
+              caption=${`Alerts, newest first${data.items.length ? `: ${skip + 1}–${skip + data.items.length}` : ''}`}
+              rows=${data.items}
+              empty="No alerts."
+              columns=${[
+                { label: 'Time', render: (a) => fmtTime(a.createdAt) },
+                { label: 'Severity', render: (a) => html`<span class=${`status ${a.messageType}`}>${a.messageType}</span>` },
+                { label: 'Code', render: (a) => a.code },
+                {
+                  label: 'Subject',
+                  render: (a) =>
+                    html`<button type="button" class="link" onClick=${(e) => (opener.opened(e), navigate('alerts', { ...params, open: a.guid }))}>
+                      ${a.subject}
+                    </button>`,
+                },
+              ]}
+            />
+            <${Pager} page="alerts" params=${params} skip=${skip} size=${PAGE} nextSkip=${data.nextSkip} />`
         : null
     }
     ${params.open ? html`<${AlertDetail} guid=${params.open} kinds=${kinds} onClose=${() => (navigate('alerts', { ...params, open: '' }), opener.refocus())} />` : null}

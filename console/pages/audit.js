@@ -5,6 +5,7 @@ import {
   ErrorBox,
   Field,
   Loading,
+  Pager,
   RANGES,
   Table,
   TimeZoneNote,
@@ -18,6 +19,7 @@ import {
   useWindowEnd,
 } from '../ui.js';
 
+const PAGE = 50;
 const FILTERS = [
   ['operation', 'Operation'],
   ['actor_user_guid', 'Actor'],
@@ -32,7 +34,8 @@ export function Audit({ params }) {
   const [open, setOpen] = useState(null);
   const opener = useOpener();
   const filters = Object.fromEntries([...FILTERS.map(([k]) => k), 'surface'].filter((k) => params[k]).map((k) => [k, params[k]]));
-  const { data, error, loading } = useCall('query_audit_log', { filters, fromMs: now - rangeMs(range), toMs: now, take: 200 });
+  const skip = Number(params.skip ?? 0);
+  const { data, error, loading } = useCall('query_audit_log', { filters, fromMs: now - rangeMs(range), toMs: now, skip, take: PAGE });
   const users = useNames([['list_users', (u) => u.emailAddress]]);
   return html`<section aria-labelledby="audit-title">
     <div class="page-head">
@@ -42,7 +45,7 @@ export function Audit({ params }) {
         as="select"
         value=${range}
         options=${RANGES.map(([k, l]) => [k, l])}
-        onInput=${(v) => navigate('audit', { ...params, range: v })}
+        onInput=${(v) => navigate('audit', { ...params, range: v, skip: '' })}
       />
       <button type="button" onClick=${refresh}>Refresh</button>
     </div>
@@ -68,22 +71,23 @@ export function Audit({ params }) {
     ${
       data
         ? html`<${Table}
-            caption="Admin operations, newest first"
-            rows=${data.items}
-            empty="No operations in this range."
-            columns=${[
-              {
-                label: 'Time',
-                render: (r) => html`<button type="button" class="link" onClick=${(e) => (opener.opened(e), setOpen(r))}>${fmtTime(r.created_at)}</button>`,
-              },
-              { label: 'Operation', render: (r) => r.operation },
-              { label: 'Outcome', render: (r) => html`<span class=${`status ${r.outcome === 'ok' ? 'ok' : 'error'}`}>${r.outcome}</span>` },
-              { label: 'Surface', render: (r) => r.surface },
-              { label: 'Actor', render: (r) => (r.actor_user_guid ? (users.get(r.actor_user_guid) ?? short(r.actor_user_guid)) : 'operator') },
-              { label: 'From', render: (r) => r.source_ip ?? '—' },
-              { label: 'Targets', render: (r) => r.target_guids.map(short).join(', ') || '—' },
-            ]}
-          />`
+              caption=${`Admin operations, newest first${data.items.length ? `: ${skip + 1}–${skip + data.items.length}` : ''}`}
+              rows=${data.items}
+              empty="No operations in this range."
+              columns=${[
+                {
+                  label: 'Time',
+                  render: (r) => html`<button type="button" class="link" onClick=${(e) => (opener.opened(e), setOpen(r))}>${fmtTime(r.created_at)}</button>`,
+                },
+                { label: 'Operation', render: (r) => r.operation },
+                { label: 'Outcome', render: (r) => html`<span class=${`status ${r.outcome === 'ok' ? 'ok' : 'error'}`}>${r.outcome}</span>` },
+                { label: 'Surface', render: (r) => r.surface },
+                { label: 'Actor', render: (r) => (r.actor_user_guid ? (users.get(r.actor_user_guid) ?? short(r.actor_user_guid)) : 'operator') },
+                { label: 'From', render: (r) => r.source_ip ?? '—' },
+                { label: 'Targets', render: (r) => r.target_guids.map(short).join(', ') || '—' },
+              ]}
+            />
+            <${Pager} page="audit" params=${params} skip=${skip} size=${PAGE} nextSkip=${data.nextSkip} />`
         : null
     }
     ${open ? html`<${AuditRecord} record=${open} onClose=${() => (setOpen(null), opener.refocus())} />` : null}

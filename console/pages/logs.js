@@ -5,6 +5,7 @@ import {
   ErrorBox,
   Field,
   Loading,
+  Pager,
   RANGES,
   Table,
   TimeZoneNote,
@@ -220,12 +221,7 @@ export function Logs({ params }) {
                 { label: 'User', render: (r) => name(r.user_guid) },
               ]}
             />
-            <div class="pager">
-              <button type="button" disabled=${skip === 0} onClick=${() => navigate('logs', { ...params, skip: Math.max(0, skip - PAGE) })}>
-                Previous page
-              </button>
-              <button type="button" disabled=${data.nextSkip === null} onClick=${() => navigate('logs', { ...params, skip: data.nextSkip })}>Next page</button>
-            </div>`
+            <${Pager} page="logs" params=${params} skip=${skip} size=${PAGE} nextSkip=${data.nextSkip} />`
         : null
     }
     ${open ? html`<${Detail} row=${open} onClose=${close} />` : null}
