@@ -239,11 +239,24 @@ export function SavedSelect({ label, value, options, save, op, onSaved }) {
   </div>`;
 }
 
-/** A form whose submit runs `action` and shows its error; `children` are the fields. */
-export function Form({ title, submit, action, children, onDone }) {
+/**
+ * A form whose submit runs `action` and shows its error; `children` are the fields. With
+ * `onCancel` it is an editor opened by a button: it takes the focus, offers "Cancel"
+ * (Escape too), and gives the focus back to that button when it closes.
+ */
+export function Form({ title, submit, action, children, onDone, onCancel }) {
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
   const allowed = useAllowed(action.op);
+  const ref = useRef(null);
+  useEffect(() => {
+    const form = ref.current;
+    if (!onCancel || !form) return undefined;
+    const opener = form.ownerDocument.activeElement;
+    form.scrollIntoView?.({ block: 'nearest' });
+    form.querySelector('input, select, textarea, button')?.focus();
+    return () => keepFocusOnLeave(form, opener, true);
+  }, []);
   const run = async (e) => {
     e.preventDefault();
     setBusy(true);
@@ -258,11 +271,35 @@ export function Form({ title, submit, action, children, onDone }) {
     }
   };
   if (!allowed) return null;
-  return html`<form class="card" onSubmit=${run} aria-label=${title}>
+  return html`<form class="card" ref=${ref} onSubmit=${run} aria-label=${title} onKeyDown=${onCancel ? (e) => e.key === 'Escape' && onCancel() : undefined}>
     ${title ? html`<h3>${title}</h3>` : null} ${children}
     <${ErrorBox} error=${error} />
-    <button type="submit" disabled=${busy}>${submit}</button>
+    <div class="buttons">
+      <button type="submit" disabled=${busy}>${submit}</button>
+      ${onCancel ? html`<button type="button" onClick=${onCancel}>Cancel</button>` : null}
+    </div>
   </form>`;
+}
+
+/**
+ * When `element` leaves the page holding the focus, the focus goes to `next` if it is
+ * still there, else to the caption of the table `element` was in, else to the page's
+ * heading: never to <body>, where a keyboard user would start again from the top.
+ * `orBody`: also when nothing holds the focus (a form's submit button, disabled while
+ * it runs, may have lost it).
+ */
+function keepFocusOnLeave(element, next, orBody = false) {
+  const doc = element.ownerDocument;
+  if (!element.contains(doc.activeElement) && !(orBody && doc.activeElement === doc.body)) return;
+  const caption = element.closest('table')?.querySelector('caption');
+  // Once it has left (this runs as it leaves): unless something else has taken the focus meanwhile.
+  setTimeout(() => {
+    if (doc.activeElement && doc.activeElement !== doc.body) return;
+    const target = [next, caption, doc.querySelector('main h1')].find((e) => e?.isConnected && e !== doc.body);
+    if (!target) return;
+    if (target !== next) target.setAttribute('tabindex', '-1');
+    target.focus();
+  });
 }
 
 /**

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { chromiumInstalled, launchChromium } from './helpers/chromium.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { newGuid } from '../src/core/ids.js';
@@ -62,6 +62,15 @@ const goTo = async (name: string, p: Page = page) => {
 /** A datetime-local value for epoch ms: the pages run in UTC. */
 const minuteInput = (ms: number) => new Date(ms).toISOString().slice(0, 16);
 const bodyRows = (p: Page = page) => p.locator('main table tbody tr');
+const isFocused = (l: Locator) => l.evaluate((e) => e === e.ownerDocument.activeElement);
+/** An editor opened by `opener` closes on `close` (Escape, Cancel) and gives the focus back to it. */
+async function closesBack(opener: Locator, editor: Locator, close: () => Promise<void>) {
+  await opener.click();
+  await expect.poll(() => editor.evaluate((f) => f.contains(f.ownerDocument.activeElement))).toBe(true);
+  await close();
+  await expect.poll(() => editor.count()).toBe(0);
+  await expect.poll(() => isFocused(opener)).toBe(true);
+}
 
 describe.runIf(run)('the web console', () => {
   beforeAll(async () => {
@@ -479,9 +488,10 @@ describe.runIf(run)('the web console', () => {
     const roles = await invoke(t, 'rest', ws.token, 'list_roles', {});
     const created = roles.body.items.find((r: any) => r.name === 'Auditors');
     expect([...created.grantedCapabilities].sort()).toEqual([keyOf('View the audit log'), keyOf('Query and export logs')].sort());
-    // Editing unchecks one: the role keeps the other.
-    await page.getByRole('button', { name: 'Edit Auditors' }).click();
+    // Editing unchecks one: the role keeps the other (Escape first closes the editor unchanged).
     const edit = page.getByRole('form', { name: 'Edit role Auditors' });
+    await closesBack(page.getByRole('button', { name: 'Edit Auditors' }), edit, () => page.keyboard.press('Escape'));
+    await page.getByRole('button', { name: 'Edit Auditors' }).click();
     await edit.getByRole('checkbox', { name: 'Query and export logs' }).uncheck();
     await edit.getByRole('button', { name: 'Save role' }).click();
     await expect.poll(() => row.getByRole('cell').nth(1).textContent()).toBe('1');
@@ -500,7 +510,12 @@ describe.runIf(run)('the web console', () => {
     const assignments = page.getByRole('table', { name: 'Servers of Console gateway' });
     await assignments.getByRole('cell', { name: 'Everything', exact: true }).waitFor();
 
-    await assignments.getByRole('button', { name: 'Edit tools of Everything' }).click();
+    // The editor names its server, takes the focus, and closes on Escape or Cancel, giving the focus back.
+    const editTools = assignments.getByRole('button', { name: 'Edit tools of Everything' });
+    const curation = page.getByRole('form', { name: 'Tool filter and overrides of Everything' });
+    await closesBack(editTools, curation, () => page.keyboard.press('Escape'));
+    await closesBack(editTools, curation, () => curation.getByRole('button', { name: 'Cancel' }).click());
+    await editTools.click();
     await page.getByLabel('Tool filter', { exact: true }).selectOption('allow');
     await page.getByLabel('Filtered tools').fill('echo, get-sum');
     await page.getByLabel('Tool overrides').fill(JSON.stringify({ echo: { name: 'say', description: 'Says it back' } }));
@@ -639,8 +654,9 @@ describe.runIf(run)('the web console', () => {
     const team = (await invoke(t, 'rest', ws.token, 'create_team', { name: 'Night shift' })).body;
     const email = (await invoke(t, 'rest', member.token, 'whoami', {})).body.user.emailAddress;
     await goTo('People');
-    await page.getByRole('button', { name: `Edit teams of ${email}` }).click();
     const form = page.getByRole('form', { name: `Teams of ${email}` });
+    await closesBack(page.getByRole('button', { name: `Edit teams of ${email}` }), form, () => form.getByRole('button', { name: 'Cancel' }).click());
+    await page.getByRole('button', { name: `Edit teams of ${email}` }).click();
     await form.getByLabel('Night shift').check();
     await form.getByRole('button', { name: 'Save teams' }).click();
     await expect
@@ -770,8 +786,10 @@ describe.runIf(run)('the web console', () => {
     // From another page: the roles are read again on the way in.
     await goTo('Overview');
     await goTo('People');
-    await page.getByRole('button', { name: 'Delete Short-lived' }).click();
     const form = page.getByRole('form', { name: 'Delete role Short-lived' });
+    // Kept at first: Cancel closes the question.
+    await closesBack(page.getByRole('button', { name: 'Delete Short-lived' }), form, () => form.getByRole('button', { name: 'Cancel' }).click());
+    await page.getByRole('button', { name: 'Delete Short-lived' }).click();
     // The role itself is not offered as its own heir.
     expect(await form.getByLabel('Move its users to').locator('option', { hasText: 'Short-lived' }).count()).toBe(0);
     await form.getByLabel('Move its users to').selectOption({ label: 'Heir' });

@@ -44,7 +44,7 @@ const overridesSummary = (overrides) =>
         .join(', ')
     : '—';
 
-function CurationEditor({ assignment, onSaved }) {
+function CurationEditor({ assignment, serverName, onSaved, onCancel }) {
   const [mode, setMode] = useState(assignment.toolFilter?.mode ?? '');
   const [tools, setTools] = useState((assignment.toolFilter?.tools ?? []).join(', '));
   const [overrides, setOverrides] = useState(assignment.toolOverrides ? JSON.stringify(assignment.toolOverrides, null, 2) : '');
@@ -72,7 +72,13 @@ function CurationEditor({ assignment, onSaved }) {
     });
   };
   action.op = 'modify_gateway_assignment';
-  return html`<${Form} title="Tool filter and overrides" submit="Save tool curation" action=${action} onDone=${onSaved}>
+  return html`<${Form}
+    title=${`Tool filter and overrides of ${serverName}`}
+    submit="Save tool curation"
+    action=${action}
+    onDone=${onSaved}
+    onCancel=${onCancel}
+  >
     <${Field}
       label="Tool filter"
       as="select"
@@ -223,6 +229,8 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
         ? html`<${CurationEditor}
             key=${editing.guid}
             assignment=${editing}
+            serverName=${serverName(editing.serverGuids[0])}
+            onCancel=${() => setEditing(null)}
             onSaved=${() => {
               setEditing(null);
               assignments.reload();

@@ -72,6 +72,7 @@ function Roles({ groups, roles }) {
             submit="Save role"
             action=${act('modify_role', { roleGuid: editing.guid, grants: grantsMap(groups, editing.grantedCapabilities) })}
             onDone=${() => (setEditing(null), roles.reload())}
+            onCancel=${() => setEditing(null)}
           >
             <${CapabilityChecks}
               groups=${groups}
@@ -90,6 +91,7 @@ function Roles({ groups, roles }) {
             submit=${`Delete ${deleting.name} and move its users`}
             action=${act('delete_role', { roleGuid: deleting.guid, reassignToRoleGuid: heir })}
             onDone=${() => (setDeleting(null), setHeir(''), roles.reload())}
+            onCancel=${() => (setDeleting(null), setHeir(''))}
           >
             <${Field}
               label="Move its users to"
@@ -99,7 +101,6 @@ function Roles({ groups, roles }) {
               onInput=${setHeir}
               required
             />
-            <button type="button" onClick=${() => setDeleting(null)}>Keep ${deleting.name}</button>
           <//>`
         : null
     }
@@ -154,13 +155,14 @@ function Teams({ teams, onChange }) {
 }
 
 /** A user's teams, as checkboxes, saved with set_user_teams (exactly the ticked set). */
-function UserTeams({ user, teams, onDone }) {
+function UserTeams({ user, teams, onDone, onCancel }) {
   const [ticked, setTicked] = useState(user.teamGuids);
   return html`<${Form}
     title=${`Teams of ${user.emailAddress}`}
     submit="Save teams"
     action=${act('set_user_teams', { userGuid: user.guid, teamGuids: ticked.join(',') })}
     onDone=${onDone}
+    onCancel=${onCancel}
   >
     <fieldset>
       <legend>Teams</legend>
@@ -240,6 +242,7 @@ function Users({ roles, reloadRoles, teams, reloadTeams }) {
             user=${editingTeams}
             teams=${teams}
             onDone=${() => (setEditingTeams(null), users.reload(), reloadTeams())}
+            onCancel=${() => setEditingTeams(null)}
           />`
         : null
     }

@@ -179,6 +179,7 @@ function Identities({ server }) {
             submit="Replace headers"
             action=${act('set_identity_headers', () => ({ identityGuid: replacing.guid, headers: parseHeaderLines(newHeaders) }))}
             onDone=${() => (setReplacing(null), setNewHeaders(''), reload())}
+            onCancel=${() => (setReplacing(null), setNewHeaders(''))}
           >
             <${Field}
               label="New headers"
