@@ -336,6 +336,9 @@ export function ActionButton({ label, action, onDone, danger = false, warning, d
   // The question takes the focus, and gives it back to the button when answered.
   const [confirmRef, triggerRef] = useFocusSwap(asking);
   const allowed = useAllowed(action.op);
+  // What it did may remove it with its row (delete, revoke, archive): the focus then goes to the table's caption or the page's heading.
+  const root = useRef(null);
+  useEffect(() => () => root.current && keepFocusOnLeave(root.current), []);
   const run = async () => {
     setAsking(false);
     setError(null);
@@ -352,12 +355,17 @@ export function ActionButton({ label, action, onDone, danger = false, warning, d
   if (!allowed) return null;
   const failure = error ? html`<${ErrorBox} error=${error} />` : said ? html`<span class="done" role="status">${said}</span>` : null;
   if (asking)
-    return html`<span class="action confirm" role="group" aria-label=${`Confirm: ${label}`} onKeyDown=${(e) => e.key === 'Escape' && setAsking(false)}
+    return html`<span
+      ref=${root}
+      class="action confirm"
+      role="group"
+      aria-label=${`Confirm: ${label}`}
+      onKeyDown=${(e) => e.key === 'Escape' && setAsking(false)}
       >${warning ? html`<span class="warning">${warning}</span>` : null}<button ref=${confirmRef} type="button" class="danger" onClick=${run}>
         Yes, ${label}</button
       ><button type="button" onClick=${() => setAsking(false)}>Cancel</button></span
     >`;
-  return html`<span class="action"
+  return html`<span ref=${root} class="action"
     ><button ref=${triggerRef} type="button" class=${danger ? 'danger' : ''} onClick=${danger ? () => setAsking(true) : run}>${label}</button>${failure}</span
   >`;
 }

@@ -62,6 +62,7 @@ const goTo = async (name: string, p: Page = page) => {
 /** A datetime-local value for epoch ms: the pages run in UTC. */
 const minuteInput = (ms: number) => new Date(ms).toISOString().slice(0, 16);
 const bodyRows = (p: Page = page) => p.locator('main table tbody tr');
+const focusedText = (p: Page = page) => p.evaluate('document.activeElement && document.activeElement.textContent.trim()');
 const isFocused = (l: Locator) => l.evaluate((e) => e === e.ownerDocument.activeElement);
 /** An editor opened by `opener` closes on `close` (Escape, Cancel) and gives the focus back to it. */
 async function closesBack(opener: Locator, editor: Locator, close: () => Promise<void>) {
@@ -428,6 +429,8 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(() => confirm.evaluate((b) => b === b.ownerDocument.activeElement)).toBe(true);
     await confirm.click();
     await expect.poll(() => tokens.getByRole('cell', { name: 'console-made', exact: true }).count()).toBe(0);
+    // The row went with the button: the focus goes to the table's caption, not to the page's top.
+    await expect.poll(() => focusedText()).toBe('Access and gateway tokens');
     expect((await invoke(t, 'rest', made!, 'whoami', {})).status).toBe(401);
   });
 
@@ -684,6 +687,25 @@ describe.runIf(run)('the web console', () => {
     await page.getByLabel('Show archived gateways').uncheck();
   });
 
+  it('Gateways keeps showing a gateway archived from its page, as archived, with the focus on the heading', async () => {
+    const gw = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Archived from its page' })).body;
+    await goTo('Gateways');
+    await page.getByRole('link', { name: 'Archived from its page' }).click();
+    await page.getByRole('button', { name: 'Archive gateway' }).click();
+    await page.getByRole('button', { name: 'Yes, Archive gateway' }).click();
+    await page.getByRole('button', { name: 'Unarchive gateway' }).waitFor();
+    await page.getByText('This gateway is archived').waitFor();
+    expect(new URL(page.url()).hash).toContain(`open=${gw.guid}`);
+    expect(await page.getByLabel('Show archived gateways').isChecked()).toBe(true);
+    await expect.poll(() => page.evaluate('document.activeElement.tagName')).toBe('H1');
+    await page.getByRole('button', { name: 'Unarchive gateway' }).click();
+    await expect
+      .poll(async () => (await invoke(t, 'rest', ws.token, 'list_gateways', {})).body.items.some((g: { guid: string }) => g.guid === gw.guid))
+      .toBe(true);
+    await page.getByLabel('Show archived gateways').uncheck();
+    await page.getByRole('button', { name: 'Close gateway' }).click();
+  });
+
   it('Hosts: creates, renames, disables and deletes a host, and lists its connections with their gateway', async () => {
     await goTo('Hosts');
     await page.getByLabel('Host name').fill('Build agent');
@@ -840,6 +862,7 @@ describe.runIf(run)('the web console', () => {
       .poll(async () => (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: keyed })).body.items.map((i: { guid: string }) => i.guid))
       .not.toContain(identityGuid);
     await expect.poll(() => identities.getByRole('cell', { name: identityName, exact: true }).count()).toBe(0);
+    await expect.poll(() => focusedText()).toBe('Identities of Keyed identities');
   });
 
   it('is usable from the keyboard: Tab reaches the navigation links and Enter follows one', async () => {

@@ -1,5 +1,5 @@
 import { html } from 'htm/preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { Connections } from '../connections.js';
 import { hrefOf, navigate } from '../nav.js';
@@ -371,6 +371,17 @@ export function Gateways({ params }) {
   const [name, setName] = useState('');
   const servers = useNames([['list_inbound_servers', (s) => s.name]]);
   const open = data?.items.find((g) => g.guid === params.open);
+  // A gateway the URL opens but the list lacks is archived (just now, or before a link to it was shared): shown with the archived ones, once.
+  const missing = Boolean(data && !loading && params.open && !open);
+  const showedArchived = useRef(null);
+  useEffect(() => {
+    if (missing && !includeArchived && showedArchived.current !== params.open) {
+      showedArchived.current = params.open;
+      setIncludeArchived(true);
+    }
+  }, [missing, includeArchived, params.open]);
+  // Whether it is archived is known once the default list is in too.
+  const known = !includeArchived || live.data !== null;
   return html`<section aria-labelledby="gateways-title">
     <h1 id="gateways-title">Gateways</h1>
     <${Field} label="Show archived gateways" type="checkbox" checked=${includeArchived} value="" onInput=${setIncludeArchived} />
@@ -391,7 +402,8 @@ export function Gateways({ params }) {
           />`
         : null
     }
-    ${open ? html`<${GatewayDetail} key=${open.guid} gateway=${open} archived=${archived(open)} servers=${servers} onChange=${reload} />` : null}
+    ${open && known ? html`<${GatewayDetail} key=${open.guid} gateway=${open} archived=${archived(open)} servers=${servers} onChange=${reload} />` : null}
+    ${missing && includeArchived ? html`<p class="notice" role="status">The gateway this link opens is not one of this workspace's.</p>` : null}
     <${Form}
       title="Create a gateway"
       submit="Create gateway"
