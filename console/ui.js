@@ -152,9 +152,14 @@ export function useOpener() {
 
 export const Loading = () => html`<p class="loading" role="status">Loading…</p>`;
 
-/** A table: columns [{label, render(row), num}]; `num` columns hold figures (aligned right, never wrapped). */
-export function Table({ caption, columns, rows, empty = 'Nothing here yet.', rowKey = (r) => r.guid ?? r.id }) {
+/**
+ * A table: columns [{label, render(row), num, hidden}]; `num` columns hold figures
+ * (aligned right, never wrapped); a `hidden` one is left out (an Actions column for a
+ * role that may do none of them).
+ */
+export function Table({ caption, columns: all, rows, empty = 'Nothing here yet.', rowKey = (r) => r.guid ?? r.id }) {
   if (!rows) return null;
+  const columns = all.filter((c) => !c.hidden);
   return html`<div class="table-wrap">
     <table>
       <caption>

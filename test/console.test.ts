@@ -929,6 +929,25 @@ describe.runIf(run)('the web console', () => {
     await other.close();
   });
 
+  it('shows a gateway to a role that may only view it without the headings of what it may not do', async () => {
+    const member = await newMember(t, ws, ['viewAllGateways', 'viewAllServers']);
+    const other = await newPage(1280);
+    await signIn(other, member.token);
+    await goTo('Gateways', other);
+    await other.getByRole('link', { name: 'Main gateway' }).click();
+    const assignments = other.getByRole('table', { name: 'Servers of Main gateway' });
+    await assignments.getByRole('cell', { name: 'Everything', exact: true }).waitFor();
+    await other.getByRole('heading', { name: 'Tool naming', level: 3 }).waitFor();
+    for (const name of ['Teams', 'Gateway token']) expect(await other.getByRole('heading', { name, exact: true }).count(), name).toBe(0);
+    // Nor an Actions column with nothing in it, here or on the Servers page.
+    expect(await assignments.getByRole('columnheader', { name: 'Actions' }).count()).toBe(0);
+    await goTo('Servers', other);
+    const servers = other.getByRole('table', { name: 'Inbound servers' });
+    await servers.getByRole('button', { name: 'Everything', exact: true }).waitFor();
+    expect(await servers.getByRole('columnheader', { name: 'Actions' }).count()).toBe(0);
+    await other.close();
+  });
+
   it('follows a change of its own rights: a refusal for a capability reads them again, and what is no longer allowed goes', async () => {
     const member = await newMember(t, ws, ['manageTeams']);
     const other = await newPage(1280);

@@ -118,9 +118,15 @@ function IdentityChoice({ serverGuid, serverName, value, onInput }) {
 function GatewayDetail({ gateway, archived, servers, onChange }) {
   // A control for what the caller may not do is not offered (its editor would show nothing).
   const canCurate = useAllowed('modify_gateway_assignment');
+  const canToggle = useAllowed('disable_gateway_assignment');
+  const canRemove = useAllowed('remove_gateway_assignment');
+  // A section whose every control the role lacks goes with its heading.
+  const canProvision = useAllowed('assign_team_to_gateway');
+  const canUnprovision = useAllowed('remove_team_from_gateway');
+  const canIssue = useAllowed('issue_gateway_token');
   const assignments = useCall('list_gateway_assignments', { gatewayGuid: gateway.guid });
   const naming = useCall('get_gateway_tool_naming', { gatewayGuid: gateway.guid });
-  const teams = useCall('list_teams', {});
+  const teams = useCall('list_teams', canProvision || canUnprovision ? {} : null);
   const hosts = useCall('list_hosts', {});
   const [assign, setAssign] = useState({ inboundServerGuid: '', identityScheme: '', sharedIdentityGuid: '' });
   // What an assignment still needs, as the API says it (configurationHint), after one is made.
@@ -204,6 +210,7 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
               { label: 'Overrides', render: (a) => overridesSummary(a.toolOverrides) },
               {
                 label: 'Actions',
+                hidden: !canCurate && !canToggle && !canRemove,
                 render: (a) =>
                   html`${canCurate ? html`<button type="button" onClick=${() => setEditing(a)}>Edit tools of ${serverName(a.serverGuids[0])}</button>` : null}
                     <${ActionButton}
@@ -279,7 +286,7 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
     }
     ${assignHint ? html`<div class="notice" role="status">Assigned, not configured yet: ${assignHint}</div>` : null}
     ${
-      archived
+      archived || !(canProvision || canUnprovision)
         ? null
         : html` <h3>Teams</h3>
             ${
@@ -306,7 +313,7 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
             }`
     }
     ${
-      archived
+      archived || !canIssue
         ? null
         : html` <h3>Gateway token</h3>
             <${Form}

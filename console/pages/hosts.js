@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { Connections } from '../connections.js';
 import { hrefOf, navigate } from '../nav.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, RenameButton, Table, act, useCall, useNames } from '../ui.js';
+import { ActionButton, ErrorBox, Field, Form, Loading, RenameButton, Table, act, useAllowed, useCall, useNames } from '../ui.js';
 
 /** A host's connections, each with its gateway's name. */
 function HostDetail({ host }) {
@@ -29,6 +29,8 @@ function HostDetail({ host }) {
 
 export function Hosts({ params }) {
   const { data, error, loading, reload } = useCall('list_hosts', {});
+  // No Actions column for a role that may do none of them.
+  const canAct = [useAllowed('rename_host'), useAllowed('disable_host'), useAllowed('delete_host')].some(Boolean);
   const [name, setName] = useState('');
   const open = data?.items.find((h) => h.guid === params.open);
   return html`<section aria-labelledby="hosts-title">
@@ -48,6 +50,7 @@ export function Hosts({ params }) {
               { label: 'Enabled', render: (h) => (h.enabled ? 'yes' : 'no') },
               {
                 label: 'Actions',
+                hidden: !canAct,
                 render: (h) =>
                   html`<${RenameButton}
                       name=${h.name}

@@ -226,6 +226,8 @@ function Identities({ server }) {
 
 export function Servers() {
   const { data, error, loading, reload } = useCall('list_inbound_servers', {});
+  // No Actions column for a role that may do none of them.
+  const canAct = [useAllowed('rename_inbound_server'), useAllowed('disable_inbound_server'), useAllowed('delete_inbound_server')].some(Boolean);
   const [open, setOpen] = useState(null);
   // Validation (and a human's OAuth approval) runs in the background: while a server
   // waits for it the list is read again, so its outcome shows without a reload.
@@ -249,6 +251,7 @@ export function Servers() {
               { label: 'Enabled', render: (s) => (s.enabled ? 'yes' : 'no') },
               {
                 label: 'Actions',
+                hidden: !canAct,
                 render: (s) =>
                   html`<${RenameButton}
                       name=${s.name}
