@@ -833,8 +833,22 @@ describe.runIf(run)('the web console', () => {
     });
     const identityName = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: keyed })).body.items[0].name;
     await goTo('Servers');
-    await page.getByRole('button', { name: 'Keyed identities', exact: true }).click();
+    const opener = page.getByRole('button', { name: 'Keyed identities', exact: true });
+    await opener.click();
     const identities = page.getByRole('table', { name: 'Identities of Keyed identities' });
+    // The open server is in the URL, as a gateway is: a reload shows it again; Close server gives the focus back to its name.
+    await identities.waitFor();
+    expect(new URL(page.url()).hash).toBe(`#/servers?open=${keyed}`);
+    await page.reload();
+    await identities.waitFor();
+    await page.getByRole('button', { name: 'Close server' }).click();
+    await expect.poll(() => identities.count()).toBe(0);
+    expect(new URL(page.url()).hash).toBe('#/servers');
+    await opener.click();
+    await page.getByRole('button', { name: 'Close server' }).click();
+    await expect.poll(() => identities.count()).toBe(0);
+    await expect.poll(() => isFocused(opener)).toBe(true);
+    await opener.click();
     const access = identities.getByLabel(`Access to ${identityName}`);
     const before = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: keyed })).body.items[0].accessControl;
     const other = before === 'private' ? 'global' : 'private';

@@ -1,6 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { call } from '../api.js';
+import { navigate } from '../nav.js';
 import {
   ActionButton,
   ErrorBox,
@@ -15,6 +16,7 @@ import {
   useAllowed,
   useCall,
   useInterval,
+  useOpener,
 } from '../ui.js';
 
 const POLL_MS = 2000;
@@ -109,7 +111,7 @@ function AuthorizationNotice({ authorization }) {
     : null;
 }
 
-function Identities({ server }) {
+function Identities({ server, onClose }) {
   const { data, error, reload } = useCall('list_identities', { inboundServerGuid: server.guid });
   const [headers, setHeaders] = useState('');
   const [label, setLabel] = useState('');
@@ -120,7 +122,10 @@ function Identities({ server }) {
   const [replacing, setReplacing] = useState(null);
   const [newHeaders, setNewHeaders] = useState('');
   return html`<div class="card">
-    <h3>Identities of ${server.name}</h3>
+    <div class="page-head">
+      <h3>Identities of ${server.name}</h3>
+      <button type="button" onClick=${onClose}>Close server</button>
+    </div>
     <${ErrorBox} error=${error} />
     ${
       data
@@ -224,11 +229,14 @@ function Identities({ server }) {
   </div>`;
 }
 
-export function Servers() {
+export function Servers({ params }) {
   const { data, error, loading, reload } = useCall('list_inbound_servers', {});
+  // The server whose identities are shown is in the URL (#/servers?open=<guid>), as a gateway is.
+  const open = data?.items.find((s) => s.guid === params.open);
+  const opener = useOpener();
+  const close = () => (navigate('servers'), opener.refocus());
   // No Actions column for a role that may do none of them.
   const canAct = [useAllowed('rename_inbound_server'), useAllowed('disable_inbound_server'), useAllowed('delete_inbound_server')].some(Boolean);
-  const [open, setOpen] = useState(null);
   // Validation (and a human's OAuth approval) runs in the background: while a server
   // waits for it the list is read again, so its outcome shows without a reload.
   const validating = Boolean(data?.items.some((s) => s.authenticationStatus === 'needs-authentication'));
@@ -244,7 +252,11 @@ export function Servers() {
             rows=${data.items}
             empty="No servers registered yet."
             columns=${[
-              { label: 'Name', render: (s) => html`<button type="button" class="link" onClick=${() => setOpen(s)}>${s.name}</button>` },
+              {
+                label: 'Name',
+                render: (s) =>
+                  html`<button type="button" class="link" onClick=${(e) => (opener.opened(e), navigate('servers', { open: s.guid }))}>${s.name}</button>`,
+              },
               { label: 'URL', render: (s) => html`<code>${s.url}</code>` },
               { label: 'Authentication', render: (s) => s.authenticationType },
               { label: 'Status', render: (s) => html`<span class=${`status ${s.authenticationStatus}`}>${s.authenticationStatus}</span>` },
@@ -257,7 +269,7 @@ export function Servers() {
                       name=${s.name}
                       op="rename_inbound_server"
                       rename=${(newName) => call('rename_inbound_server', { inboundServerGuid: s.guid, newName })}
-                      onDone=${(renamed) => (open?.guid === s.guid && setOpen(renamed), reload())}
+                      onDone=${reload}
                     />
                     <${ActionButton}
                       label=${s.enabled ? `Disable ${s.name}` : `Enable ${s.name}`}
@@ -270,14 +282,14 @@ export function Servers() {
                       label=${`Delete ${s.name}`}
                       danger
                       action=${act('delete_inbound_server', { inboundServerGuid: s.guid })}
-                      onDone=${() => (open?.guid === s.guid && setOpen(null), reload())}
+                      onDone=${() => (open?.guid === s.guid && navigate('servers'), reload())}
                     />`,
               },
             ]}
           />`
         : null
     }
-    ${open ? html`<${Identities} server=${open} />` : null}
+    ${open ? html`<${Identities} key=${open.guid} server=${open} onClose=${close} />` : null}
     <${CreateServer} onCreated=${reload} />
   </section>`;
 }
