@@ -32,8 +32,9 @@ let gatewayUrl: string;
 let token: string;
 let connectionGuid: string;
 const AUTH_TOKEN = `echo-secret-${randomBytes(8).toString('hex')}`;
-const API_KEY = `api-key-${randomBytes(8).toString('hex')}`;
-const SECRETS = [AUTH_TOKEN, API_KEY];
+const API_KEY = `api-key+${randomBytes(8).toString('hex')}/=~`;
+// The key as the careless upstream also echoes it: percent-encoded, in base64 after a prefix, upper-cased.
+const SECRETS = [AUTH_TOKEN, API_KEY, encodeURIComponent(API_KEY), Buffer.from(`client:${API_KEY}`).toString('base64'), API_KEY.toUpperCase()];
 const closers: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import pkg from '../../package.json' with { type: 'json' };
-import { redactHeaders, redactSecretValues } from './redaction.js';
+import { redactHeaders, redactSecretValues, redactSecretValuesOfCutText } from './redaction.js';
 
 /**
  * The one shape of an alert's debugContext (contract: "response status, headers, body
@@ -24,11 +24,12 @@ export interface ResponseDebug {
 
 /**
  * A peer's text (a body, an error message) as an alert keeps it: the known secrets
- * masked, then cut to ALERT_BODY_CHARS. Only four times the limit is searched, so a
- * long body costs little; a secret cut in half there is past what is kept anyway.
+ * masked in the whole text (the readers bound it: 4 KiB of a failed answer, 64 KiB of
+ * a collector's; a secret's start where a reader cut it too), then cut to
+ * ALERT_BODY_CHARS, so a cut never leaves part of a secret unmatched.
  */
 export function alertText(text: string, secrets: Iterable<string>): string {
-  const redacted = redactSecretValues(text.slice(0, ALERT_BODY_CHARS * 4), secrets);
+  const redacted = redactSecretValuesOfCutText(text, secrets);
   return redacted.length > ALERT_BODY_CHARS ? `${redacted.slice(0, ALERT_BODY_CHARS)}…` : redacted;
 }
 
@@ -47,8 +48,10 @@ export function responseDebug(
 ): ResponseDebug {
   const flat: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers ?? {})) if (value !== undefined) flat[name] = typeof value === 'string' ? value : value.join(', ');
-  const masked = redactHeaders(flat, sensitiveHeaderNames);
-  for (const name of Object.keys(masked)) masked[name] = redactSecretValues(masked[name]!, secrets);
+  const masked: Record<string, string> = {};
+  // A peer can echo a secret in a header's name as well as in its value.
+  for (const [name, value] of Object.entries(redactHeaders(flat, sensitiveHeaderNames)))
+    masked[redactSecretValues(name, secrets)] = redactSecretValues(value, secrets);
   return { responseStatus: status ?? null, responseHeaders: masked, responseBody: alertText(body ?? '', secrets) };
 }
 

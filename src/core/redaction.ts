@@ -131,24 +131,89 @@ const SECRET_PART_MIN = 8;
 /** Shorter secret values are not searched for: they would mask ordinary words. */
 const SECRET_VALUE_MIN = 4;
 
+/** Encoded forms shorter than this are not searched for (a base64 core of a short secret would match by chance). */
+const ENCODED_MIN = 8;
+
 /**
  * What is searched for to redact known secret values: each value of at least 4
- * characters and each long whitespace-separated part of it. Computed once when the
- * same secrets are searched in many texts (every message of an upstream's reply).
+ * characters and each long whitespace-separated part of it, and the forms a peer that
+ * echoes what it was sent writes them in: percent-encoded (a query string, a form
+ * body), and base64 wherever it starts (an `Authorization: Basic` header of
+ * `client:secret`, a debug dump). Lower-cased: they are matched in any case
+ * (redactSearchTerms). Computed once when the same secrets are searched in many texts
+ * (every message of an upstream's reply).
  */
 export function secretSearchTerms(secrets: Iterable<string>): string[] {
-  const terms: string[] = [];
-  for (const secret of secrets) {
-    if (!secret || secret.length < SECRET_VALUE_MIN) continue;
-    terms.push(secret, ...secret.split(/\s+/).filter((p) => p.length >= SECRET_PART_MIN && p !== secret));
+  // The same credentials are searched for in every text of their calls: their terms are made once.
+  const list = [...secrets];
+  const key = list.join('\u0000');
+  let terms = termsOfSecrets.get(key);
+  if (!terms) {
+    terms = searchTermsOf(list);
+    if (termsOfSecrets.size >= 1000) termsOfSecrets.clear();
+    termsOfSecrets.set(key, terms);
   }
   return terms;
 }
 
-/** Replaces every occurrence of the search terms (secretSearchTerms) in `text`; a text without any is returned as it is. */
+const termsOfSecrets = new Map<string, string[]>();
+
+function searchTermsOf(secrets: readonly string[]): string[] {
+  const terms = new Set<string>();
+  for (const secret of secrets) {
+    if (!secret || secret.length < SECRET_VALUE_MIN) continue;
+    for (const value of [secret, ...secret.split(/\s+/).filter((p) => p.length >= SECRET_PART_MIN && p !== secret)]) {
+      terms.add(value.toLowerCase());
+      for (const encoded of [encodeURIComponent(value), new URLSearchParams({ v: value }).toString().slice(2), ...base64Cores(value)])
+        if (encoded.length >= ENCODED_MIN) terms.add(encoded.toLowerCase());
+    }
+  }
+  return [...terms];
+}
+
+/**
+ * The base64 characters that encode `value` whatever bytes precede it: for each of the
+ * three alignments, the encoding of `value` after 0, 1 or 2 other bytes, without the
+ * characters that also carry bits of those bytes or of what follows. Standard and
+ * URL-safe alphabets.
+ */
+function base64Cores(value: string): string[] {
+  const bytes = Buffer.from(value, 'utf8');
+  const cores: string[] = [];
+  for (let before = 0; before < 3; before++) {
+    const encoded = Buffer.concat([Buffer.alloc(before), bytes])
+      .toString('base64')
+      .replace(/=+$/, '');
+    const first = Math.ceil((before * 8) / 6);
+    const last = Math.floor(((before + bytes.length) * 8) / 6);
+    const core = encoded.slice(first, last);
+    if (core.length >= ENCODED_MIN) cores.push(core, core.replaceAll('+', '-').replaceAll('/', '_'));
+  }
+  return cores;
+}
+
+/** A term as a case-insensitive pattern, made once per term. */
+const termPatterns = new Map<string, RegExp>();
+function termPattern(term: string): RegExp {
+  let pattern = termPatterns.get(term);
+  if (!pattern) {
+    pattern = new RegExp(term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi');
+    if (termPatterns.size > 10_000) termPatterns.clear();
+    termPatterns.set(term, pattern);
+  }
+  return pattern;
+}
+
+/**
+ * Replaces every occurrence of the search terms (secretSearchTerms, lower-cased) in
+ * `text`, in any case (a peer that upper-cases what it echoes); a text without any is
+ * returned as it is.
+ */
 export function redactSearchTerms(text: string, terms: readonly string[]): string {
+  if (terms.length === 0) return text;
+  const lower = text.toLowerCase();
   let out = text;
-  for (const term of terms) if (out.includes(term)) out = out.split(term).join(REDACTED);
+  for (const term of terms) if (lower.includes(term)) out = out.replace(termPattern(term), REDACTED);
   return out;
 }
 
@@ -160,6 +225,30 @@ export function redactSearchTerms(text: string, terms: readonly string[]): strin
  * call log row).
  */
 export function redactSecretValues(text: string, secrets: Iterable<string>): string {
-  const redacted = redactSearchTerms(text, secretSearchTerms(secrets));
-  return redacted.includes('svc') ? redacted.replace(TOKEN_LIKE, REDACTED) : redacted;
+  return withoutOurTokens(redactSearchTerms(text, secretSearchTerms(secrets)));
+}
+
+/** redactSecretValues for a text a length limit may have cut (a peer's answer as read): a secret's start at its end is masked too. */
+export function redactSecretValuesOfCutText(text: string, secrets: Iterable<string>): string {
+  const terms = secretSearchTerms(secrets);
+  return withoutOurTokens(withoutCutSecret(redactSearchTerms(text, terms), terms));
+}
+
+const withoutOurTokens = (text: string): string => (text.includes('svc') ? text.replace(TOKEN_LIKE, REDACTED) : text);
+
+/**
+ * A text whose end is the start of a secret (a peer's answer cut at a length limit in
+ * the middle of an echoed credential) with that end masked: what was cut cannot be
+ * matched whole. Only starts of at least 8 characters are looked for: a text may end
+ * with a few characters a secret starts with, and fewer do not give a secret away.
+ */
+function withoutCutSecret(text: string, terms: readonly string[]): string {
+  if (terms.length === 0) return text;
+  const lower = text.toLowerCase();
+  for (const term of terms) {
+    // Where the text's last (term length - 1) characters could begin the term: at its first character, rarely found there.
+    for (let at = Math.max(0, lower.length - term.length + 1); at <= lower.length - SECRET_PART_MIN; at++)
+      if (lower.charCodeAt(at) === term.charCodeAt(0) && term.startsWith(lower.slice(at))) return `${text.slice(0, at)}${REDACTED}`;
+  }
+  return text;
 }

@@ -15,9 +15,18 @@ export interface SecretEchoUpstream {
   close: Upstream['close'];
 }
 
-/** The credential headers it saw, as one line (what a careless debug tool would print). */
-const credentialOf = (headers: http.IncomingHttpHeaders | undefined): string =>
-  `authorization=${String(headers?.authorization ?? '')} x-api-key=${String(headers?.['x-api-key'] ?? '')}`;
+/**
+ * The credential headers it saw, as one line (what a careless debug tool would print):
+ * as sent, then the key percent-encoded, in base64 after a prefix (as in a Basic
+ * header), and upper-cased.
+ */
+const credentialOf = (headers: http.IncomingHttpHeaders | undefined): string => {
+  const key = String(headers?.['x-api-key'] ?? '');
+  return (
+    `authorization=${String(headers?.authorization ?? '')} x-api-key=${key} ` +
+    `url=${encodeURIComponent(key)} basic=${Buffer.from(`client:${key}`).toString('base64')} upper=${key.toUpperCase()}`
+  );
+};
 
 /**
  * A careless MCP server (the 1.x SDK's low-level Server, stateless, on 127.0.0.1)

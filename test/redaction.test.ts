@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { alertText, responseDebug } from '../src/core/alert-debug.js';
+import { REDACTED, redactSecretValues, redactSecretValuesOfCutText } from '../src/core/redaction.js';
+
+/**
+ * Known secret values masked in what a peer answers, in the forms a careless peer
+ * echoes them (found by a security trial, session 26: percent-encoded, base64 after a
+ * prefix as in a Basic header, upper-cased, in a header's name, and cut at a length
+ * limit all reached alerts, the service log and hosts).
+ */
+const SECRET = 'Sup3rS3cret+/=Zq9~value';
+const leaked = (text: string) => [SECRET, SECRET.slice(0, 12), SECRET.toUpperCase().slice(0, 12)].some((s) => text.toLowerCase().includes(s.toLowerCase()));
+
+describe('secret values in peer text', () => {
+  it.each([
+    ['as sent', SECRET],
+    ['percent-encoded', encodeURIComponent(SECRET)],
+    ['form-encoded', new URLSearchParams({ refresh_token: SECRET }).toString()],
+    ['upper-cased', SECRET.toUpperCase()],
+    ...[0, 1, 2].map((n) => [`in base64 after ${n} bytes`, Buffer.from(`${'k:'.slice(0, n)}${SECRET}`).toString('base64')] as [string, string]),
+    ['in URL-safe base64', Buffer.from(`client1:${SECRET}`).toString('base64url')],
+  ])('are masked %s', (_label, echoed) => {
+    const text = redactSecretValues(`the peer said: ${echoed} (end)`, [SECRET]);
+    expect(text).toContain(REDACTED);
+    expect(leaked(text) || text.includes(echoed.slice(-14, -4))).toBe(false);
+    expect(text).toMatch(/^the peer said: /);
+  });
+
+  it('are masked when a cut leaves only their start', () => {
+    expect(redactSecretValuesOfCutText(`body … ${SECRET.slice(0, 9)}`, [SECRET])).toBe(`body … ${REDACTED}`);
+    // A text that was not cut keeps what merely looks like a secret's start (a header named x-collector-key, the key collector-key-…).
+    expect(redactSecretValues(`x-${SECRET.slice(0, 9)}`, [SECRET])).toBe(`x-${SECRET.slice(0, 9)}`);
+    // Masked before the cut: a secret straddling the limit leaves nothing of itself.
+    const cut = alertText(`${'x'.repeat(1020)}${SECRET}`, [SECRET]);
+    expect(leaked(cut)).toBe(false);
+    expect(cut.startsWith('x'.repeat(1020))).toBe(true);
+  });
+
+  it("are masked in a header's name as in its value, and credential headers by name", () => {
+    const debug = responseDebug(
+      401,
+      { [`x-k-${SECRET.toLowerCase().replace(/[^a-z0-9]/g, '')}`]: '1', 'x-echo': encodeURIComponent(SECRET), 'www-authenticate': 'Basic', authorization: 'x' },
+      `{"refresh_token":"${SECRET}"}`,
+      [SECRET.replace(/[^A-Za-z0-9]/g, ''), SECRET],
+    );
+    expect(leaked(JSON.stringify(debug))).toBe(false);
+    expect(debug.responseHeaders).toMatchObject({ 'x-echo': REDACTED, authorization: REDACTED });
+    expect(Object.keys(debug.responseHeaders)).toContain(`x-k-${REDACTED}`);
+  });
+
+  it('leave ordinary text alone', () => {
+    // Its first few characters (fewer than 8) at the end of a text give nothing away.
+    const text = 'tools/call search ok in 42 ms; nothing secret here, not even Sup3rS3';
+    expect(redactSecretValues(text, [SECRET])).toBe(text);
+  });
+});
