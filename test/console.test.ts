@@ -689,6 +689,8 @@ describe.runIf(run)('the web console', () => {
 
   it('Gateways keeps showing a gateway archived from its page, as archived, with the focus on the heading', async () => {
     const gw = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Archived from its page' })).body;
+    // From another page: the list is read again on the way in.
+    await goTo('Overview');
     await goTo('Gateways');
     await page.getByRole('link', { name: 'Archived from its page' }).click();
     await page.getByRole('button', { name: 'Archive gateway' }).click();
