@@ -16,7 +16,14 @@ beforeAll(async () => {
   collector = http.createServer((req, res) => {
     received++;
     req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    // /trickle answers 200 and then a space every 100 ms, for ever (until the client goes).
+    if (req.url === '/trickle')
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const drip = setInterval(() => res.write(' '), 100);
+        res.on('close', () => clearInterval(drip));
+      });
+    else req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
   });
   await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(collector.address() as { port: number }).port}/v1/logs`;
@@ -35,5 +42,18 @@ describe('sendToCollector', () => {
     // The same collector with a header it can send accepts the body.
     expect(await sendToCollector(policy, { ...request, headers: { 'X-Coll': 'plain' } })).toMatchObject({ kind: 'accepted', status: 200 });
     expect(received).toBe(1);
+  });
+
+  // Found by a security trial (session 26): an idle timeout let one workspace's collector hold every workspace's forwarding.
+  it('gives up on a collector that answers a byte now and then, at the deadline of the whole exchange', async () => {
+    const policy = new EgressPolicy(['127.0.0.1/32']);
+    const outcome = await sendToCollector(policy, {
+      url: url.replace('/v1/logs', '/trickle'),
+      body: '{}',
+      contentType: 'application/json',
+      timeoutMs: 600,
+      headers: {},
+    });
+    expect(outcome).toMatchObject({ kind: 'retry', status: null, reason: 'no whole answer within 600 ms' });
   });
 });

@@ -130,7 +130,13 @@ export function sendToCollector(egress: EgressPolicy, req: SendRequest): Promise
       });
       return;
     }
-    request.setTimeout(req.timeoutMs, () => request.destroy(Object.assign(new Error(`no answer within ${req.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
+    // A deadline for the whole exchange, not an idle timeout: a collector that answers a byte now and then must not hold
+    // the forwarder's pass (and every other workspace's batches behind it) for ever.
+    const deadline = setTimeout(() => {
+      resolve({ kind: 'retry', status: null, retryAfterMs: null, reason: `no whole answer within ${req.timeoutMs} ms` });
+      request.destroy();
+    }, req.timeoutMs);
+    request.on('close', () => clearTimeout(deadline));
     request.on('error', (err: NodeJS.ErrnoException) =>
       resolve({ kind: 'retry', status: null, retryAfterMs: null, reason: err.code ? `${err.code}: ${err.message}` : err.message }),
     );
