@@ -46,9 +46,16 @@ export function isSecretField(name: string, value: unknown): boolean {
  * everywhere else, so a line that logs request or response headers shows names only.
  */
 export const SERVICE_LOG_REDACTION = {
-  paths: ['req.headers.*', 'res.headers.*', 'headers.*'],
-  censor: (value: unknown, path: string[]): unknown => (isSensitiveHeaderName(path.at(-1) ?? '') ? REDACTED : value),
+  paths: ['req.headers.*', 'res.headers.*', 'headers.*', 'req.url'],
+  censor: (value: unknown, path: string[]): unknown =>
+    path.at(-1) === 'url' && path.length === 2 ? maskUrlSecrets(String(value)) : isSensitiveHeaderName(path.at(-1) ?? '') ? REDACTED : value,
 };
+
+/** A query parameter whose name says it carries a credential (`token`, `access_token`, `api_key`, `secret`, `password`). */
+const CREDENTIAL_PARAMETER = /([?&][^=&#]*(?:token|key|secret|password|auth)[^=&#]*=)[^&#]*/gi;
+
+/** A request URL as a log line may show it: tokens of ours, a URL's password and credential-named query values masked. */
+export const maskUrlSecrets = (url: string): string => maskSecretsIn(url).replace(CREDENTIAL_PARAMETER, `$1${REDACTED}`);
 
 /**
  * Returns a copy of `headers` in which the value of every sensitive header is

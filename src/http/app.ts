@@ -53,6 +53,9 @@ const namedPath = (url: string): string => {
   return path.length > 200 ? `${path.slice(0, 200)}…` : path;
 };
 
+/** How long a client may take to send a whole request (headers and body). */
+export const REQUEST_ARRIVAL_MS = 60_000;
+
 /**
  * Builds the HTTP application: REST routes and MCP tools generated from the operation
  * registry, the OpenAPI document, health and metrics. Does not listen (main.ts does),
@@ -65,6 +68,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? { level: services.config.logLevel, redact: SERVICE_LOG_REDACTION },
     bodyLimit: ONE_MIB,
+    // A request must arrive whole within a minute: a client sending its body a byte at a time, unauthenticated, must
+    // not hold a connection for ever (fastify's default is no limit). Responses (event streams) are not bounded by it.
+    requestTimeout: REQUEST_ARRIVAL_MS,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // A path fastify cannot decode (%ZZ, an overlong UTF-8 form), or whose id is past the router's limit, names no
     // resource: the contract's 404, as problem+json, and the path is not echoed whole.

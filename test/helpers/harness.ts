@@ -1,3 +1,4 @@
+import { SERVICE_LOG_REDACTION } from '../../src/core/redaction.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -74,7 +75,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { own
   const runtime = await openRuntime(config, { logger: log });
   const httpLog: string[] = [];
   const stream = { write: (line: string) => void httpLog.push(line) };
-  const app = await buildApp({ services: runtime.services, logger: { level: 'info', stream, redact: ['req.headers.authorization'] } });
+  const app = await buildApp({ services: runtime.services, logger: { level: 'info', stream, redact: SERVICE_LOG_REDACTION } });
   await app.ready();
   return {
     app,
