@@ -274,7 +274,7 @@ describe('a 2026-07-28 host using a 2025 upstream that asks for input', () => {
     expect(asking.declared.length - sessionsBefore).toBe(2);
   });
 
-  it('relays the progress the upstream reports before it asks', async () => {
+  it('relays the progress the upstream reports before it asks, and after, under the token of the retry that resumed the call', async () => {
     const { url, token } = await connection();
     const host = await modernHost(url, token);
     const progress: string[] = [];
@@ -283,8 +283,10 @@ describe('a 2026-07-28 host using a 2025 upstream that asks for input', () => {
       { onprogress: (p) => progress.push(`${p.progress}/${p.total ?? '-'}`) },
     );
     expect(text(result)).toBe('slow: accept');
-    // The upstream's own progress (1/2) comes through; the SDK adds its own per round (no total).
+    // The upstream's own progress (1/2, then 2/2 once answered) comes through; the SDK adds its own per round (no total).
+    // The SDK takes a notification only with the token of the request it is reading: 2/2 comes on the retry's.
     expect(progress).toContain('1/2');
+    expect(progress).toContain('2/2');
   });
 
   it('refuses a forged, altered, misplaced or replayed requestState, and a retry that reaches another replica, in words', async () => {

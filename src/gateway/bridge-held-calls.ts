@@ -185,7 +185,12 @@ export class HeldCalls {
         if (message.method !== undefined && message.id !== undefined) {
           const asked = await this.upstreamRequest(call, message as { id: RequestId; method: string; params?: Record<string, unknown> });
           if (asked) return asked;
-        } else if (message.method === 'notifications/progress' || message.method === 'notifications/message') {
+        } else if (message.method === 'notifications/progress') {
+          // The call's progress goes to the leg serving it now, under that leg's own token (a retry names a new one, or none).
+          const token = (leg.params._meta as { progressToken?: unknown } | undefined)?.progressToken;
+          if (token !== undefined)
+            await leg.notify({ ...step.value, params: { ...message.params, progressToken: token } } as JSONRPCMessage).catch(() => undefined);
+        } else if (message.method === 'notifications/message') {
           await leg.notify(step.value).catch(() => undefined);
         }
       }

@@ -84,7 +84,7 @@ export async function startAskingUpstream(): Promise<AskingUpstream> {
       );
       return { content: [{ type: 'text', text: `${name}: ${(greeting.content as { text?: string }).text ?? ''}` }] };
     });
-    server.registerTool('slow-confirm', { description: 'Reports progress, then asks to confirm' }, async (extra) => {
+    server.registerTool('slow-confirm', { description: 'Reports progress, asks to confirm, reports progress again' }, async (extra) => {
       ran('slow-confirm');
       const token = extra._meta?.progressToken;
       if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2 } });
@@ -92,6 +92,7 @@ export async function startAskingUpstream(): Promise<AskingUpstream> {
         { method: 'elicitation/create', params: { message: 'Go on?', requestedSchema: confirmSchema } },
         ElicitResultSchema,
       );
+      if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 2, total: 2 } });
       return { content: [{ type: 'text', text: `slow: ${answer.action}` }] };
     });
     server.server.oninitialized = () => declared.push((server.server.getClientCapabilities() ?? {}) as Record<string, unknown>);
