@@ -40,9 +40,11 @@ function catalog(naming: ToolNamingMode, routes: Route[]): Pick<Catalog, 'naming
   return { naming, routes, bySlug: new Map(routes.map((r) => [r.slug, r])) };
 }
 
-const listed = (c: Pick<Catalog, 'naming' | 'routes'>) =>
+/** The names a host is shown; `remember` false: a list another replica served (this one resolves by the learned lists). */
+const listed = (c: Pick<Catalog, 'naming' | 'routes'>, remember = false) =>
   nameItems(
-    c.naming,
+    remember ? c : { ...c, routes: [...c.routes] },
+    'tools',
     c.routes.map((r) => exposeItems(r, 'tools', r.features!.tools)),
   ).map((t) => t.name as string);
 
@@ -130,14 +132,48 @@ describe('slugs', () => {
       a('HDR', '019a0000-0000-7000-8000-00000000bbbb'),
       a('Hdr!', '019a0000-0000-7000-8000-00000000cccc'),
     ];
-    expect(uniqueSlugs(three)).toEqual(['hdr-aaaa', 'hdr-bbbb', 'hdr-cccc']);
+    expect(uniqueSlugs(three)).toEqual(['hdr--aaaa', 'hdr--bbbb', 'hdr--cccc']);
     // The first removed: the others keep their slugs (the old "hdr-2" became "hdr", and its callers reached another server).
-    expect(uniqueSlugs(three.slice(1))).toEqual(['hdr-bbbb', 'hdr-cccc']);
+    expect(uniqueSlugs(three.slice(1))).toEqual(['hdr--bbbb', 'hdr--cccc']);
     // One left: its names become bare, and the suffixed ones stop resolving rather than reach another server.
     expect(uniqueSlugs(three.slice(2))).toEqual(['hdr']);
   });
 
-  it("never equal another server's bare slug", () => {
-    expect(uniqueSlugs([a('hdr aaaa', '0001'), a('hdr', '0000aaaa'), a('hdr', '1111aaaa')])).toEqual(['hdr-aaaa', 'hdr-0aaaa', 'hdr-1aaaa']);
+  it("never equal another server's bare slug, whatever names come and go", () => {
+    // A server named "hdr aaaa" is hdr-aaaa, never hdr--aaaa: adding it moves no name of the suffixed one.
+    const two = [a('hdr', '0000aaaa'), a('hdr', '1111bbbb')];
+    expect(uniqueSlugs([...two, a('hdr aaaa', '0001')])).toEqual(['hdr--aaaa', 'hdr--bbbb', 'hdr-aaaa']);
+    expect(uniqueSlugs(two)).toEqual(['hdr--aaaa', 'hdr--bbbb']);
+    // Two guids ending alike: the suffix grows until they differ.
+    expect(uniqueSlugs([a('hdr', '0000aaaa'), a('hdr', '1111aaaa')])).toEqual(['hdr--0aaaa', 'hdr--1aaaa']);
+  });
+});
+
+describe('names resolved by the list the host was shown', () => {
+  // Found by a protocol trial (session 26): "dup" learned [echo, gamma] at validation and offers x since; the live list
+  // prefixes x for dup and beta, so beta's x is shown as beta__x, which the learned lists gave to nested's own beta__x.
+  const nested = route('nested', ['echo', 'beta__x']);
+  const dup = route('dup', ['echo', 'gamma']);
+  const beta = route('beta', ['echo', 'x']);
+  const live = (r: Route, tools: string[]) =>
+    exposeItems(
+      r,
+      'tools',
+      tools.map((name) => ({ name, inputSchema: { type: 'object' } })),
+    );
+
+  it('resolves each listed name to the tool it was listed for, even where the learned lists are older', () => {
+    const c = catalog('when-needed', [nested, dup, beta]);
+    const shown = nameItems(c, 'tools', [live(nested, ['echo', 'beta__x']), live(dup, ['echo', 'gamma', 'x']), live(beta, ['echo', 'x'])]).map(
+      (t) => t.name as string,
+    );
+    expect(shown.sort()).toEqual(['nested__echo', 'nested__beta__x', 'dup__echo', 'gamma', 'dup__x', 'beta__echo', 'beta__x'].sort());
+    const resolved = Object.fromEntries(
+      shown.map((name) => {
+        const r = resolveExposedName(c, 'tools', name);
+        return [name, 'route' in r ? `${r.route.slug}:${r.name}` : JSON.stringify(r)];
+      }),
+    );
+    expect(resolved).toMatchObject({ beta__x: 'beta:x', nested__beta__x: 'nested:beta__x', dup__x: 'dup:x', gamma: 'dup:gamma' });
   });
 });

@@ -43,17 +43,45 @@ export function exposeItems(route: Route, key: (typeof LIST_KEY)[ListMethod], it
 /**
  * The gateway's list: every route's exposed items, named by the gateway's mode
  * (contract 8.2, `prefixedNames`). Items without a name (none in MCP's named lists)
- * pass as they are.
+ * pass as they are. What a tools or prompts list named is remembered for the catalog
+ * (`servedName`): a call resolves a name by the list the host was shown.
  */
-export function nameItems(naming: ToolNamingMode, perRoute: readonly ExposedItems[]): Record<string, unknown>[] {
+export function nameItems(
+  catalog: Pick<Catalog, 'naming' | 'routes'>,
+  key: (typeof LIST_KEY)[ListMethod],
+  perRoute: readonly ExposedItems[],
+): Record<string, unknown>[] {
   const prefixed = prefixedNames(
-    naming,
+    catalog.naming,
     perRoute.map((r) => ({ slug: r.route.slug, names: r.items.map((i) => i.name) })),
   );
-  return perRoute.flatMap(({ route, items }) =>
-    items.map(({ name, item }) => (typeof item.name !== 'string' ? item : { ...item, name: prefixed(name) ? qualify(route.slug, name) : name })),
+  const served = new Map<string, { route: Route; name: string }>();
+  const items = perRoute.flatMap(({ route, items }) =>
+    items.map(({ name, upstreamName, item }) => {
+      if (typeof item.name !== 'string') return item;
+      const shown = prefixed(name) ? qualify(route.slug, name) : name;
+      served.set(shown, { route, name: upstreamName });
+      return { ...item, name: shown };
+    }),
   );
+  if (key === 'tools' || key === 'prompts') {
+    let ofRoutes = servedByRoutes.get(catalog.routes);
+    if (!ofRoutes) servedByRoutes.set(catalog.routes, (ofRoutes = {}));
+    ofRoutes[key] = served;
+  }
+  return items;
 }
+
+/**
+ * The names the last tools and prompts lists of a catalog showed, each with its route
+ * and upstream name. The lists are read live from the upstreams, while the learned
+ * lists (feature-learning at validation) may be older: a name the host was shown is
+ * resolved by what it was shown (a server that added a tool since validation must
+ * not send a listed name to another server). Kept as long as the catalog (its
+ * routes) is; another replica, or a host that never listed, resolves by the learned
+ * lists.
+ */
+const servedByRoutes = new WeakMap<readonly Route[], Partial<Record<'tools' | 'prompts', Map<string, { route: Route; name: string }>>>>();
 
 /**
  * The names the gateway shows as `<slug>__<name>`. Under `prefixed`, every name.
@@ -134,6 +162,8 @@ function knownItems(route: Route, key: 'tools' | 'prompts'): KnownItems {
  * nothing, like an unknown name; `refused` says why for the call log.
  */
 export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 'bySlug'>, key: 'tools' | 'prompts', hostName: string): Resolution {
+  const served = servedByRoutes.get(catalog.routes)?.[key]?.get(hostName);
+  if (served) return { route: served.route, name: served.name };
   // Under when-needed a name one server shows plain is that server's, even when it looks prefixed (an upstream's
   // own `other__tool`, as a gateway in front of a gateway has): the list the host saw decides, not the name's shape.
   const holders = catalog.naming === 'when-needed' ? catalog.routes.filter((route) => knownItems(route, key).byName.has(hostName)) : [];

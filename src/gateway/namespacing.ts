@@ -27,22 +27,35 @@ export function slugify(name: string): string {
 
 /**
  * Unique slugs for a gateway's assignments, each from its server's name. A slug one
- * assignment alone has stays bare; where several share one, each gets `-` and the end
- * of its assignment's guid (longer until unique). Adding or removing an assignment so
- * never moves a name to another server: a name that became ambiguous stops resolving.
+ * assignment alone has stays bare; where several share one, each gets `--` and the end
+ * of its assignment's guid (longer until unique). A bare slug never holds `--`
+ * (slugify makes single hyphens), so no server's name can take a suffixed slug, and
+ * adding or removing an assignment never moves a name to another server: a name that
+ * became ambiguous stops resolving.
  */
 export function uniqueSlugs(assignments: readonly { serverName: string; guid: string }[]): string[] {
   const bases = assignments.map((a) => slugify(a.serverName));
-  const holders = new Map<string, number>();
-  for (const base of bases) holders.set(base, (holders.get(base) ?? 0) + 1);
-  const used = new Set(bases.filter((base) => holders.get(base) === 1));
-  return assignments.map((assignment, i) => {
+  const tails = assignments.map((a) => a.guid.toLowerCase().replace(/[^0-9a-f]/g, ''));
+  const holders = new Map<string, number[]>();
+  bases.forEach((base, i) => holders.set(base, [...(holders.get(base) ?? []), i]));
+  const used = new Set(bases.filter((base) => holders.get(base)!.length === 1));
+  // Each shared slug's holders end with as many characters of their guids as tell them all apart (the same for all of
+  // them, so one holder's suffix never becomes another's as holders come and go).
+  const lengths = new Map<string, number>();
+  for (const [base, group] of holders) {
+    if (group.length === 1) continue;
+    let n = SUFFIX_LENGTH;
+    while (n < 32 && new Set(group.map((i) => tails[i]!.slice(-n))).size < group.length) n++;
+    lengths.set(base, n);
+  }
+  return assignments.map((_, i) => {
     const base = bases[i]!;
-    if (holders.get(base) === 1) return base;
-    const tail = assignment.guid.toLowerCase().replace(/[^0-9a-f]/g, '');
-    for (let n = SUFFIX_LENGTH; ; n++) {
-      const suffix = n <= tail.length ? tail.slice(-n) : `${tail}${n}`;
-      const slug = `${base.slice(0, MAX_SLUG_LENGTH - suffix.length - 1)}-${suffix}`;
+    const length = lengths.get(base);
+    if (length === undefined) return base;
+    // Longer only if a cut base makes it another group's slug (two long names alike in their first characters).
+    for (let n = length; ; n++) {
+      const suffix = n <= tails[i]!.length ? tails[i]!.slice(-n) : `${tails[i]}${n}`;
+      const slug = `${base.slice(0, MAX_SLUG_LENGTH - suffix.length - 2).replace(/-+$/, '')}--${suffix}`;
       if (!used.has(slug)) {
         used.add(slug);
         return slug;

@@ -233,7 +233,7 @@ export class GatewayProxy {
     // When none could be listed, an empty list would say the gateway has nothing: the host is told why instead.
     if (listed.length > 0 && failures.length === listed.length)
       throw new GatewayCallError(ERRORS.upstream, `No server of this gateway could be listed (${method}): ${failures.slice(0, 5).join('; ')}`);
-    return { kind: 'answer', message: { jsonrpc: '2.0', id, result: { [key]: nameItems(ctx.catalog.naming, perRoute) } } as JSONRPCMessage };
+    return { kind: 'answer', message: { jsonrpc: '2.0', id, result: { [key]: nameItems(ctx.catalog, key, perRoute) } } as JSONRPCMessage };
   }
 
   /** Sends a request to one upstream and returns its result (throws GatewayCallError on an error answer). */
