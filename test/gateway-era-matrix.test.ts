@@ -370,6 +370,21 @@ describe("the gateway's instructions", () => {
   }, 60_000);
 });
 
+describe('a resource no server of the gateway lists', () => {
+  // SEP-2164: a server names the URI it could not find in the error's data; the gateway, which answers for several, too.
+  it('is answered -32602 with the URI in the data, for both revisions', async () => {
+    for (const make of [host2025, host2026]) {
+      const host = await make(g);
+      try {
+        const err = (await host.readResource('nowhere://no/such/resource').catch((e: unknown) => e)) as { code?: number; data?: unknown };
+        expect(err).toMatchObject({ code: -32602, data: { uri: 'nowhere://no/such/resource' } });
+      } finally {
+        await host.close();
+      }
+    }
+  }, 60_000);
+});
+
 describe('under when-needed naming', () => {
   // server-everything lists get-roots-list only to a host that declares roots: the name the host is shown routes.
   it('calls by its plain name a tool the upstream offers only to hosts that declare roots, for both revisions', async () => {

@@ -6,6 +6,7 @@ import type { Route } from './catalog.js';
 import { HostCancellations } from './host-cancellations.js';
 import { isTaskStatus } from './host-tasks.js';
 import { fromUpstream, isAnswerTo } from './relay.js';
+import { UpstreamProtocolError } from './upstream-http.js';
 import type { Upstreams } from './upstreams.js';
 
 /**
@@ -56,7 +57,7 @@ export class HostRelay {
       if (err instanceof SessionExpired) throw err;
       throw this.upstreams.failed(ctx, route, message, err);
     }
-    if (!final) throw this.upstreams.failed(ctx, route, message, new Error('the upstream gave no answer'));
+    if (!final) throw this.upstreams.failed(ctx, route, message, new UpstreamProtocolError('the upstream gave no answer'));
     return final;
   }
 
@@ -98,7 +99,7 @@ export class HostRelay {
     } catch (err) {
       throw this.upstreams.failed(ctx, route, message, err);
     }
-    if (!final) throw this.upstreams.failed(ctx, route, message, new Error('the upstream gave no answer'));
+    if (!final) throw this.upstreams.failed(ctx, route, message, new UpstreamProtocolError('the upstream gave no answer'));
     if (this.asksHost(ctx, final)) return { kind: 'stream', requestId, messages: this.bridgeInput(ctx, route, message, final) };
     this.upstreams.observe(ctx, route, message, final);
     return { kind: 'answer', message: final };

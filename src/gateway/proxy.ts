@@ -274,7 +274,8 @@ export class GatewayProxy {
 
   private async callByUri(ctx: HostContext, message: JSONRPCMessage, uri: string): Promise<Outcome> {
     const route = routeForUri(ctx.catalog.routes, uri);
-    if (!route) throw new GatewayCallError(ERRORS.invalidParams, `Resource ${uri} not found on this gateway.`);
+    // The URI in the error's data, as servers answer it (SEP-2164), so a host can tell which read failed.
+    if (!route) throw new GatewayCallError(ERRORS.invalidParams, `Resource ${uri} not found on this gateway.`, { uri });
     ctx.record.toolName = uri.slice(0, 500);
     return this.relays.relay(ctx, route, message);
   }

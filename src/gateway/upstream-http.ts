@@ -35,6 +35,38 @@ export interface UpstreamReply {
   messages: AsyncIterable<JSONRPCMessage>;
 }
 
+/** The upstream answered, but not with JSON-RPC: not JSON, not a message, an answer to another request, or none at all. */
+export class UpstreamProtocolError extends Error {}
+
+/**
+ * One message of an upstream's answer, as JSON-RPC 2.0 requires it: a request or
+ * notification (a method), or a response (an id with a result or an error); when
+ * `requestId` is given, a response must be its answer. Anything else is an
+ * UpstreamProtocolError: a host must never be handed something that is not an
+ * answer to it (its client would wait for its own id for ever).
+ */
+export function upstreamMessageOf(data: string, requestId?: RequestId): JSONRPCMessage {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw new UpstreamProtocolError('the upstream answered something that is not JSON');
+  }
+  return checkedMessage(value, requestId);
+}
+
+function checkedMessage(value: unknown, requestId: RequestId | undefined): JSONRPCMessage {
+  const m = value as Record<string, unknown> | null;
+  if (m === null || typeof m !== 'object' || Array.isArray(m) || m.jsonrpc !== '2.0')
+    throw new UpstreamProtocolError('the upstream answered something that is not a JSON-RPC 2.0 message');
+  if (typeof m.method === 'string') return m as unknown as JSONRPCMessage;
+  if (!('id' in m) || !('result' in m || 'error' in m))
+    throw new UpstreamProtocolError('the upstream answered a JSON-RPC message that is neither a request nor a response');
+  if (requestId !== undefined && m.id !== requestId)
+    throw new UpstreamProtocolError(`the upstream answered another request (id ${JSON.stringify(m.id)?.slice(0, 40)}) than the one it was sent`);
+  return m as unknown as JSONRPCMessage;
+}
+
 /** The upstream answered with an HTTP error status. `body` is a short snippet and `headers` the answer's, neither yet redacted. */
 export class UpstreamHttpError extends Error {
   constructor(
@@ -66,11 +98,15 @@ const headersFor = (req: UpstreamRequest, accept: string): Record<string, string
   ...req.routingHeaders,
 });
 
-async function* parseMessages(text: string): AsyncGenerator<JSONRPCMessage> {
+async function* parseMessages(text: string, requestId?: RequestId): AsyncGenerator<JSONRPCMessage> {
   if (!text.trim()) return;
-  const parsed = JSON.parse(text) as JSONRPCMessage | JSONRPCMessage[];
-  if (Array.isArray(parsed)) yield* parsed;
-  else yield parsed;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new UpstreamProtocolError('the upstream answered something that is not JSON');
+  }
+  for (const value of Array.isArray(parsed) ? parsed : [parsed]) yield checkedMessage(value, requestId);
 }
 
 /** How often one request's stream is resumed before the gateway gives up on it. */
@@ -97,7 +133,7 @@ async function* sseMessages(req: UpstreamRequest, first: UpstreamHttpResponse, r
       if (event.id !== undefined) lastEventId = event.id;
       if (event.retry !== undefined) retryMs = event.retry;
       if (event.event !== 'message' || !event.data.trim()) continue;
-      const message = JSON.parse(event.data) as JSONRPCMessage;
+      const message = upstreamMessageOf(event.data, requestId);
       if (requestId !== undefined && isAnswerOf(requestId, message)) answered = true;
       yield message;
     }
@@ -142,7 +178,7 @@ export async function postToUpstream(req: UpstreamRequest, message: JSONRPCMessa
       messages: sseMessages({ ...req, sessionId: sessionId ?? req.sessionId }, res, (message as { id?: RequestId }).id),
     };
   const text = await res.text(req.maxResponseBytes);
-  return { status: res.status, sessionId, streamed: false, messages: parseMessages(text) };
+  return { status: res.status, sessionId, streamed: false, messages: parseMessages(text, (message as { id?: RequestId }).id) };
 }
 
 /** Opens the upstream's standalone event stream (GET); null when the upstream offers none (405). */
@@ -207,7 +243,8 @@ export async function initializeUpstream(
   type InitializeAnswer = { result?: Record<string, unknown>; error?: { message?: string } };
   let response: InitializeAnswer | null = null;
   for await (const msg of reply.messages) if ((msg as { id?: unknown }).id === 0) response = msg as InitializeAnswer;
-  if (!response?.result) throw new Error(response?.error?.message ?? 'the upstream gave no initialize result');
+  if (!response) throw new UpstreamProtocolError('the upstream gave no answer to initialize');
+  if (!response.result) throw new Error(response.error?.message ?? 'the upstream gave no initialize result');
   const protocolVersion = typeof response.result.protocolVersion === 'string' ? response.result.protocolVersion : null;
   await postToUpstream({ ...req, sessionId: reply.sessionId ?? undefined, protocolVersion: protocolVersion ?? undefined }, {
     jsonrpc: '2.0',

@@ -1,7 +1,7 @@
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { thenDone } from './call-model.js';
 import { readSseEvents } from './sse.js';
-import { UpstreamHttpError, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
+import { UpstreamHttpError, upstreamMessageOf, type UpstreamReply, type UpstreamRequest } from './upstream-http.js';
 
 /**
  * One exchange with an upstream that speaks only the legacy HTTP+SSE transport
@@ -87,7 +87,7 @@ async function openSession(req: UpstreamRequest): Promise<LegacySession> {
     async next() {
       for (let e = await events.next(); !e.done; e = await events.next()) {
         if (e.value.event !== 'message' || !e.value.data.trim()) continue;
-        return JSON.parse(e.value.data) as JSONRPCMessage;
+        return upstreamMessageOf(e.value.data);
       }
       return null;
     },

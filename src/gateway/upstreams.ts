@@ -10,7 +10,7 @@ import { withoutEchoedSecretsIn } from './echoed-secrets.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { ResponseTooLargeError, type UpstreamFetch } from './upstream-client.js';
 import type { UpstreamHealth } from './upstream-health.js';
-import { deleteUpstreamSession, UpstreamHttpError, type UpstreamReply } from './upstream-http.js';
+import { deleteUpstreamSession, UpstreamHttpError, UpstreamProtocolError, type UpstreamReply } from './upstream-http.js';
 import { refusesRevision } from './upstream-revision.js';
 import { UpstreamKit, type InitHost, type OpenedSession, type UpstreamAdapter, type UpstreamExchange } from './upstream-adapters/adapter.js';
 import { LegacySseAdapter } from './upstream-adapters/legacy-sse.js';
@@ -242,6 +242,7 @@ export class Upstreams {
         ? `the upstream refused the gateway's credentials (HTTP ${err.status})`
         : `the upstream answered HTTP ${err.status}`;
     if (err instanceof ResponseTooLargeError) return `the answer exceeded the limit of ${err.limit} bytes`;
+    if (err instanceof UpstreamProtocolError) return err.message;
     if (err instanceof AppError) return err.message;
     // Already the host's error (a credential that could not be refreshed, an upstream's failure): its reason, without the server's name.
     if (err instanceof GatewayCallError) return err.reason ?? err.message;
