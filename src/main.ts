@@ -2,23 +2,27 @@ import { ConfigError, loadConfig } from './config.js';
 import { buildApp } from './http/app.js';
 import { DataDirInUseError, listenAdminSocket, refuseIfDataDirInUse } from './runtime/admin-socket.js';
 import { bootstrapIfEmpty } from './runtime/bootstrap.js';
+import { ensureWritableDataDir } from './runtime/data-dir.js';
 import { openRuntime } from './runtime/open.js';
 import { MissingChdbError } from './stores/clickhouse.js';
 
 /** Starts the service: stores, first-start bootstrap, HTTP, the admin socket; stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig();
+  ensureWritableDataDir(config.dataDir);
   await refuseIfDataDirInUse(config.dataDir);
   const runtime = await openRuntime(config);
   const { services } = runtime;
+  const app = await buildApp({ services });
+  // Listening comes before the first start's bootstrap: a port in use stops the service before it prints a token
+  // for a workspace nobody can reach.
+  await listenOn(app, config);
   const created = await bootstrapIfEmpty(services.db, config.dataDir);
   if (created) {
     // Printed once, on the very first start; later starts say nothing of it.
     process.stdout.write(`Initial admin token: ${created.token}\n`);
   }
-  const app = await buildApp({ services });
   const adminSocket = await listenAdminSocket(services, config.dataDir);
-  await app.listen({ port: config.port, host: config.host });
   app.log.info(`Admin interface: ${config.publicBaseUrl}/api/v1/svc-admin (MCP at /api/v1/svc-admin/mcp, reference at /api/v1/svc-admin/reference)`);
 
   let stopping = false;
@@ -35,6 +39,19 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+/** Listens on HOST:PORT; an address in use or not available here is said in the variables' names. */
+async function listenOn(app: Awaited<ReturnType<typeof buildApp>>, config: ReturnType<typeof loadConfig>): Promise<void> {
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new ConfigError(`PORT: ${config.host}:${config.port} is in use by another program; stop it or set PORT to a free port.`);
+    if (code === 'EADDRNOTAVAIL' || code === 'EACCES')
+      throw new ConfigError(`HOST, PORT: this machine cannot listen on ${config.host}:${config.port} (${code}).`);
+    throw err;
+  }
 }
 
 main().catch((err: unknown) => {

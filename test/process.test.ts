@@ -1,5 +1,6 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -91,6 +92,47 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     expect(again.status).toBe(200);
     expect(await stop(second.child)).toBe(0);
   }, 180_000);
+
+  // Found by a newcomer's trial (session 26): a port in use printed a working admin token, then a stack; a Postgres or
+  // data directory the service could not use was a driver's stack that named no variable.
+  it('says in one line which variable to change when it cannot start, and prints no token then', async () => {
+    // Taken by a program that hangs up at once (the start-up check's requests to /healthz then fail fast).
+    const taken = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    const failure = (promise: Promise<unknown>) =>
+      promise.then(
+        () => expect.unreachable('the service started'),
+        (err: Error) => err.message,
+      );
+    try {
+      const fresh = fs.mkdtempSync(path.join(dataDir(), 'fresh-'));
+      const inUse = await failure(startProcess(fresh, port, children));
+      expect(inUse).toContain(`PORT: 127.0.0.1:${port} is in use by another program`);
+      expect(inUse).not.toContain('Initial admin token');
+      expect(fs.existsSync(path.join(fresh, 'initial-admin-token'))).toBe(false);
+      expect(inUse).not.toMatch(/Failed to start|\n\s+at /);
+    } finally {
+      taken.close();
+    }
+    const noPostgres = await failure(
+      startProcess(fs.mkdtempSync(path.join(dataDir(), 'pg-')), await freePort(), children, {
+        DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere',
+        SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+      }),
+    );
+    expect(noPostgres).toMatch(/DATABASE_URL: the Postgres server could not be used: /);
+    expect(noPostgres).not.toMatch(/Failed to start|\n\s+at /);
+    const noClickhouse = await failure(
+      startProcess(fs.mkdtempSync(path.join(dataDir(), 'ch-')), await freePort(), children, { CLICKHOUSE_URL: 'http://127.0.0.1:1' }),
+    );
+    expect(noClickhouse).toMatch(/CLICKHOUSE_URL: the ClickHouse server at http:\/\/127\.0\.0\.1:1 could not be used: /);
+    expect(noClickhouse).not.toMatch(/Failed to start|\n\s+at |@clickhouse\/client/);
+    const file = path.join(dataDir(), 'a-file');
+    fs.writeFileSync(file, '');
+    const notADirectory = await failure(startProcess(path.join(file, 'data'), await freePort(), children));
+    expect(notADirectory).toMatch(/DATA_DIR: .* cannot be created or written by this user \(ENOTDIR\)/);
+  }, 120_000);
 
   it('the CLI explains bad input without a stack trace', async () => {
     const port = await freePort();

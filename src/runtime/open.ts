@@ -2,7 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import path from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import { TokenUsage } from '../core/auth/token-usage.js';
 import { ConfigChanges } from '../core/config-changes.js';
 import { TokenResolver } from '../core/auth/token-resolver.js';
@@ -14,7 +14,7 @@ import { AUDIT_TABLES, encodeAuditRecord } from '../core/audit/audit-record.js';
 import { SecretStore } from '../core/secrets/secret-store.js';
 import { ServerValidationJobs } from '../core/servers/validation-jobs.js';
 import type { Services } from '../core/services.js';
-import { migrateClickhouse, openClickhouse } from '../stores/clickhouse.js';
+import { migrateClickhouse, MissingChdbError, openClickhouse } from '../stores/clickhouse.js';
 import { PgChangeRelay } from '../stores/pg-change-relay.js';
 import { migratePostgres, openPostgres } from '../stores/postgres.js';
 import { Forwarder, type ForwarderOptions } from '../forwarder/forwarder.js';
@@ -43,18 +43,21 @@ export async function openRuntime(
 ): Promise<Runtime> {
   const logger = opts.logger ?? pino({ level: config.logLevel, redact: SERVICE_LOG_REDACTION });
   const secretKey = resolveSecretKey(config);
-  const pg = await openPostgres({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres: a pooled connection was dropped; it is replaced on the next use'),
-  });
+  const pg = await asStartupError(whereConfiguration(config), () =>
+    openPostgres({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres: a pooled connection was dropped; it is replaced on the next use'),
+    }),
+  );
   const configChanges = new ConfigChanges();
   let clickhouse;
   let relay: PgChangeRelay | null = null;
   try {
-    await migratePostgres(pg.db);
-    clickhouse = await openClickhouse({ dataDir: config.dataDir, server: config.clickhouse });
-    await migrateClickhouse(clickhouse, { retentionDays: config.logRetentionDays, cluster: clickhouse.cluster });
+    await asStartupError(whereConfiguration(config), () => migratePostgres(pg.db));
+    clickhouse = await asStartupError(whereCallLogs(config), () => openClickhouse({ dataDir: config.dataDir, server: config.clickhouse }));
+    const opened = clickhouse;
+    await asStartupError(whereCallLogs(config), () => migrateClickhouse(opened, { retentionDays: config.logRetentionDays, cluster: opened.cluster }));
     // Other service processes on the same Postgres server hear of this one's changes, and it of theirs.
     if (config.databaseUrl) {
       const opened = await PgChangeRelay.open({ connectionString: config.databaseUrl, onNotice: (org) => configChanges.deliver(org), logger });
@@ -131,4 +134,28 @@ export async function openRuntime(
       await pg.close();
     },
   };
+}
+
+/** Where the configuration is kept, as the variable that names it. */
+const whereConfiguration = (config: Config): string =>
+  config.databaseUrl ? 'DATABASE_URL: the Postgres server' : `DATA_DIR: the embedded Postgres under ${path.join(config.dataDir, 'pg')}`;
+
+/** Where call logs are kept, as the variable that names it (the server's URL without its credentials). */
+const whereCallLogs = (config: Config): string =>
+  config.clickhouse
+    ? `CLICKHOUSE_URL: the ClickHouse server at ${new URL(config.clickhouse.url).origin}`
+    : `DATA_DIR: the embedded ClickHouse under ${config.dataDir}`;
+
+/**
+ * A store that cannot be opened or migrated stops the service with one line naming its
+ * variable and why (unreachable, refused, missing), not a stack from the driver.
+ */
+async function asStartupError<T>(where: string, open: () => Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof MissingChdbError) throw err;
+    const why = err instanceof Error ? err.message.split('\n')[0]!.slice(0, 300) : String(err);
+    throw new ConfigError(`${where} could not be used: ${why}`);
+  }
 }

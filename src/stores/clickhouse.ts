@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Readable } from 'node:stream';
-import { createClient, parseError, type ClickHouseClient } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, parseError, type ClickHouseClient } from '@clickhouse/client';
 
 /**
  * The text formats a bulk insert body comes in, each row ending in '\n' (a CSV field
@@ -83,6 +83,9 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
       password: opts.server.password ?? '',
       database: opts.server.database,
       clickhouse_settings: { date_time_output_format: 'iso' },
+      // Its failures reach the service as errors, which it logs or answers in its own words: the client's own log
+      // printed each as a multi-line dump on stderr (a ClickHouse away at start-up was twenty lines before the reason).
+      log: { level: ClickHouseLogLevel.OFF },
     });
     return { client, insertEncoded: clientInsert(client), insertClient: client, kind: 'server', cluster: opts.server.cluster, close: () => client.close() };
   }
