@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
+import { projectPath } from '../runtime/project-dir.js';
 
-const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../console');
+const CONSOLE_DIR = projectPath('console');
 const require = createRequire(import.meta.url);
 /**
  * A file of an installed package. Their `exports` list neither the browser builds

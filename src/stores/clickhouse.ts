@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Readable } from 'node:stream';
 import { ClickHouseLogLevel, createClient, parseError, type ClickHouseClient } from '@clickhouse/client';
+import { projectPath } from '../runtime/project-dir.js';
 
 /**
  * The text formats a bulk insert body comes in, each row ending in '\n' (a CSV field
@@ -212,7 +212,7 @@ export function clientInsert(client: Pick<ClickHouseClient, 'exec'>): InsertEnco
   };
 }
 
-const DDL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../clickhouse');
+const DDL_DIR = projectPath('clickhouse');
 
 /** The DDL files of clickhouse/, in order (NNNN_name.sql). */
 export function listDdlFiles(dir = DDL_DIR): { name: string; sql: string }[] {
