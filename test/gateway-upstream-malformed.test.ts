@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
 import { gatewayServing, listenLoopback } from './helpers/gateway.js';
 import { startScriptedPeer, type PeerAnswer, type ScriptedPeer } from './helpers/scripted-peer.js';
+import { SecretKeyMismatchError } from '../src/core/secrets/envelope.js';
+import type { Route } from '../src/gateway/catalog.js';
+import { Upstreams } from '../src/gateway/upstreams.js';
 
 /**
  * An upstream that answers, but not with JSON-RPC (found by a protocol trial, session
@@ -79,5 +82,16 @@ describe('an upstream that answers something else than JSON-RPC', () => {
     await t.runtime.services.callLogs.flush();
     const rows = (await invoke(t, 'rest', ws.token, 'query_logs', { filters: { outbound_gateway_guid: gw.gatewayGuid, type: 'tool_call' } })).body.items;
     expect(rows[0]).toMatchObject({ status: 'error', error_message: expect.stringMatching(reason) });
+  });
+});
+
+describe('a credential the gateway cannot open', () => {
+  // Found by a newcomer's trial (session 26): after a key rotation, a start on the old key said "could not reach" the upstream.
+  it('is said as such, not as the upstream unreachable', () => {
+    const upstreams = new Upstreams(t.runtime.services, null as never, null as never, fetch as never);
+    const route = { url: 'http://127.0.0.1:9/mcp' } as Route;
+    const reason = upstreams.describe(route, new SecretKeyMismatchError('secret x was sealed with key k'));
+    expect(reason).toMatch(/^the credential cannot be decrypted: .*neither SECRET_KEY nor a PREVIOUS_SECRET_KEY/);
+    expect(reason).not.toContain('secret x');
   });
 });

@@ -3,6 +3,7 @@ import { AppError } from '../core/errors.js';
 import { redactSecretValues } from '../core/redaction.js';
 import { rememberProtocolVersion } from '../core/servers/learned-revision.js';
 import { OAuthRefreshError } from '../core/servers/oauth-refresh.js';
+import { SecretKeyMismatchError } from '../core/secrets/envelope.js';
 import type { Services } from '../core/services.js';
 import { ERRORS, GatewayCallError, SessionExpired, type HostContext } from './call-model.js';
 import type { Catalogs, Route, RouteCredential } from './catalog.js';
@@ -243,6 +244,9 @@ export class Upstreams {
         : `the upstream answered HTTP ${err.status}`;
     if (err instanceof ResponseTooLargeError) return `the answer exceeded the limit of ${err.limit} bytes`;
     if (err instanceof UpstreamProtocolError) return err.message;
+    // The credential could not be opened (not the upstream's doing): said as such, the record's id and key id left out.
+    if (err instanceof SecretKeyMismatchError)
+      return "the credential cannot be decrypted: it was sealed with a key that is neither SECRET_KEY nor a PREVIOUS_SECRET_KEY (see the README's key rotation)";
     if (err instanceof AppError) return err.message;
     // Already the host's error (a credential that could not be refreshed, an upstream's failure): its reason, without the server's name.
     if (err instanceof GatewayCallError) return err.reason ?? err.message;
