@@ -148,5 +148,11 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
         }),
         days,
       ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('expiresInDays: Invalid input: expected number, received string') });
-  }, 60_000);
+    // On a DATA_DIR with no stores yet (not the running service's, most likely), it says so before making them.
+    const elsewhere = fs.mkdtempSync(path.join(dataDir(), 'elsewhere-'));
+    const made = await run(TSX, ['src/cli/admin.ts', 'migrate', '--json'], { env: serviceEnv(elsewhere, port) });
+    expect(made.stderr).toContain(`note: DATA_DIR=${elsewhere} holds no stores yet`);
+    const again = await run(TSX, ['src/cli/admin.ts', 'migrate', '--json'], { env: serviceEnv(elsewhere, port) });
+    expect(again.stderr).not.toContain('holds no stores yet');
+  }, 120_000);
 });

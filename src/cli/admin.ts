@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { ConfigError, loadConfig } from '../config.js';
@@ -115,6 +117,12 @@ async function main(): Promise<number> {
     progress.stop();
   }
   if (!response) {
+    // No service answers on this DATA_DIR: the CLI works on its stores itself. Where there are none yet, it is most
+    // likely another directory than the running service's, whose data this command would never reach.
+    if (!config.databaseUrl && !fs.existsSync(path.join(config.dataDir, 'pg')))
+      process.stderr.write(
+        `note: DATA_DIR=${config.dataDir} holds no stores yet: new ones are made there. A service running with another DATA_DIR will not see this command's result.\n`,
+      );
     const runtime = await openRuntime(config, { backgroundJobs: false, logger: { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) } });
     try {
       response = { ok: true, result: await runAdminCommand(runtime.services, command, args, { onProgress: progress.update }) };
