@@ -169,6 +169,9 @@ describe.each(SURFACES)('issue_gateway_token on %s', (surface) => {
     expect(none.body.code).toBe('identity_selection_required');
     expect([...none.body.servers].sort()).toEqual([s1, s2].sort());
     expect(none.body.detail).toContain(s1);
+    // And by name, for a person reading it (the console shows the detail).
+    const s1Name = (await invoke(t, surface, ws.token, 'get_inbound_server', { inboundServerGuid: s1 })).body.name;
+    expect(none.body.detail).toContain(`${s1Name} (${s1})`);
     const partial = await invoke(t, surface, ws.token, 'issue_gateway_token', { gatewayGuid, serverIdentities: { [s1]: i1 } });
     expect(partial.status).toBe(422);
     expect(partial.body.servers).toEqual([s2]);

@@ -5,7 +5,7 @@ import { AppError, conflict, notFound, validationFailed, type FieldError } from 
 import { isGuid, newGuid } from '../ids.js';
 import { defineOperation, type Principal } from '../operation.js';
 import { insertAccessToken } from '../repositories/access-tokens.js';
-import { userIdentityServerGuids } from '../repositories/assignments.js';
+import { userIdentityServers } from '../repositories/assignments.js';
 import { insertConnection } from '../repositories/connections.js';
 import { findHost } from '../repositories/hosts.js';
 import { findVisibleIdentity } from '../repositories/identities.js';
@@ -31,16 +31,17 @@ const IssuedGatewayToken = z.object({
  * server that the caller may see.
  */
 async function checkSelections(db: ConfigDb, principal: Principal, gatewayGuid: string, selections: Record<string, string>): Promise<void> {
-  const required = await userIdentityServerGuids(db, principal.organizationGuid, gatewayGuid);
-  const missing = required.filter((server) => !Object.hasOwn(selections, server));
+  const required = await userIdentityServers(db, principal.organizationGuid, gatewayGuid);
+  const missing = required.filter((server) => !Object.hasOwn(selections, server.guid));
   if (missing.length > 0) {
+    // Named for a person too (the console shows the detail), by guid for a program (`servers`).
     throw new AppError(
       'identity_selection_required',
-      `These servers of the gateway use identityScheme userIdentity and need an identity in serverIdentities: ${missing.join(', ')}.`,
-      { servers: missing },
+      `These servers of the gateway use identityScheme userIdentity and need an identity in serverIdentities: ${missing.map((s) => `${s.name} (${s.guid})`).join(', ')}.`,
+      { servers: missing.map((s) => s.guid) },
     );
   }
-  const needed = new Set(required);
+  const needed = new Set(required.map((s) => s.guid));
   const unexpected: FieldError[] = Object.keys(selections)
     .filter((server) => !needed.has(server))
     .map((server) => ({ path: `serverIdentities.${server}`, message: 'not a server of this gateway with identityScheme userIdentity' }));

@@ -66,11 +66,11 @@ export async function deleteAssignment(db: ConfigDb, guid: string): Promise<void
  * userIdentity assignment on the gateway, enabled or not (a disabled assignment can
  * be re-enabled at any time, and the connection must then carry an identity).
  */
-export async function userIdentityServerGuids(db: ConfigDb, organizationGuid: string, gatewayGuid: string): Promise<string[]> {
+export async function userIdentityServers(db: ConfigDb, organizationGuid: string, gatewayGuid: string): Promise<{ guid: string; name: string }[]> {
   const rows = await db
     .selectFrom('gateway_assignments as a')
     .innerJoin('inbound_servers as s', (j) => j.onRef('s.guid', '=', 'a.inbound_server_guid').onRef('s.organization_guid', '=', 'a.organization_guid'))
-    .select('a.inbound_server_guid')
+    .select(['a.inbound_server_guid', 's.name'])
     .distinct()
     .where('a.organization_guid', '=', organizationGuid)
     .where('a.gateway_guid', '=', gatewayGuid)
@@ -79,7 +79,7 @@ export async function userIdentityServerGuids(db: ConfigDb, organizationGuid: st
     .where('s.authentication_type', '!=', 'none')
     .orderBy('a.inbound_server_guid')
     .execute();
-  return rows.map((r) => r.inbound_server_guid);
+  return rows.map((r) => ({ guid: r.inbound_server_guid, name: r.name }));
 }
 
 /** How many distinct servers a gateway carries now: enabled assignments of live, enabled servers. */
