@@ -33,8 +33,8 @@ let token: string;
 let connectionGuid: string;
 const AUTH_TOKEN = `echo-secret-${randomBytes(8).toString('hex')}`;
 const API_KEY = `api-key+${randomBytes(8).toString('hex')}/=~`;
-// The key as the careless upstream also echoes it: percent-encoded, in base64 after a prefix, upper-cased.
-const SECRETS = [AUTH_TOKEN, API_KEY, encodeURIComponent(API_KEY), Buffer.from(`client:${API_KEY}`).toString('base64'), API_KEY.toUpperCase()];
+// The key as the careless upstream also echoes it: percent-encoded, in base64 after a prefix.
+const SECRETS = [AUTH_TOKEN, API_KEY, encodeURIComponent(API_KEY), Buffer.from(`client:${API_KEY}`).toString('base64')];
 const closers: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {

@@ -48,6 +48,29 @@ const CASES: [string, PeerAnswer, RegExp][] = [
   ],
 ];
 
+/** A 2025 host's tools/call of odd__whoami through the gateway, raw: the answer to its id 3 (from a JSON body or an event stream). */
+async function callWhoami(gw: { url: string; token: string }): Promise<any> {
+  const res = await fetch(gw.url, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${gw.token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'odd__whoami', arguments: {} } }),
+  });
+  const text = await res.text();
+  return JSON.parse(
+    text.startsWith('{')
+      ? text
+      : text
+          .split('\n')
+          .find((l) => l.startsWith('data: {"jsonrpc"') && l.includes('"id":3'))!
+          .slice(6),
+  );
+}
+
 describe('an upstream that answers something else than JSON-RPC', () => {
   it.each(CASES)('answering %s: the host gets a JSON-RPC error saying so, and the row says error', async (_label, answer, reason) => {
     peer.answer = null;
@@ -55,25 +78,7 @@ describe('an upstream that answers something else than JSON-RPC', () => {
     const gw = await gatewayServing(t, ws, base, 'Odd', [['Odd', peer.url]]);
     peer.answer = answer;
     try {
-      const res = await fetch(gw.url, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${gw.token}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2025-06-18',
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'odd__whoami', arguments: {} } }),
-      });
-      const text = await res.text();
-      const message = JSON.parse(
-        text.startsWith('{')
-          ? text
-          : text
-              .split('\n')
-              .find((l) => l.startsWith('data: {"jsonrpc"') && l.includes('"id":3'))!
-              .slice(6),
-      );
+      const message = await callWhoami(gw);
       expect(message).toMatchObject({ jsonrpc: '2.0', id: 3, error: { code: -32000, message: expect.stringMatching(reason) } });
       expect(message.error.message).not.toMatch(/could not reach/);
     } finally {
@@ -82,6 +87,58 @@ describe('an upstream that answers something else than JSON-RPC', () => {
     await t.runtime.services.callLogs.flush();
     const rows = (await invoke(t, 'rest', ws.token, 'query_logs', { filters: { outbound_gateway_guid: gw.gatewayGuid, type: 'tool_call' } })).body.items;
     expect(rows[0]).toMatchObject({ status: 'error', error_message: expect.stringMatching(reason) });
+  });
+});
+
+describe('an upstream that answers JSON-RPC the revisions allow', () => {
+  /** A tools/call answered as `make` writes it, for the request id the gateway sent. */
+  async function callAnswered(make: (id: unknown) => PeerAnswer) {
+    peer.answer = null;
+    const ws = await newWorkspace(t);
+    const gw = await gatewayServing(t, ws, base, 'Odd', [['Odd', peer.url]]);
+    peer.answer = (body) => {
+      const request = JSON.parse(body) as { id?: unknown; method?: string };
+      // The session's own messages (initialize, initialized) are answered as a server would; the call as scripted.
+      if (request.method === 'initialize')
+        return {
+          status: 200,
+          headers: JSON_TYPE,
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: request.id,
+            result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'odd', version: '1' } },
+          }),
+        };
+      if (request.id === undefined) return { status: 202, headers: {}, body: '' };
+      return make(request.id);
+    };
+    try {
+      return await callWhoami(gw);
+    } finally {
+      peer.answer = null;
+    }
+  }
+
+  // Found by a regression review (session 26): both were refused as not JSON-RPC.
+  it('takes a batch in one event of its stream (2025-03-26 allows batches)', async () => {
+    const answer = await callAnswered((id) => ({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream' },
+      body: `event: message\ndata: ${JSON.stringify([
+        { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hi' } },
+        { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'batched' }] } },
+      ])}\n\n`,
+    }));
+    expect(answer).toMatchObject({ id: 3, result: { content: [{ type: 'text', text: 'batched' }] } });
+  });
+
+  it('takes an error with a null id (an upstream that could not tell which request it got) as the answer, in its words', async () => {
+    const answer = await callAnswered(() => ({
+      status: 200,
+      headers: JSON_TYPE,
+      body: '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"upstream said invalid request"}}',
+    }));
+    expect(answer).toMatchObject({ id: 3, error: { code: -32600, message: expect.stringContaining('upstream said invalid request') } });
   });
 });
 

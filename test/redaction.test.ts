@@ -5,18 +5,18 @@ import { REDACTED, redactSecretValues, redactSecretValuesOfCutText } from '../sr
 /**
  * Known secret values masked in what a peer answers, in the forms a careless peer
  * echoes them (found by a security trial, session 26: percent-encoded, base64 after a
- * prefix as in a Basic header, upper-cased, in a header's name, and cut at a length
+ * prefix as in a Basic header, in a header's name, and cut at a length
  * limit all reached alerts, the service log and hosts).
  */
 const SECRET = 'Sup3rS3cret+/=Zq9~value';
-const leaked = (text: string) => [SECRET, SECRET.slice(0, 12), SECRET.toUpperCase().slice(0, 12)].some((s) => text.toLowerCase().includes(s.toLowerCase()));
+const leaked = (text: string) => [SECRET, SECRET.slice(0, 12)].some((s) => text.includes(s));
 
 describe('secret values in peer text', () => {
   it.each([
     ['as sent', SECRET],
     ['percent-encoded', encodeURIComponent(SECRET)],
     ['form-encoded', new URLSearchParams({ refresh_token: SECRET }).toString()],
-    ['upper-cased', SECRET.toUpperCase()],
+    ['percent-encoded with lower-case hex', encodeURIComponent(SECRET).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())],
     ...[0, 1, 2].map((n) => [`in base64 after ${n} bytes`, Buffer.from(`${'k:'.slice(0, n)}${SECRET}`).toString('base64')] as [string, string]),
     ['in URL-safe base64', Buffer.from(`client1:${SECRET}`).toString('base64url')],
   ])('are masked %s', (_label, echoed) => {
@@ -46,6 +46,11 @@ describe('secret values in peer text', () => {
     expect(leaked(JSON.stringify(debug))).toBe(false);
     expect(debug.responseHeaders).toMatchObject({ 'x-echo': REDACTED, authorization: REDACTED });
     expect(Object.keys(debug.responseHeaders)).toContain(`x-k-${REDACTED}`);
+  });
+
+  // Found by a regression review (session 26): matching in any case masked a header value that is a word in every case.
+  it('match a value in its own case only: a word in another case is ordinary text', () => {
+    expect(redactSecretValues('Production production PRODUCTION', ['Production'])).toBe(`${REDACTED} production PRODUCTION`);
   });
 
   it('leave ordinary text alone', () => {

@@ -49,9 +49,10 @@ export function responseDebug(
   const flat: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers ?? {})) if (value !== undefined) flat[name] = typeof value === 'string' ? value : value.join(', ');
   const masked: Record<string, string> = {};
-  // A peer can echo a secret in a header's name as well as in its value.
+  // A peer can echo a secret in a header's name as well as in its value; HTTP clients give names lower-cased.
+  const lowered = secrets.map((secret) => secret.toLowerCase());
   for (const [name, value] of Object.entries(redactHeaders(flat, sensitiveHeaderNames)))
-    masked[redactSecretValues(name, secrets)] = redactSecretValues(value, secrets);
+    masked[redactSecretValues(name.toLowerCase(), lowered)] = redactSecretValues(value, secrets);
   return { responseStatus: status ?? null, responseHeaders: masked, responseBody: alertText(body ?? '', secrets) };
 }
 

@@ -146,9 +146,11 @@ const ENCODED_MIN = 8;
  * characters and each long whitespace-separated part of it, and the forms a peer that
  * echoes what it was sent writes them in: percent-encoded (a query string, a form
  * body), and base64 wherever it starts (an `Authorization: Basic` header of
- * `client:secret`, a debug dump). Lower-cased: they are matched in any case
- * (redactSearchTerms). Computed once when the same secrets are searched in many texts
- * (every message of an upstream's reply).
+ * `client:secret`, a debug dump). Matched as they are: a value is case-sensitive, and
+ * matching words in any case masked ordinary text (a header value `Production`); only
+ * percent-encoding has both cases of hex digits, so both are searched. Computed once
+ * when the same secrets are searched in many texts (every message of an upstream's
+ * reply).
  */
 export function secretSearchTerms(secrets: Iterable<string>): string[] {
   // The same credentials are searched for in every text of their calls: their terms are made once.
@@ -170,9 +172,9 @@ function searchTermsOf(secrets: readonly string[]): string[] {
   for (const secret of secrets) {
     if (!secret || secret.length < SECRET_VALUE_MIN) continue;
     for (const value of [secret, ...secret.split(/\s+/).filter((p) => p.length >= SECRET_PART_MIN && p !== secret)]) {
-      terms.add(value.toLowerCase());
-      for (const encoded of [encodeURIComponent(value), new URLSearchParams({ v: value }).toString().slice(2), ...base64Cores(value)])
-        if (encoded.length >= ENCODED_MIN) terms.add(encoded.toLowerCase());
+      terms.add(value);
+      const percent = [encodeURIComponent(value), new URLSearchParams({ v: value }).toString().slice(2)];
+      for (const encoded of [...percent, ...percent.map(lowerHex), ...base64Cores(value)]) if (encoded.length >= ENCODED_MIN) terms.add(encoded);
     }
   }
   return [...terms];
@@ -199,28 +201,13 @@ function base64Cores(value: string): string[] {
   return cores;
 }
 
-/** A term as a case-insensitive pattern, made once per term. */
-const termPatterns = new Map<string, RegExp>();
-function termPattern(term: string): RegExp {
-  let pattern = termPatterns.get(term);
-  if (!pattern) {
-    pattern = new RegExp(term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi');
-    if (termPatterns.size > 10_000) termPatterns.clear();
-    termPatterns.set(term, pattern);
-  }
-  return pattern;
-}
+/** Percent-encoding with lower-case hex digits (`%2f`), as some encoders write it. */
+const lowerHex = (encoded: string): string => encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase());
 
-/**
- * Replaces every occurrence of the search terms (secretSearchTerms, lower-cased) in
- * `text`, in any case (a peer that upper-cases what it echoes); a text without any is
- * returned as it is.
- */
+/** Replaces every occurrence of the search terms (secretSearchTerms) in `text`; a text without any is returned as it is. */
 export function redactSearchTerms(text: string, terms: readonly string[]): string {
-  if (terms.length === 0) return text;
-  const lower = text.toLowerCase();
   let out = text;
-  for (const term of terms) if (lower.includes(term)) out = out.replace(termPattern(term), REDACTED);
+  for (const term of terms) if (out.includes(term)) out = out.split(term).join(REDACTED);
   return out;
 }
 
@@ -250,12 +237,10 @@ const withoutOurTokens = (text: string): string => (text.includes('svc') ? text.
  * with a few characters a secret starts with, and fewer do not give a secret away.
  */
 function withoutCutSecret(text: string, terms: readonly string[]): string {
-  if (terms.length === 0) return text;
-  const lower = text.toLowerCase();
   for (const term of terms) {
     // Where the text's last (term length - 1) characters could begin the term: at its first character, rarely found there.
-    for (let at = Math.max(0, lower.length - term.length + 1); at <= lower.length - SECRET_PART_MIN; at++)
-      if (lower.charCodeAt(at) === term.charCodeAt(0) && term.startsWith(lower.slice(at))) return `${text.slice(0, at)}${REDACTED}`;
+    for (let at = Math.max(0, text.length - term.length + 1); at <= text.length - SECRET_PART_MIN; at++)
+      if (text.charCodeAt(at) === term.charCodeAt(0) && term.startsWith(text.slice(at))) return `${text.slice(0, at)}${REDACTED}`;
   }
   return text;
 }

@@ -46,13 +46,20 @@ export class UpstreamProtocolError extends Error {}
  * answer to it (its client would wait for its own id for ever).
  */
 export function upstreamMessageOf(data: string, requestId?: RequestId): JSONRPCMessage {
+  const [message, ...more] = upstreamMessagesOf(data, requestId);
+  if (!message || more.length > 0) throw new UpstreamProtocolError('the upstream answered something that is not a JSON-RPC 2.0 message');
+  return message;
+}
+
+/** The messages of one JSON text of an upstream (a message, or a batch of them: 2025-03-26 allows batches), each checked. */
+export function upstreamMessagesOf(data: string, requestId?: RequestId): JSONRPCMessage[] {
   let value: unknown;
   try {
     value = JSON.parse(data);
   } catch {
     throw new UpstreamProtocolError('the upstream answered something that is not JSON');
   }
-  return checkedMessage(value, requestId);
+  return (Array.isArray(value) ? value : [value]).map((item) => checkedMessage(item, requestId));
 }
 
 function checkedMessage(value: unknown, requestId: RequestId | undefined): JSONRPCMessage {
@@ -62,8 +69,11 @@ function checkedMessage(value: unknown, requestId: RequestId | undefined): JSONR
   if (typeof m.method === 'string') return m as unknown as JSONRPCMessage;
   if (!('id' in m) || !('result' in m || 'error' in m))
     throw new UpstreamProtocolError('the upstream answered a JSON-RPC message that is neither a request nor a response');
-  if (requestId !== undefined && m.id !== requestId)
+  if (requestId !== undefined && m.id !== requestId) {
+    // An error with a null id is the answer of an upstream that could not read which request it got: it answers ours.
+    if (m.id === null && 'error' in m) return { ...m, id: requestId } as unknown as JSONRPCMessage;
     throw new UpstreamProtocolError(`the upstream answered another request (id ${JSON.stringify(m.id)?.slice(0, 40)}) than the one it was sent`);
+  }
   return m as unknown as JSONRPCMessage;
 }
 
@@ -99,14 +109,7 @@ const headersFor = (req: UpstreamRequest, accept: string): Record<string, string
 });
 
 async function* parseMessages(text: string, requestId?: RequestId): AsyncGenerator<JSONRPCMessage> {
-  if (!text.trim()) return;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new UpstreamProtocolError('the upstream answered something that is not JSON');
-  }
-  for (const value of Array.isArray(parsed) ? parsed : [parsed]) yield checkedMessage(value, requestId);
+  if (text.trim()) yield* upstreamMessagesOf(text, requestId);
 }
 
 /** How often one request's stream is resumed before the gateway gives up on it. */
@@ -133,9 +136,10 @@ async function* sseMessages(req: UpstreamRequest, first: UpstreamHttpResponse, r
       if (event.id !== undefined) lastEventId = event.id;
       if (event.retry !== undefined) retryMs = event.retry;
       if (event.event !== 'message' || !event.data.trim()) continue;
-      const message = upstreamMessageOf(event.data, requestId);
-      if (requestId !== undefined && isAnswerOf(requestId, message)) answered = true;
-      yield message;
+      for (const message of upstreamMessagesOf(event.data, requestId)) {
+        if (requestId !== undefined && isAnswerOf(requestId, message)) answered = true;
+        yield message;
+      }
     }
     if (answered || requestId === undefined || lastEventId === undefined || resumes >= MAX_RESUMES || req.signal.aborted) return;
     await new Promise((resolve) => setTimeout(resolve, Math.min(retryMs, MAX_RETRY_MS)));

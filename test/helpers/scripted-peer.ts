@@ -13,8 +13,8 @@ export interface ScriptedPeer {
   url: string;
   /** `base + '/token'`: a token endpoint for a headless OAuth identity. */
   tokenEndpoint: string;
-  /** What every request is answered with from now on; null: a working MCP server (one tool, `whoami`). */
-  answer: PeerAnswer | null;
+  /** What every request is answered with from now on (or made from the request's body); null: a working MCP server (one tool, `whoami`). */
+  answer: PeerAnswer | ((requestBody: string) => PeerAnswer) | null;
   close(): Promise<void>;
 }
 
@@ -30,8 +30,12 @@ export async function startScriptedPeer(): Promise<ScriptedPeer> {
     const answer = peer.answer;
     if (!answer) return void serveStateless(buildToolServer('scripted-peer'), req, res).catch(() => res.destroy());
     // Read what was sent before answering, so the client sees the answer rather than a reset.
-    req.resume();
-    req.on('end', () => res.writeHead(answer.status, answer.headers).end(answer.body));
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const made = typeof answer === 'function' ? answer(Buffer.concat(chunks).toString('utf8')) : answer;
+      res.writeHead(made.status, made.headers).end(made.body);
+    });
   });
   const base = `http://127.0.0.1:${await listen(server)}`;
   return Object.assign(peer, { url: `${base}/mcp`, tokenEndpoint: `${base}/token`, close: () => closeServer(server) });

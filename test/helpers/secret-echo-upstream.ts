@@ -17,14 +17,14 @@ export interface SecretEchoUpstream {
 
 /**
  * The credential headers it saw, as one line (what a careless debug tool would print):
- * as sent, then the key percent-encoded, in base64 after a prefix (as in a Basic
- * header), and upper-cased.
+ * as sent, then the key percent-encoded and in base64 after a prefix (as in a Basic
+ * header).
  */
 const credentialOf = (headers: http.IncomingHttpHeaders | undefined): string => {
   const key = String(headers?.['x-api-key'] ?? '');
   return (
     `authorization=${String(headers?.authorization ?? '')} x-api-key=${key} ` +
-    `url=${encodeURIComponent(key)} basic=${Buffer.from(`client:${key}`).toString('base64')} upper=${key.toUpperCase()}`
+    `url=${encodeURIComponent(key)} basic=${Buffer.from(`client:${key}`).toString('base64')}`
   );
 };
 
