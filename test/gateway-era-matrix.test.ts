@@ -297,6 +297,13 @@ const CASES: { name: string; run: (g: TwoEraGateway, host: Host, up: UpstreamSpe
       const row = await cancelledRow(g, tag);
       expect(row).toMatchObject({ status: 'error', error_message: expect.stringMatching(/^The call to server \S+ was cancelled: /) });
       expect(row.duration_ms).toBeLessThan(WAIT_MS);
+      // Its error.type says so (no JSON-RPC code: most hosts are sent no answer then).
+      const stored = await g.t.runtime.services.clickhouse.client.query({
+        query: 'SELECT error_type FROM call_logs WHERE guid = {guid:UUID}',
+        query_params: { guid: row.guid },
+        format: 'JSONEachRow',
+      });
+      expect(await stored.json()).toEqual([{ error_type: 'cancelled' }]);
     },
   },
   {

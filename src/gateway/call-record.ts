@@ -68,7 +68,7 @@ export class CallRecord {
     if (this.done) return;
     this.done = true;
     const result = (final as { result?: { isError?: boolean; content?: { type: string; text?: string }[] } } | null)?.result;
-    const error = (final as { error?: { message?: string; code?: unknown } } | null)?.error;
+    const error = (final as { error?: { message?: string; code?: unknown; data?: { cancelled?: unknown } } } | null)?.error;
     let errorMessage: string | null = failure ?? error?.message ?? null;
     if (!errorMessage && result?.isError) errorMessage = result.content?.find((c) => c.type === 'text')?.text?.slice(0, 1000) ?? 'the tool reported an error';
     const responseBody = final ? JSON.stringify(final) : '';
@@ -81,8 +81,7 @@ export class CallRecord {
       toolName: this.toolName,
       status: errorMessage === null ? 'ok' : 'error',
       errorMessage: errorMessage === null ? null : redactSecretValues(errorMessage, this.secrets),
-      // The conventions' error.type: the JSON-RPC code the host was answered with, else what kind of failure it was.
-      errorType: errorMessage === null ? null : typeof error?.code === 'number' ? String(error.code) : result?.isError ? 'tool_error' : '_OTHER',
+      errorType: errorTypeOf(errorMessage, error, result),
       durationMs: performance.now() - this.started,
       requestBytes: this.requestBytes,
       responseBytes: relayedBytes + Buffer.byteLength(responseBody),
@@ -107,6 +106,23 @@ export class CallRecord {
       .write([row])
       .catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not write a gateway call log row'));
   }
+}
+
+/**
+ * The conventions' error.type of a failed call: `cancelled` for a call the host
+ * cancelled (most hosts are sent no answer then), else the JSON-RPC code the host was
+ * answered with, `tool_error` for a tool's isError result, `_OTHER` for an answer cut
+ * short; null when the call succeeded.
+ */
+function errorTypeOf(
+  errorMessage: string | null,
+  error: { code?: unknown; data?: { cancelled?: unknown } } | undefined,
+  result: { isError?: boolean } | undefined,
+): string | null {
+  if (errorMessage === null) return null;
+  if (error?.data?.cancelled === true) return 'cancelled';
+  if (typeof error?.code === 'number') return String(error.code);
+  return result?.isError ? 'tool_error' : '_OTHER';
 }
 
 /** What a server assumes of a request that names no revision and has no session (Streamable HTTP, since 2025-06-18). */
