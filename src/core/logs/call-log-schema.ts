@@ -137,7 +137,7 @@ export const CALL_LOG_SCHEMA = [
     returned: true,
     attribute: 'mcp_gateway.error.message',
   },
-  /** The failure's kind (clickhouse/0018): the JSON-RPC error code answered, `tool_error`, `_OTHER`; '' when ok. */
+  /** The failure's kind (clickhouse/0018): the JSON-RPC error code answered, `tool_error`, `cancelled`, `_OTHER`; '' when ok. */
   { name: 'error_type', type: 'LowCardinality(String)', part: 'thin', kind: 'text', field: 'errorType', maxChars: 40, attribute: 'error.type' },
   {
     name: 'duration_ms',
