@@ -43,7 +43,8 @@ export function isSecretField(name: string, value: unknown): boolean {
 /**
  * The service log's redaction (pino's `redact` option, for fastify's logger and the
  * runtime's): header values a log line carries are censored by the same rule as
- * everywhere else, so a line that logs request or response headers shows names only.
+ * everywhere else, so a line that logs request or response headers shows names only;
+ * a request's URL (fastify logs each) keeps its credential-named query values masked.
  */
 export const SERVICE_LOG_REDACTION = {
   paths: ['req.headers.*', 'res.headers.*', 'headers.*', 'req.url'],
