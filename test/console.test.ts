@@ -361,8 +361,9 @@ describe.runIf(run)('the web console', () => {
     }
     await approval.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
     await approval.close();
-    // The first tab learns of the approval without a reload.
+    // The first tab learns of the approval without a reload, and the notice asking for it goes.
     await expect.poll(() => statusOf('Delegated').textContent(), { timeout: 30_000 }).toBe('authenticated');
+    await expect.poll(() => page.getByRole('link', { name: 'Open the authorization page' }).count()).toBe(0);
 
     // Nothing is validating any more: the page stops reading the list.
     let reads = 0;

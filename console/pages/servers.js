@@ -39,7 +39,8 @@ const EMPTY_SERVER = {
   oauthScope: '',
 };
 
-function CreateServer({ onCreated }) {
+/** Registers a server; `servers`: the page's list, whose status tells when a server's authorization has been given. */
+function CreateServer({ onCreated, servers }) {
   const [f, setF] = useState(EMPTY_SERVER);
   const [authorization, setAuthorization] = useState(null);
   const set = (k) => (v) => setF({ ...f, [k]: v });
@@ -59,7 +60,7 @@ function CreateServer({ onCreated }) {
       submit="Register server"
       action=${action}
       onDone=${(server) => {
-        setAuthorization(server.authorizationUrl ? { url: server.authorizationUrl, name: server.name } : null);
+        setAuthorization(server.authorizationUrl ? { url: server.authorizationUrl, name: server.name, guid: server.guid } : null);
         // The form empties: what was typed (secrets included) does not stay on screen.
         setF(EMPTY_SERVER);
         onCreated();
@@ -96,9 +97,15 @@ function CreateServer({ onCreated }) {
           : null
       }
     <//>
-    <${AuthorizationNotice} authorization=${authorization} />
+    <${AuthorizationNotice} authorization=${authorization && awaitsApproval(servers, authorization.guid) ? authorization : null} />
   </div>`;
 }
+
+/** Whether the server still waits for a human's approval (while the list is unknown, it is taken to). */
+const awaitsApproval = (servers, guid) => {
+  const server = servers?.find((s) => s.guid === guid);
+  return !servers || (server !== undefined && server.authenticationStatus === 'needs-authentication');
+};
 
 /** The link to an OAuth server's authorization page, for the human who approves it. */
 function AuthorizationNotice({ authorization }) {
@@ -290,6 +297,6 @@ export function Servers({ params }) {
         : null
     }
     ${open ? html`<${Identities} key=${open.guid} server=${open} onClose=${close} />` : null}
-    <${CreateServer} onCreated=${reload} />
+    <${CreateServer} onCreated=${reload} servers=${data?.items} />
   </section>`;
 }
