@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { hrefOf } from './nav.js';
-import { ActionButton, ErrorBox, Loading, Table, act, distinctNames, fmtTime, useCall } from './ui.js';
+import { EnableToggle, ErrorBox, Loading, Table, distinctNames, fmtTime, useCall } from './ui.js';
 
 /**
  * The connections list_connections gives for `filter` (a gateway's, a host's), each
@@ -30,10 +30,11 @@ export function Connections({ filter, caption, columns = [], reloadKey }) {
               {
                 label: 'Actions',
                 render: (c) =>
-                  html`<${ActionButton}
-                    label=${c.enabled ? `Disable ${nameOf(c)}` : `Enable ${nameOf(c)}`}
-                    danger=${c.enabled}
-                    action=${act(c.enabled ? 'disable_connection' : 'enable_connection', { connectionGuid: c.guid })}
+                  html`<${EnableToggle}
+                    name=${nameOf(c)}
+                    enabled=${c.enabled}
+                    resource="connection"
+                    input=${{ connectionGuid: c.guid }}
                     onDone=${connections.reload}
                   />`,
               },

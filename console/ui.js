@@ -417,6 +417,21 @@ export function RenameButton({ name, op, rename, onDone }) {
   </form>`;
 }
 
+/**
+ * "Disable <name>" or "Enable <name>", as the thing is now: `resource` names its two
+ * operations (`enable_<resource>`, `disable_<resource>`), `input` their input.
+ * Disabling asks first (`warning`: what else it does); enabling does not.
+ */
+export function EnableToggle({ name, enabled, resource, input, warning, onDone }) {
+  return html`<${ActionButton}
+    label=${`${enabled ? 'Disable' : 'Enable'} ${name}`}
+    danger=${enabled}
+    warning=${enabled ? warning : undefined}
+    action=${act(`${enabled ? 'disable' : 'enable'}_${resource}`, input)}
+    onDone=${onDone}
+  />`;
+}
+
 export function CopyButton({ text, label = 'Copy' }) {
   const [copied, setCopied] = useState(false);
   const copy = async () => {

@@ -5,6 +5,7 @@ import { Connections } from '../connections.js';
 import { hrefOf, navigate } from '../nav.js';
 import {
   ActionButton,
+  EnableToggle,
   ErrorBox,
   Field,
   Form,
@@ -148,11 +149,12 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
         archived
           ? html`<p>This gateway is archived: nothing new attaches to it until it is unarchived (it stays disabled then).</p>
               <${ActionButton} label="Unarchive gateway" action=${act('unarchive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />`
-          : html`<${ActionButton}
-                label=${gateway.enabled ? 'Disable gateway' : 'Enable gateway'}
-                danger=${gateway.enabled}
-                warning=${gateway.enabled ? 'Every connection through it stops working.' : undefined}
-                action=${act(gateway.enabled ? 'disable_gateway' : 'enable_gateway', { gatewayGuid: gateway.guid })}
+          : html`<${EnableToggle}
+                name="gateway"
+                enabled=${gateway.enabled}
+                resource="gateway"
+                input=${{ gatewayGuid: gateway.guid }}
+                warning="Every connection through it stops working."
                 onDone=${onChange}
               />
               <${ActionButton} label="Archive gateway" danger action=${act('archive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />`
@@ -213,11 +215,12 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
                 hidden: !canCurate && !canToggle && !canRemove,
                 render: (a) =>
                   html`${canCurate ? html`<button type="button" onClick=${() => setEditing(a)}>Edit tools of ${serverName(a.serverGuids[0])}</button>` : null}
-                    <${ActionButton}
-                      label=${a.enabled ? `Disable ${serverName(a.serverGuids[0])}` : `Enable ${serverName(a.serverGuids[0])}`}
-                      danger=${a.enabled}
-                      warning=${a.enabled ? 'Its tools leave this gateway; the assignment stays.' : undefined}
-                      action=${act(a.enabled ? 'disable_gateway_assignment' : 'enable_gateway_assignment', { assignmentGuid: a.guid })}
+                    <${EnableToggle}
+                      name=${serverName(a.serverGuids[0])}
+                      enabled=${a.enabled}
+                      resource="gateway_assignment"
+                      input=${{ assignmentGuid: a.guid }}
+                      warning="Its tools leave this gateway; the assignment stays."
                       onDone=${assignments.reload}
                     />
                     <${ActionButton}

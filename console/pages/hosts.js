@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { Connections } from '../connections.js';
 import { hrefOf, navigate } from '../nav.js';
-import { ActionButton, ErrorBox, Field, Form, Loading, RenameButton, Table, act, useAllowed, useCall, useNames } from '../ui.js';
+import { ActionButton, EnableToggle, ErrorBox, Field, Form, Loading, RenameButton, Table, act, useAllowed, useCall, useNames } from '../ui.js';
 
 /** A host's connections, each with its gateway's name. */
 function HostDetail({ host }) {
@@ -58,11 +58,12 @@ export function Hosts({ params }) {
                       rename=${(newName) => call('rename_host', { hostGuid: h.guid, newName })}
                       onDone=${reload}
                     />
-                    <${ActionButton}
-                      label=${h.enabled ? `Disable ${h.name}` : `Enable ${h.name}`}
-                      danger=${h.enabled}
-                      warning=${h.enabled ? 'Every connection of this host stops working.' : undefined}
-                      action=${act(h.enabled ? 'disable_host' : 'enable_host', { hostGuid: h.guid })}
+                    <${EnableToggle}
+                      name=${h.name}
+                      enabled=${h.enabled}
+                      resource="host"
+                      input=${{ hostGuid: h.guid }}
+                      warning="Every connection of this host stops working."
                       onDone=${reload}
                     />
                     <${ActionButton}

@@ -4,6 +4,7 @@ import { call } from '../api.js';
 import { navigate } from '../nav.js';
 import {
   ActionButton,
+  EnableToggle,
   ErrorBox,
   Field,
   Form,
@@ -160,12 +161,7 @@ function Identities({ server, onClose }) {
               {
                 label: 'Actions',
                 render: (i) =>
-                  html`<${ActionButton}
-                      label=${i.enabled ? `Disable ${i.name}` : `Enable ${i.name}`}
-                      danger=${i.enabled}
-                      action=${act(i.enabled ? 'disable_identity' : 'enable_identity', { identityGuid: i.guid })}
-                      onDone=${reload}
-                    />
+                  html`<${EnableToggle} name=${i.name} enabled=${i.enabled} resource="identity" input=${{ identityGuid: i.guid }} onDone=${reload} />
                     <${ActionButton}
                       label=${`Delete ${i.name}`}
                       danger
@@ -278,11 +274,12 @@ export function Servers({ params }) {
                       rename=${(newName) => call('rename_inbound_server', { inboundServerGuid: s.guid, newName })}
                       onDone=${reload}
                     />
-                    <${ActionButton}
-                      label=${s.enabled ? `Disable ${s.name}` : `Enable ${s.name}`}
-                      danger=${s.enabled}
-                      warning=${s.enabled ? 'Its tools leave every gateway it is assigned to.' : undefined}
-                      action=${act(s.enabled ? 'disable_inbound_server' : 'enable_inbound_server', { inboundServerGuid: s.guid })}
+                    <${EnableToggle}
+                      name=${s.name}
+                      enabled=${s.enabled}
+                      resource="inbound_server"
+                      input=${{ inboundServerGuid: s.guid }}
+                      warning="Its tools leave every gateway it is assigned to."
                       onDone=${reload}
                     />
                     <${ActionButton}
