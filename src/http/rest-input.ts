@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { validationFailed, type AppError, type FieldError } from '../core/errors.js';
 import { pathParams, queryParams, type AnyOperation } from '../core/operation.js';
+import { ADMIN_REFUSED_KEYS } from './json-body.js';
 
 /** The innermost type name of a schema, looking through optional/nullable/default wrappers. */
 function baseTypeOf(schema: z.ZodType): string {
@@ -46,7 +47,10 @@ export function assembleInput(op: AnyOperation, request: FastifyRequest): RestIn
   const allowedQuery = new Set(queryParams(op));
   const query = (request.query ?? {}) as Record<string, unknown>;
   for (const [k, v] of Object.entries(query)) {
-    if (allowedQuery.has(k)) input[k] = coerceQueryValue(shape[k], v);
+    // Refused as in a body (json-body.ts): the query parser keeps `__proto__` as a key, and `input[k] = v` would set
+    // the input's prototype instead (dropping the argument, or making the input an array whose indexes are reported).
+    if (ADMIN_REFUSED_KEYS.has(k)) errors.push({ path: k, message: 'is not allowed as a key' });
+    else if (allowedQuery.has(k)) input[k] = coerceQueryValue(shape[k], v);
     else if (Object.hasOwn(input, k)) errors.push({ path: k, message: 'is a path parameter: it cannot be given in the query' });
     // Each parameter has one place (admin-api): a body field is not taken from the query.
     else if (Object.hasOwn(shape, k)) errors.push({ path: k, message: 'is a body field: send it in the JSON body, not in the query' });
