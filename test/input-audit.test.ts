@@ -4,7 +4,8 @@ import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from '
 
 /**
  * Hostile input the fuzz test does not send: prototype keys in a query string (the
- * body parser refuses them, fastify's query parser keeps them).
+ * body parser refuses them, fastify's query parser keeps them), and a value of the
+ * wrong type that zod also measures (an empty array for a string with a minimum).
  */
 let t: TestApp;
 let ws: CreatedWorkspace;
@@ -47,5 +48,20 @@ describe('prototype keys in the query string', () => {
     expect(res.json().errors).toEqual([{ path: '__proto__', message: 'is not allowed as a key' }]);
     const teams = await invoke(t, 'rest', ws.token, 'list_teams', {});
     expect(teams.body.items.map((x: { name: string }) => x.name)).not.toContain('Never stored');
+  });
+});
+
+describe('a value of the wrong type', () => {
+  it.each([
+    ['create_team', 'name'],
+    ['create_access_token', 'label'],
+    ['set_user_role', 'roleGuid'],
+  ])('%s with %s: [] is one error, the type, on both surfaces', async (name, field) => {
+    const me = (await invoke(t, 'rest', ws.token, 'whoami', {})).body.user.guid;
+    for (const surface of ['rest', 'mcp'] as const) {
+      const res = await invoke(t, surface, ws.token, name, { ...(name === 'set_user_role' ? { userGuid: me } : {}), [field]: [] });
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toEqual([{ path: field, message: 'Invalid input: expected string, received array' }]);
+    }
   });
 });

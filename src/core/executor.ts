@@ -9,8 +9,12 @@ export { ADMIN_ENTITLEMENT };
 
 /** Turns zod issues into the contract's `errors: [{path, message}]`, naming every field. */
 export function zodFieldErrors(error: z.ZodError): FieldError[] {
+  // zod measures the length of a value of the wrong type too (`name: []` is also "expected array to have >=1 items"):
+  // past the type, no other fault of that field means anything.
+  const mistyped = new Set(error.issues.filter((i) => i.code === 'invalid_type').map((i) => i.path.map(String).join('.')));
   return error.issues.flatMap((issue): FieldError[] => {
     const base = issue.path.map(String).join('.');
+    if (issue.code !== 'invalid_type' && mistyped.has(base)) return [];
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((k) => ({ path: base ? `${base}.${k}` : k, message: 'unknown field' }));
     }
