@@ -64,4 +64,12 @@ describe('a value of the wrong type', () => {
       expect(res.body.errors).toEqual([{ path: field, message: 'Invalid input: expected string, received array' }]);
     }
   });
+
+  it('get_usage_report with groupBy: "tool_name" is one error, the type (not also "at most three keys"), on both surfaces', async () => {
+    for (const surface of ['rest', 'mcp'] as const) {
+      const res = await invoke(t, surface, ws.token, 'get_usage_report', { groupBy: 'tool_name' });
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toEqual([{ path: 'groupBy', message: 'Invalid input: expected array, received string' }]);
+    }
+  });
 });
