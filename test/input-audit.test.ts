@@ -73,3 +73,44 @@ describe('a value of the wrong type', () => {
     }
   });
 });
+
+describe('a list request whose cursor is not a string', () => {
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  const eras = {
+    '2025-11-25': { headers: { 'mcp-protocol-version': '2025-11-25' }, meta: {} },
+    '2026-07-28': { headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' }, meta: { _meta: envelope } },
+  };
+  /** The one JSON-RPC message of an answer, sent as JSON or as one SSE event. */
+  const messageOf = (payload: string) => JSON.parse(payload.startsWith('{') ? payload : /^data: (.*)$/m.exec(payload)![1]!);
+
+  it.each([
+    ['2025-11-25', 5],
+    ['2025-11-25', null],
+    ['2026-07-28', 5],
+    ['2026-07-28', { a: 1 }],
+  ] as const)('is invalid params in words on the admin endpoint and at a gateway (%s, cursor %j), never -32603', async (era, cursor) => {
+    const gateway = await invoke(t, 'rest', ws.token, 'create_gateway', { name: `Cursor ${era} ${JSON.stringify(cursor)}` });
+    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gateway.body.guid });
+    const targets = [
+      { url: '/api/v1/svc-admin/mcp', token: ws.token },
+      { url: new URL(issued.body.url).pathname, token: issued.body.token as string },
+    ];
+    for (const { url, token } of targets) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...eras[era].headers },
+        payload: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { cursor, ...eras[era].meta } }),
+      });
+      const answer = messageOf(res.payload);
+      expect(answer.error, url).toEqual({
+        code: -32602,
+        message: `tools/list params.cursor must be a string, not ${cursor === null ? 'null' : `a ${typeof cursor}`}.`,
+      });
+    }
+  });
+});

@@ -50,6 +50,11 @@ const RULES: Record<string, (p: Params) => string | null> = {
   },
   'logging/setLevel': (p) =>
     typeof p.level === 'string' && LOG_LEVELS.includes(p.level) ? null : `logging/setLevel needs params.level, one of ${LOG_LEVELS.join(', ')}.`,
+  // The SDK's own schema refuses a cursor that is not a string as an internal error (-32603, its issues dumped).
+  'tools/list': (p) => cursorRule('tools/list', p),
+  'prompts/list': (p) => cursorRule('prompts/list', p),
+  'resources/list': (p) => cursorRule('resources/list', p),
+  'resources/templates/list': (p) => cursorRule('resources/templates/list', p),
   'resources/read': (p) => uriRule('resources/read', p),
   'resources/subscribe': (p) => uriRule('resources/subscribe', p),
   'resources/unsubscribe': (p) => uriRule('resources/unsubscribe', p),
@@ -63,6 +68,10 @@ function metaProblem(meta: unknown): string | null {
   if (token !== undefined && typeof token !== 'string' && !(typeof token === 'number' && Number.isInteger(token)))
     return `params._meta.progressToken must be a string or an integer, not ${kindOf(token)}.`;
   return null;
+}
+
+function cursorRule(method: string, p: Params): string | null {
+  return p.cursor === undefined || typeof p.cursor === 'string' ? null : `${method} params.cursor must be a string, not ${kindOf(p.cursor)}.`;
 }
 
 function uriRule(method: string, p: Params): string | null {
