@@ -114,3 +114,24 @@ describe('a list request whose cursor is not a string', () => {
     }
   });
 });
+
+describe('a body of another content type', () => {
+  it('text/plain holding a JSON object is refused for its content type, not as "not a JSON object", and changes nothing', async () => {
+    const gateway = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Plain text' });
+    const res = await t.app.inject({
+      method: 'PATCH',
+      url: `/api/v1/svc-admin/gateways/${gateway.body.guid}/name`,
+      headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'text/plain' },
+      payload: '{"newName":"Renamed"}',
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors).toEqual([{ path: 'body', message: 'must be sent as content-type application/json' }]);
+    expect((await invoke(t, 'rest', ws.token, 'get_gateway', { gatewayGuid: gateway.body.guid })).body.name).toBe('Plain text');
+  });
+
+  it('a JSON string body sent as application/json is still "must be a JSON object"', async () => {
+    const res = await request('POST', '/teams', '"x"');
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors).toEqual([{ path: 'body', message: 'must be a JSON object' }]);
+  });
+});

@@ -20,6 +20,9 @@ function coerceQueryValue(schema: z.ZodType | undefined, value: unknown): unknow
   return value;
 }
 
+/** The content type the JSON body parser (app.ts) is registered for, as fastify matches it. */
+const JSON_CONTENT_TYPE = /^\s*application\/json\s*(;|$)/i;
+
 /** A REST request as the operation's one input, and what is wrong with it that the input cannot show. */
 export interface RestInput {
   input: Record<string, unknown>;
@@ -61,7 +64,9 @@ export function assembleInput(op: AnyOperation, request: FastifyRequest): RestIn
   const body = request.body;
   // No body (or an empty one) is no parameters; a JSON null is a body that is not an object, refused like any other.
   if (body !== undefined) {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) errors.push({ path: 'body', message: 'must be a JSON object' });
+    // fastify's own text/plain parser hands over the text: the body was sent as another type, whatever it holds.
+    if (!JSON_CONTENT_TYPE.test(request.headers['content-type'] ?? '')) errors.push({ path: 'body', message: 'must be sent as content-type application/json' });
+    else if (body === null || typeof body !== 'object' || Array.isArray(body)) errors.push({ path: 'body', message: 'must be a JSON object' });
     else {
       for (const [k, v] of Object.entries(body)) {
         if (Object.hasOwn(input, k)) errors.push({ path: k, message: 'unknown field' });
