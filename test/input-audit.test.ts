@@ -135,3 +135,34 @@ describe('a body of another content type', () => {
     expect(res.json().errors).toEqual([{ path: 'body', message: 'must be a JSON object' }]);
   });
 });
+
+describe('JSON-RPC batches on the admin MCP endpoint', () => {
+  const batch = [
+    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_team', arguments: { name: 'From a batch' } } },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list', params: { cursor: 5 } },
+  ];
+  const send = (headers: Record<string, string>) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/api/v1/svc-admin/mcp',
+      headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      payload: JSON.stringify(batch),
+    });
+
+  it.each(['2025-06-18', '2025-11-25'])('are refused whole under %s (removed in 2025-06-18), and nothing runs', async (version) => {
+    const res = await send({ 'mcp-protocol-version': version });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: `JSON-RPC batches are not part of revision ${version} (removed in 2025-06-18): send one message per request.` },
+    });
+    const teams = await invoke(t, 'rest', ws.token, 'list_teams', {});
+    expect(teams.body.items.map((x: { name: string }) => x.name)).not.toContain('From a batch');
+  });
+
+  it('are still served under 2025-03-26, the revision that has them', async () => {
+    const res = await send({ 'mcp-protocol-version': '2025-03-26' });
+    expect(res.statusCode).toBe(200);
+  });
+});

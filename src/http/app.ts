@@ -12,6 +12,7 @@ import { operations as allOperations } from '../core/operations/index.js';
 import type { Services } from '../core/services.js';
 import { registerGatewayRoutes } from '../gateway/routes.js';
 import { createAdminMcpHandler } from '../mcp/admin-tools.js';
+import { adminBatchRefusal } from '../mcp/admin-batch.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
 import { sendWebResponse, toWebRequest } from './web-request.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -180,6 +181,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         const overBudget = budget.isAllowed || !budget.isExceeded ? undefined : rateLimited(budget.max, budget.ttl);
         // What is not a tool call (a list, a handshake, a batch) has no tool result to fail in: the HTTP 429, as on REST.
         if (overBudget && (request.body as { method?: unknown } | null)?.method !== 'tools/call') throw overBudget;
+        const batchRefusal = Array.isArray(request.body) ? adminBatchRefusal(request.headers['mcp-protocol-version']) : null;
+        if (batchRefusal) return reply.code(400).send(batchRefusal);
         const { message, argumentsRefusal } = refuseKeysOfMcpMessage(request.body);
         const malformed = malformedRequestParams(message);
         if (malformed) return reply.send(malformed);
