@@ -61,4 +61,19 @@ describe('the admin MCP endpoint in both eras', () => {
     expect(answer.error.message).toMatch(message);
     expect(answer.error.message).not.toMatch(/invalid_type|"path"/);
   });
+
+  it.each(['initialize', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe'])(
+    'a 2026-07-28 request of %s, which that revision dropped, is method not found (HTTP 404), not invalid params',
+    async (method) => {
+      const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+      const res = await post({ jsonrpc: '2.0', id: 500, method, params: { _meta: envelope } }, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method });
+      expect(res.statusCode).toBe(404);
+      expect(messageOf(res.payload)).toMatchObject({ id: 500, error: { code: -32601 } });
+    },
+  );
+
+  it('a 2025 logging/setLevel without a level is still invalid params in words', async () => {
+    const res = await post({ jsonrpc: '2.0', id: 8, method: 'logging/setLevel', params: {} }, { 'mcp-protocol-version': '2025-11-25' });
+    expect(messageOf(res.payload).error).toMatchObject({ code: -32602, message: expect.stringMatching(/needs params.level/) });
+  });
 });

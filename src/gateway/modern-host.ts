@@ -3,7 +3,6 @@ import {
   CLIENT_INFO_META_KEY,
   createMcpHandler,
   LOG_LEVEL_META_KEY,
-  PROTOCOL_VERSION_META_KEY,
   Server,
   type JSONRPCMessage,
   type McpHttpHandler,
@@ -60,13 +59,6 @@ export interface ModernHostHandler extends McpHttpHandler {
    * `notify` gets what the upstream sends the host before it (progress, log messages), in order.
    */
   serveDirect(host: ModernHostRequest, request: DirectRequest, notify: (notification: JSONRPCMessage) => Promise<void>): Promise<Record<string, unknown>>;
-}
-
-/** Whether a POSTed message is of revision 2026-07-28: it carries the per-request envelope or the revision's header. */
-export function isModernMessage(body: unknown, protocolHeader: string | string[] | undefined): boolean {
-  const meta = (body as { params?: { _meta?: unknown } } | null)?.params?._meta;
-  // `_meta` of any other type (0, "x") is the host's mistake, not an envelope: the request is served as a 2025 one.
-  return (typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META_KEY in meta) || protocolHeader === '2026-07-28';
 }
 
 /**

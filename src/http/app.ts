@@ -14,6 +14,7 @@ import { registerGatewayRoutes } from '../gateway/routes.js';
 import { createAdminMcpHandler } from '../mcp/admin-tools.js';
 import { adminBatchRefusal } from '../mcp/admin-batch.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
+import { isModernMessage } from '../mcp/request-revision.js';
 import { sendWebResponse, toWebRequest } from './web-request.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { ADMIN_MCP_PATH, ADMIN_PREFIX, buildOpenApiDocument } from './openapi.js';
@@ -184,7 +185,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         const batchRefusal = Array.isArray(request.body) ? adminBatchRefusal(request.headers['mcp-protocol-version']) : null;
         if (batchRefusal) return reply.code(400).send(batchRefusal);
         const { message, argumentsRefusal } = refuseKeysOfMcpMessage(request.body);
-        const malformed = malformedRequestParams(message);
+        // A 2026-07-28 request of a method that revision dropped is the SDK's to refuse (HTTP 404, -32601), whatever its params.
+        const revision = isModernMessage(message, request.headers['mcp-protocol-version']) ? '2026-07-28' : 'any';
+        const malformed = malformedRequestParams(message, revision);
         if (malformed) return reply.send(malformed);
         const operationContext: OperationContext = {
           services,
