@@ -80,8 +80,8 @@ describe("a 2026-07-28 host's tools/call on the direct path", () => {
     }
     const measured = (await bothPaths(toolCall('modern__measure', { text: 'direct' }))).direct.messages[0]!.result;
     expect(measured).toMatchObject({ structuredContent: { length: 6 }, resultType: 'complete' });
-    // A result names the server that made it: the gateway, unless the upstream named itself already (the SDK's rule).
-    expect(measured._meta['io.modelcontextprotocol/serverInfo'].name).toBe('modern-only');
+    // A result names the server the host speaks to, the gateway, even where the upstream named itself (modern-upstream.ts, withoutUpstreamIdentity).
+    expect(measured._meta['io.modelcontextprotocol/serverInfo'].name).toBe('Direct path');
     const echoed = (await bothPaths(toolCall('everything__echo', { message: 'named' }))).direct.messages[0]!.result;
     expect(echoed._meta['io.modelcontextprotocol/serverInfo'].name).toBe('Direct path');
   });

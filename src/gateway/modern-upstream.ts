@@ -92,6 +92,23 @@ export function errorAnswerIn(status: number, body: string, request: JSONRPCMess
 }
 
 /**
+ * A 2026-07-28 upstream's result without the upstream's identity in `_meta`: the host
+ * speaks to the gateway, which says who it is itself (server/discover and, when a
+ * result names no one, the SDK's encoding or the direct path's). Relayed, an
+ * upstream's name and version would contradict the gateway's discover answer and
+ * tell a host what runs behind the gateway.
+ */
+export function withoutUpstreamIdentity(message: JSONRPCMessage): JSONRPCMessage {
+  const result = (message as { result?: unknown }).result;
+  if (!isPlainObject(result) || !isPlainObject(result._meta) || !(SERVER_INFO_KEY in result._meta)) return message;
+  const { [SERVER_INFO_KEY]: _, ...rest } = result._meta;
+  const stripped: Record<string, unknown> = { ...result };
+  if (Object.keys(rest).length > 0) stripped._meta = rest;
+  else delete stripped._meta;
+  return { ...message, result: stripped } as JSONRPCMessage;
+}
+
+/**
  * A 2026-07-28 upstream's message as a 2025 host takes it: a complete result without
  * what the revision adds to it (`resultType`, the cache hints `ttlMs` and `cacheScope`,
  * the server's identity in `_meta`, which a 2025 host learned at initialize, from the
@@ -99,17 +116,10 @@ export function errorAnswerIn(status: number, body: string, request: JSONRPCMess
  * into the host's revision (bridge-input-rounds.ts, bridge-core-tasks.ts).
  */
 export function toLegacyHost(message: JSONRPCMessage): JSONRPCMessage {
-  const result = (message as { result?: unknown }).result;
+  const result = (withoutUpstreamIdentity(message) as { result?: unknown }).result;
   if (!isPlainObject(result) || (result.resultType !== undefined && result.resultType !== 'complete')) return message;
-  const meta = result._meta;
-  const servedBy = isPlainObject(meta) && SERVER_INFO_KEY in meta;
-  if (!servedBy && !MODERN_RESULT_FIELDS.some((field) => field in result)) return message;
+  if (result === (message as { result?: unknown }).result && !MODERN_RESULT_FIELDS.some((field) => field in result)) return message;
   const legacy: Record<string, unknown> = { ...result };
   for (const field of MODERN_RESULT_FIELDS) delete legacy[field];
-  if (servedBy) {
-    const { [SERVER_INFO_KEY]: _, ...rest } = meta;
-    if (Object.keys(rest).length > 0) legacy._meta = rest;
-    else delete legacy._meta;
-  }
   return { ...message, result: legacy } as JSONRPCMessage;
 }

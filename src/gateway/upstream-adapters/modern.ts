@@ -3,7 +3,7 @@ import { MAX_LIST_PAGES } from '../aggregate.js';
 import { GATEWAY_VERSION, type HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
 import { isParamHeaderMismatch } from '../mcp-param-headers.js';
-import { errorAnswerIn, MODERN_REVISION, toLegacyHost, toModernUpstream } from '../modern-upstream.js';
+import { errorAnswerIn, MODERN_REVISION, toLegacyHost, toModernUpstream, withoutUpstreamIdentity } from '../modern-upstream.js';
 import { postToUpstream, UpstreamHttpError } from '../upstream-http.js';
 import { refusesRevision } from '../upstream-revision.js';
 import { singleMessage, type UpstreamAdapter, type UpstreamExchange, type UpstreamKit } from './adapter.js';
@@ -31,8 +31,8 @@ export class ModernAdapter implements UpstreamAdapter {
         { ...this.kit.request(ctx, route, credential, undefined, MODERN_REVISION), routingHeaders: modern.headers },
         modern.message,
       );
-      // A 2025 host's answers come in its revision; a 2026-07-28 host's as they are.
-      return { ...reply, protocolVersion: MODERN_REVISION, ...(ctx.modern ? {} : { messages: mapMessages(reply.messages, toLegacyHost) }) };
+      // A 2025 host's answers come in its revision; a 2026-07-28 host's as they are, but in the gateway's name.
+      return { ...reply, protocolVersion: MODERN_REVISION, messages: mapMessages(reply.messages, ctx.modern ? withoutUpstreamIdentity : toLegacyHost) };
     } catch (err) {
       const answer = err instanceof UpstreamHttpError && !refusesRevision(err, MODERN_REVISION) ? errorAnswerIn(err.status, err.body, message) : null;
       if (!answer) throw err;
