@@ -35,7 +35,7 @@ export interface BatchReplyOptions {
   /** A replay writer for the event stream, so a host whose connection drops can resume it (GET, Last-Event-ID). */
   openStream: () => ReplayWriter;
   /** The answer when the upstream session is gone: the host must initialize again (HTTP 404). */
-  sessionExpired: () => FastifyReply;
+  sessionExpired: () => Promise<FastifyReply>;
 }
 
 /** What one message of the batch got back, with its request id (null for a notification or a response). */

@@ -54,6 +54,19 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   const sessionIds = new SessionIds(services.gatewaySessionKey);
   const endedSessions = new EndedSessions(services.db, services.logger, services.config.gateway.cacheTtlMs);
   const replay = new StreamReplay();
+  /**
+   * The answer when the session names an upstream session that no longer exists: the
+   * host must initialize again, and the session is over for good (ended as a DELETE
+   * ends it), since the transport says a server that answered 404 for a session answers
+   * 404 to every later request with it; a ping or a GET would otherwise still be served.
+   */
+  const sessionExpiredUpstream = async (reply: FastifyReply, session: GatewaySession | null): Promise<FastifyReply> => {
+    if (session)
+      await endedSessions
+        .end(session)
+        .catch((err: unknown) => services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not end a gateway session'));
+    return reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
+  };
   const proxy = new GatewayProxy(services, catalogs, health, upstreams.fetch);
   const limits = new GatewayRateLimits({
     perConnectionPerMinute: services.config.gateway.rateLimitPerConnectionPerMinute,
@@ -228,7 +241,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       sessionId: found.id!,
       jsonAccepted: acceptsJson(request),
       openStream: () => replay.open(session.id),
-      sessionExpired: () => sessionExpiredUpstream(reply),
+      sessionExpired: () => sessionExpiredUpstream(reply, session),
     });
   };
 
@@ -390,7 +403,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     streamAccepted = false,
   ): Promise<FastifyReply> {
     if (answer.kind === 'accepted') return reply.code(202).send();
-    if (answer.kind === 'session-expired') return sessionExpiredUpstream(reply);
+    if (answer.kind === 'session-expired') return sessionExpiredUpstream(reply, session);
     // A cancelled request is not answered where the host takes an event stream: one that ends without the answer.
     if (answer.kind === 'json' && streamAccepted && isCancelledAnswer(answer.message)) return endStream(reply, sessionId);
     if (answer.kind === 'json') {
@@ -430,10 +443,6 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return reply;
   }
 }
-
-/** The answer when the session names an upstream session that no longer exists: the host must initialize again. */
-const sessionExpiredUpstream = (reply: FastifyReply): FastifyReply =>
-  reply.code(404).send(rpcError(ERRORS.sessionNotFound, 'Session expired upstream: initialize a new session.'));
 
 /** One JSON-RPC message as the whole answer, with the session header when there is a session. */
 function sendJson(reply: FastifyReply, status: number, sessionId: string | null, message: unknown): FastifyReply {
