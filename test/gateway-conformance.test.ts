@@ -42,6 +42,7 @@ const failed = (outcome: Record<string, string>): boolean => Object.values(outco
 // The comparison is about the protocol, not the store: it runs once, in the PGlite project (vitest.config.ts).
 describe.skipIf(!available)('conformance: gateway vs direct', () => {
   let comparisons: Record<string, Comparison> = {};
+  let admin: Record<string, Results> = {};
   beforeAll(async () => {
     const root = path.resolve(import.meta.dirname, '..');
     const script = `ip link set lo up && cd ${JSON.stringify(root)} && exec ${JSON.stringify(process.execPath)} --import tsx test/conformance/compare.ts`;
@@ -50,7 +51,7 @@ describe.skipIf(!available)('conformance: gateway vs direct', () => {
       timeout: 240_000,
       maxBuffer: 64 * 1024 * 1024,
     });
-    comparisons = JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, Comparison>;
+    ({ comparisons, admin } = JSON.parse(stdout.trim().split('\n').pop()!) as { comparisons: Record<string, Comparison>; admin: Record<string, Results> });
   }, 250_000);
 
   it('runs every comparison', () => {
@@ -85,5 +86,29 @@ describe.skipIf(!available)('conformance: gateway vs direct', () => {
         return `${s}: ${moved.map((id) => `${id} ${d[id] ?? '-'} -> ${g[id] ?? '-'}`).join(', ')}`;
       });
     expect(differing.sort(), unexplained.join('; ')).toEqual(Object.keys(KNOWN_DIFFERENCES[name]!).sort());
+  });
+
+  // The admin endpoint serves tools only (no prompts, resources, logging or the fixture's test_* tools), so most
+  // scenarios fail there by design; these are the checks that concern any server of the revision.
+  it.each([
+    ['2025-11-25', ['server-initialize', 'ping', 'tools-list']],
+    ['2026-07-28', ['tools-list', 'http-header-validation', 'input-required-result-unsupported-methods']],
+  ])("the admin MCP endpoint passes the runner's transport and lifecycle scenarios of %s", (revision, scenarios) => {
+    const results = admin[revision]!;
+    for (const s of scenarios) expect(failed(results[s] ?? { missing: 'FAILURE' }), `${revision} ${s}: ${JSON.stringify(results[s])}`).toBe(false);
+  });
+
+  it('the admin MCP endpoint passes the 2026-07-28 stateless checks that need no fixture tool: envelope, discovery, versions, header mismatch, removed methods (404, -32601), listen', () => {
+    const stateless = admin['2026-07-28']!['server-stateless'] ?? {};
+    const needFixture = [
+      'sep-2575-server-rejects-undeclared-capability',
+      'sep-2575-missing-capability-http-400',
+      'sep-2575-http-server-no-independent-requests-on-stream',
+      'sep-2575-server-no-log-without-loglevel',
+    ];
+    const failing = Object.entries(stateless).filter(([id, status]) => status === 'FAILURE' && !needFixture.includes(id));
+    expect(Object.keys(stateless).length).toBeGreaterThan(20);
+    expect(failing).toEqual([]);
+    expect(stateless['sep-2575-http-server-method-not-found-404-initialize']).toBe('SUCCESS');
   });
 });

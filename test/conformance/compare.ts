@@ -5,7 +5,9 @@
  * `{ [comparison]: { revision, upstream, direct: Results, gateway: Results } }` where
  * `Results` is `{ [scenario]: { [checkId]: status } }`. The comparisons: our v2-SDK
  * fixture (test/conformance/fixture-server.ts) at 2025-11-25 and at 2026-07-28, and
- * server-everything (a 2025 upstream) at 2025-11-25.
+ * server-everything (a 2025 upstream) at 2025-11-25. Beside them, under `admin`, the
+ * admin MCP endpoint's results for each revision (it has no `direct` to compare with:
+ * the test checks the scenarios that do not need the fixture's tools).
  *
  * Meant to run inside a network namespace of its own (`unshare -n`, loopback up): the
  * runner's helpers listen on all interfaces. The runner cannot send headers, so a
@@ -101,6 +103,12 @@ async function forwarder(): Promise<{ url: string; origin: string; target(url: s
   };
 }
 
+/** The admin MCP endpoint of a workspace of its own, reached through `via` with that workspace's admin token. */
+async function adminFor(t: TestApp, base: string, via: Awaited<ReturnType<typeof forwarder>>): Promise<void> {
+  const ws = await newWorkspace(t);
+  via.target(`${base}/api/v1/svc-admin/mcp`, ws.token);
+}
+
 /** A gateway of its own in front of one upstream, reached through `via`. */
 async function gatewayFor(t: TestApp, base: string, name: string, upstreamUrl: string, via: Awaited<ReturnType<typeof forwarder>>): Promise<void> {
   const ws = await newWorkspace(t);
@@ -115,15 +123,17 @@ async function gatewayFor(t: TestApp, base: string, name: string, upstreamUrl: s
 
 const viaFixture = await forwarder();
 const viaEverything = await forwarder();
+const viaAdmin = await forwarder();
 // The gateway refuses browser origins it was not told of (contract: PUBLIC_BASE_URL's and ALLOWED_ORIGINS);
 // a deployment lists the origins its hosts run at, as this one lists the forwarders'.
-const t = await startTestApp({ ALLOWED_ORIGINS: `${viaFixture.origin},${viaEverything.origin}` });
+const t = await startTestApp({ ALLOWED_ORIGINS: `${viaFixture.origin},${viaEverything.origin},${viaAdmin.origin}` });
 const fixture = await startConformanceFixture();
 const everything = await startEverything('streamableHttp');
 try {
   const base = await listenLoopback(t);
   await gatewayFor(t, base, 'fixture', fixture.url, viaFixture);
   await gatewayFor(t, base, 'everything', everything.url, viaEverything);
+  await adminFor(t, base, viaAdmin);
   const comparisons: Record<string, { revision: string; upstream: string; direct: Results; gateway: Results }> = {};
   // Sequential: the fixture's list-change triggers reach every open listen stream, so parallel runs would hear each other.
   for (const [name, revision, upstream, direct, gateway] of [
@@ -132,9 +142,12 @@ try {
     ['server-everything 2025-11-25', '2025-11-25', 'server-everything', everything.url, viaEverything.url],
   ] as const)
     comparisons[name] = { revision, upstream, direct: await requirements(direct, revision), gateway: await requirements(gateway, revision) };
+  const admin: Record<string, Results> = {};
+  for (const revision of ['2025-11-25', '2026-07-28']) admin[revision] = await requirements(viaAdmin.url, revision);
   viaFixture.close();
   viaEverything.close();
-  process.stdout.write(`${JSON.stringify(comparisons)}\n`);
+  viaAdmin.close();
+  process.stdout.write(`${JSON.stringify({ comparisons, admin })}\n`);
 } finally {
   // Streams the runner leaves open would hold the app's close: bound it, then exit.
   await Promise.race([Promise.all([fixture.close(), everything.close(), t.close()]), new Promise((r) => setTimeout(r, 5000))]);
