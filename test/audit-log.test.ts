@@ -179,6 +179,23 @@ describe('the audit log', () => {
     for (const r of raw) expect(JSON.parse(String(r.request)).headers).toBe('[REDACTED]');
   });
 
+  it('never records a secret sent under a field name the operation refuses (Headers, header, a credential header at the top)', async () => {
+    const ws = await newWorkspace(t);
+    // Refused before any lookup: the identity need not exist.
+    const identityGuid = newGuid();
+    for (const input of [
+      { Headers: { 'X-Custom-Key': 'mis-cased-secret-7' } },
+      { header: { 'X-Custom-Key': 'singular-secret-8' } },
+      { headers: { 'X-Custom-Key': 'ok' }, Authorization: 'top-level-secret-9' },
+    ]) {
+      const res = await invoke(t, 'rest', ws.token, 'set_identity_headers', { identityGuid, ...input });
+      expect(res.status).toBe(400);
+    }
+    const text = JSON.stringify(await rawRecords(ws.organizationGuid));
+    for (const secret of ['mis-cased-secret-7', 'singular-secret-8', 'top-level-secret-9']) expect(text).not.toContain(secret);
+    expect(text).toContain('X-Custom-Key');
+  });
+
   it('records an admin’s words as they are: only what cannot be mistaken for words is masked', async () => {
     const ws = await newWorkspace(t);
     await invoke(t, 'rest', ws.token, 'create_team', { name: 'Splunk admins' });

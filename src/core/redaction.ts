@@ -107,8 +107,12 @@ export function redactDeep(value: unknown, extraNames: Iterable<string> = [], de
   return value;
 }
 
-/** Input fields holding a map of header names to values: every value is a secret, the names are not. */
-const HEADER_MAP_FIELDS = new Set(['headers']);
+/**
+ * Input fields holding a map of header names to values: every value is a secret, the
+ * names are not. Compared in lower case and singular too: a refused input spelled
+ * `Headers` or `header` is recorded as well and carries the same secrets.
+ */
+const HEADER_MAP_FIELDS = new Set(['headers', 'header']);
 
 /**
  * An operation's input as it may be recorded (the audit log's `request`): every
@@ -124,11 +128,12 @@ export function redactInput(value: unknown, depth = 0): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (v === null || v === undefined) out[k] = v;
-    else if (HEADER_MAP_FIELDS.has(k))
+    else if (HEADER_MAP_FIELDS.has(k.toLowerCase()))
       // Names stay, values go; anything but a map (a string, a list of pairs: refused input, still recorded) goes whole.
       out[k] =
         typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v as Record<string, unknown>).map((name) => [name, REDACTED])) : REDACTED;
-    else if (isSecretField(k, v)) out[k] = REDACTED;
+    // A credential header's name as a key (`Authorization`, `X-Api-Key`) holds a secret wherever it sits.
+    else if (isSecretField(k, v) || isSensitiveHeaderName(k)) out[k] = REDACTED;
     else out[k] = redactInput(v, depth + 1);
   }
   return out;
