@@ -599,6 +599,21 @@ describe('an upstream that echoes the credential it was sent', () => {
     expectClean(received);
   });
 
+  it('reaches no call-log row through the tool name a host sends (the tool_name column is redacted like the body)', async () => {
+    const name = `echo-json__${API_KEY}`;
+    expect((await post({ jsonrpc: '2.0', id: 21, method: 'tools/call', params: { name, arguments: {} } })).text).not.toContain(API_KEY);
+    let rows: any[] = [];
+    await vi.waitFor(
+      async () => {
+        rows = (await callLogRows()).filter((r) => JSON.parse(String(r.request_body)).id === 21);
+        expect(rows).toHaveLength(1);
+      },
+      { timeout: 30_000, interval: 50 },
+    );
+    expect(rows[0].tool_name).toContain('[REDACTED]');
+    assertNeverLeaked(t, SECRETS, [rows]);
+  });
+
   it('reaches no call-log row, alert or service log line either', async () => {
     const alertsOf = async () =>
       (await invoke(t, 'rest', ws.token, 'list_alerts', { filters: { code: 'upstream_call_failed' }, take: 50 })).body.items as { guid: string }[];

@@ -78,7 +78,8 @@ export class CallRecord {
       createdAt: this.startedAt,
       type: TYPE_OF[this.method] ?? 'other',
       method: this.method,
-      toolName: this.toolName,
+      // The host's own words (a tool name, a resource URI) can spell the credential, as its request body can.
+      toolName: this.toolName === null ? null : redactSecretValues(this.toolName, this.secrets),
       status: errorMessage === null ? 'ok' : 'error',
       errorMessage: errorMessage === null ? null : redactSecretValues(errorMessage, this.secrets),
       errorType: errorTypeOf(errorMessage, error, result),
