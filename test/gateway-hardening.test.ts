@@ -599,18 +599,22 @@ describe('an upstream that echoes the credential it was sent', () => {
     expectClean(received);
   });
 
-  it('reaches no call-log row through the tool name a host sends (the tool_name column is redacted like the body)', async () => {
+  it('reaches no call-log row through the tool name a host sends (tool_name and the Mcp-Name header are redacted like the body)', async () => {
     const name = `echo-json__${API_KEY}`;
     expect((await post({ jsonrpc: '2.0', id: 21, method: 'tools/call', params: { name, arguments: {} } })).text).not.toContain(API_KEY);
+    const asModern = modern('tools/call', { name, arguments: {} }, 22);
+    expect((await post(asModern.body, asModern.headers)).text).not.toContain(API_KEY);
     let rows: any[] = [];
     await vi.waitFor(
       async () => {
-        rows = (await callLogRows()).filter((r) => JSON.parse(String(r.request_body)).id === 21);
-        expect(rows).toHaveLength(1);
+        // Both calls, by what they asked for (a 2026-07-28 call's body is kept without its envelope).
+        rows = (await callLogRows()).filter((r) => String(r.request_body).includes('echo-json__[REDACTED]'));
+        expect(rows).toHaveLength(2);
       },
       { timeout: 30_000, interval: 50 },
     );
-    expect(rows[0].tool_name).toContain('[REDACTED]');
+    for (const row of rows) expect(row.tool_name).toContain('[REDACTED]');
+    expect(rows.map((r) => String(r.request_headers))).toContainEqual(expect.stringContaining('"mcp-name":"echo-json__[REDACTED]"'));
     assertNeverLeaked(t, SECRETS, [rows]);
   });
 

@@ -99,7 +99,8 @@ export class CallRecord {
       protocolVersion: negotiated ?? this.protocolVersion,
       requestBody: redactSecretValues(JSON.stringify(this.request), this.secrets),
       responseBody: redactSecretValues(responseBody, this.secrets),
-      requestHeaders: this.requestHeaders,
+      // Mcp-Name repeats the tool name or resource URI: redacted with it.
+      requestHeaders: this.secrets.length === 0 ? this.requestHeaders : redactHeaderValues(this.requestHeaders, this.secrets),
       responseHeaders: { 'content-type': 'application/json' },
       sensitiveHeaderNames: this.headerNames,
     };
@@ -107,6 +108,13 @@ export class CallRecord {
       .write([row])
       .catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not write a gateway call log row'));
   }
+}
+
+/** Headers with the credential's secrets masked in every value. */
+function redactHeaderValues(headers: Record<string, string>, secrets: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name in headers) if (Object.hasOwn(headers, name)) out[name] = redactSecretValues(headers[name]!, secrets);
+  return out;
 }
 
 /**
