@@ -618,6 +618,22 @@ describe('an upstream that echoes the credential it was sent', () => {
     assertNeverLeaked(t, SECRETS, [rows]);
   });
 
+  it('reaches no call-log row through a header the host sends that is not named as a credential (a token of ours masked)', async () => {
+    const headers = { 'x-debug': `tok=${token}`, referer: `https://host.example/?t=${token}` };
+    // A call that reaches no upstream: no credential's secrets are known for it.
+    expect((await post({ jsonrpc: '2.0', id: 31, method: 'tools/call', params: { name: 'nowhere__x', arguments: {} } }, headers)).status).toBe(200);
+    let row: any;
+    await vi.waitFor(
+      async () => {
+        row = (await callLogRows()).find((r) => JSON.parse(String(r.request_body)).id === 31);
+        expect(row).toBeDefined();
+      },
+      { timeout: 30_000, interval: 50 },
+    );
+    expect(String(row.request_headers)).toContain('"x-debug":"tok=[REDACTED]"');
+    assertNeverLeaked(t, [token], [row]);
+  });
+
   it('reaches no call-log row, alert or service log line either', async () => {
     const alertsOf = async () =>
       (await invoke(t, 'rest', ws.token, 'list_alerts', { filters: { code: 'upstream_call_failed' }, take: 50 })).body.items as { guid: string }[];

@@ -99,8 +99,8 @@ export class CallRecord {
       protocolVersion: negotiated ?? this.protocolVersion,
       requestBody: redactSecretValues(JSON.stringify(this.request), this.secrets),
       responseBody: redactSecretValues(responseBody, this.secrets),
-      // Mcp-Name repeats the tool name or resource URI: redacted with it.
-      requestHeaders: this.secrets.length === 0 ? this.requestHeaders : redactHeaderValues(this.requestHeaders, this.secrets),
+      // Mcp-Name repeats the tool name or resource URI, and any header can carry a token of ours: redacted like the body.
+      requestHeaders: redactHeaderValues(this.requestHeaders, this.secrets),
       responseHeaders: { 'content-type': 'application/json' },
       sensitiveHeaderNames: this.headerNames,
     };
@@ -110,7 +110,7 @@ export class CallRecord {
   }
 }
 
-/** Headers with the credential's secrets masked in every value. */
+/** Headers with the credential's secrets and our own tokens masked in every value. */
 function redactHeaderValues(headers: Record<string, string>, secrets: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name in headers) if (Object.hasOwn(headers, name)) out[name] = redactSecretValues(headers[name]!, secrets);
