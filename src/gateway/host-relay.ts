@@ -43,7 +43,7 @@ export class HostRelay {
       tracked.done();
       return outcome;
     }
-    return { ...outcome, messages: thenDone(outcome.messages, tracked.done) };
+    return { ...outcome, messages: thenDone(outcome.messages, () => tracked.done()) };
   }
 
   /** A request of the gateway's own to an upstream (for the host's request): the upstream's answer, its stream read through. */
