@@ -7,6 +7,7 @@ import * as toolCuration from './2026-11-24-0001-tool-curation.js';
 import * as endedGatewaySessions from './2026-11-25-0002-ended-gateway-sessions.js';
 import * as auditForwarding from './2026-11-25-0003-audit-forwarding.js';
 import * as oauthIssuer from './2026-11-25-0010-oauth-issuer.js';
+import * as endedSessionTimes from './2026-11-29-0001-ended-session-times.js';
 
 /**
  * Every Postgres migration, in order. Listed statically (not read from disk) so the
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-25-0002-ended-gateway-sessions': endedGatewaySessions,
   '2026-11-25-0003-audit-forwarding': auditForwarding,
   '2026-11-25-0010-oauth-issuer': oauthIssuer,
+  '2026-11-29-0001-ended-session-times': endedSessionTimes,
 };

@@ -207,6 +207,8 @@ export interface EndedGatewaySessionsTable {
   /** The session's short id (GatewaySession.id), not the sealed id. */
   session_id: string;
   expires_at: Timestamp;
+  /** When it was ended, by the store's clock (set by the store): replicas read the ends since their last read. */
+  ended_at: Timestamp;
 }
 
 export interface Database {
