@@ -39,8 +39,8 @@ export class CallRecord {
   private done = false;
   /** The host's session id, logged with the row (null without a session). */
   private readonly sessionId: string | null;
-  /** The host's headers as kept (see keptRequestHeaders). */
-  private readonly requestHeaders: Record<string, string>;
+  /** The host's headers, copied as kept (see keptRequestHeaders) when the row is written: after the host's answer has gone. */
+  private readonly hostHeaders: Record<string, string | string[] | undefined>;
 
   constructor(
     private readonly services: Pick<Services, 'callLogs' | 'logger'>,
@@ -53,7 +53,7 @@ export class CallRecord {
     session: Pick<GatewaySession, 'id' | 'protocolVersion'> | null,
   ) {
     this.sessionId = session?.id ?? null;
-    this.requestHeaders = keptRequestHeaders(hostHeaders, this.sessionId);
+    this.hostHeaders = hostHeaders;
     const named = hostHeaders['mcp-protocol-version'];
     // A request with neither a session nor the header is of the revision the transport says to assume then.
     this.protocolVersion = session?.protocolVersion ?? (named === undefined ? ASSUMED_REVISION : knownRevision(named));
@@ -100,7 +100,7 @@ export class CallRecord {
       requestBody: redactSecretValues(JSON.stringify(this.request), this.secrets),
       responseBody: redactSecretValues(responseBody, this.secrets),
       // Mcp-Name repeats the tool name or resource URI, and any header can carry a token of ours: redacted like the body.
-      requestHeaders: redactHeaderValues(this.requestHeaders, this.secrets),
+      requestHeaders: keptRequestHeaders(this.hostHeaders, this.sessionId, this.secrets),
       responseHeaders: { 'content-type': 'application/json' },
       sensitiveHeaderNames: this.headerNames,
     };
@@ -108,13 +108,6 @@ export class CallRecord {
       .write([row])
       .catch((err: unknown) => this.services.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not write a gateway call log row'));
   }
-}
-
-/** Headers with the credential's secrets and our own tokens masked in every value. */
-function redactHeaderValues(headers: Record<string, string>, secrets: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name in headers) if (Object.hasOwn(headers, name)) out[name] = redactSecretValues(headers[name]!, secrets);
-  return out;
 }
 
 /**
@@ -143,9 +136,14 @@ const knownRevision = (value: unknown): string | null => (REVISIONS.has(value) ?
 /**
  * The host's headers as a call log keeps them: the gateway token is never among
  * them, and the sealed session id (long and opaque, about half of the headers'
- * size) is kept as the session's short id, the row's session_id.
+ * size) is kept as the session's short id, the row's session_id; the other values
+ * have the credential's secrets and our own tokens masked.
  */
-function keptRequestHeaders(headers: Record<string, string | string[] | undefined>, sessionId: string | null): Record<string, string> {
+function keptRequestHeaders(
+  headers: Record<string, string | string[] | undefined>,
+  sessionId: string | null,
+  secrets: readonly string[],
+): Record<string, string> {
   const out: Record<string, string> = {};
   // Node's header object holds only its headers, as own keys: for...in walks them without an array a header.
   for (const name in headers) {
@@ -154,7 +152,7 @@ function keptRequestHeaders(headers: Record<string, string | string[] | undefine
     const lower = name.toLowerCase();
     if (isSensitiveHeaderName(lower)) out[name] = REDACTED;
     else if (lower === 'mcp-session-id' && sessionId) out[name] = sessionId;
-    else out[name] = Array.isArray(value) ? value.join(', ') : value;
+    else out[name] = redactSecretValues(Array.isArray(value) ? value.join(', ') : value, secrets);
   }
   return out;
 }
