@@ -123,6 +123,7 @@ function Roles({ groups, roles }) {
 /** The teams (`teams`: the page's one list_teams, which the users' team choices read too). */
 function Teams({ teams, onChange }) {
   const [name, setName] = useState('');
+  const canAct = [useAllowed('rename_team'), useAllowed('delete_team')].some(Boolean);
   return html`<section aria-labelledby="teams-title">
     <h2 id="teams-title">Teams</h2>
     <${ErrorBox} error=${teams.error} />
@@ -135,6 +136,7 @@ function Teams({ teams, onChange }) {
               { label: 'Team', render: (t) => t.name },
               {
                 label: 'Actions',
+                hidden: !canAct,
                 render: (t) =>
                   html`<${RenameButton}
                       name=${t.name}
@@ -180,10 +182,20 @@ function UserTeams({ user, teams, onDone, onCancel }) {
   <//>`;
 }
 
+/** The roles the listed users hold, as list_roles names them ({guid, name}), by name. */
+const rolesOfUsers = (users) =>
+  [...new Map(users.filter((u) => u.roleGuid).map((u) => [u.roleGuid, { guid: u.roleGuid, name: u.roleName }])).values()].sort((a, b) =>
+    a.name.localeCompare(b.name),
+  );
+
 function Users({ roles, reloadRoles, teams, reloadTeams }) {
   // A control for what the caller may not do is not offered (its form would show nothing).
   const canSetTeams = useAllowed('set_user_teams');
+  const canDeactivate = useAllowed('deactivate_user');
   const users = useCall('list_users', {});
+  // The roles a user may be given: list_roles needs manageRoles, which a role that may only
+  // invite users or set their roles lacks; it still knows, from the users' list, the roles they hold.
+  const choices = roles ?? rolesOfUsers(users.data?.items ?? []);
   const [invite, setInvite] = useState({ email: '', roleGuid: '' });
   const [editingTeams, setEditingTeams] = useState(null);
   const teamName = (guid) => teams?.find((t) => t.guid === guid)?.name ?? guid;
@@ -201,11 +213,11 @@ function Users({ roles, reloadRoles, teams, reloadTeams }) {
               {
                 label: 'Role',
                 render: (u) =>
-                  roles
+                  choices.length > 0
                     ? html`<${SavedSelect}
                         label=${`Role of ${u.emailAddress}`}
                         value=${u.roleGuid}
-                        options=${roles.map((r) => [r.guid, r.name])}
+                        options=${choices.map((r) => [r.guid, r.name])}
                         op="set_user_role"
                         save=${(roleGuid) => call('set_user_role', { userGuid: u.guid, roleGuid })}
                         onSaved=${users.reload}
@@ -221,6 +233,7 @@ function Users({ roles, reloadRoles, teams, reloadTeams }) {
               { label: 'Active', render: (u) => (u.isActive ? 'yes' : 'no') },
               {
                 label: 'Actions',
+                hidden: !canDeactivate,
                 render: (u) =>
                   u.isActive
                     ? html`<${ActionButton}
@@ -247,7 +260,7 @@ function Users({ roles, reloadRoles, teams, reloadTeams }) {
         : null
     }
     ${
-      roles
+      users.data
         ? html`<${Form}
             title="Invite a user"
             submit="Invite user"
@@ -259,7 +272,7 @@ function Users({ roles, reloadRoles, teams, reloadTeams }) {
               label="Role"
               as="select"
               value=${invite.roleGuid}
-              options=${[['', 'Member (no capabilities)'], ...roles.map((r) => [r.guid, r.name])]}
+              options=${[['', 'Member (no capabilities)'], ...choices.map((r) => [r.guid, r.name])]}
               onInput=${(v) => setInvite({ ...invite, roleGuid: v })}
               hint="An invited user starts with no capabilities unless you pick a role."
             />

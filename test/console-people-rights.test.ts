@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumInstalled, launchChromium } from './helpers/chromium.js';
+import type { CreatedWorkspace } from '../src/core/workspaces.js';
+import { invoke, newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
+import { newMember, type Member } from './helpers/members.js';
+import { freePort } from './helpers/ports.js';
+
+/**
+ * The console's People page for roles holding one people capability: what the role
+ * allows is offered (inviting, setting a role, without manageRoles to list the roles),
+ * and what it does not is not (an Actions column with nothing in it).
+ */
+const run = chromiumInstalled() && storeKind() === 'pglite';
+
+let t: TestApp;
+let base: string;
+let ws: CreatedWorkspace;
+let browser: Browser;
+let inviter: Member;
+let roleSetter: Member;
+let nobody: Member;
+
+async function peoplePage(token: string): Promise<Page> {
+  const p = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  p.setDefaultTimeout(20_000);
+  await p.goto(`${base}/console/#/people`);
+  await p.getByLabel('Access token').fill(token);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByRole('table', { name: 'Users' }).getByRole('row').nth(1).waitFor();
+  return p;
+}
+
+describe.runIf(run)('the console People page, for a role with one people capability', () => {
+  beforeAll(async () => {
+    const port = await freePort();
+    t = await startTestApp({ PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
+    await t.app.listen({ port, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${port}`;
+    ws = await newWorkspace(t);
+    [inviter, roleSetter, nobody] = await Promise.all([newMember(t, ws, ['inviteUsers']), newMember(t, ws, ['manageUserRoles']), newMember(t, ws, [])]);
+    browser = await launchChromium();
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('offers inviting to a role that may invite but not list roles, with the roles its users hold', async () => {
+    const p = await peoplePage(inviter.token);
+    const form = p.getByRole('form', { name: 'Invite a user' });
+    await form.getByLabel('Email').fill('invited-by-inviter@example.test');
+    await form.getByLabel('Role').selectOption({ value: roleSetter.roleGuid });
+    await form.getByRole('button', { name: 'Invite user' }).click();
+    await p.getByRole('cell', { name: 'invited-by-inviter@example.test', exact: true }).waitFor();
+    const users = (await invoke(t, 'rest', ws.token, 'list_users', {})).body.items as { emailAddress: string; roleGuid: string }[];
+    expect(users.find((u) => u.emailAddress === 'invited-by-inviter@example.test')?.roleGuid).toBe(roleSetter.roleGuid);
+    await p.close();
+  });
+
+  it("offers setting a user's role to a role that may set roles but not list them", async () => {
+    const p = await peoplePage(roleSetter.token);
+    await p.getByLabel(`Role of ${nobody.email}`).selectOption({ value: inviter.roleGuid });
+    await expect
+      .poll(
+        async () =>
+          ((await invoke(t, 'rest', ws.token, 'list_users', {})).body.items as { guid: string; roleGuid: string }[]).find((u) => u.guid === nobody.userGuid)
+            ?.roleGuid,
+      )
+      .toBe(inviter.roleGuid);
+    await p.close();
+  });
+
+  it('shows no Actions column where the role may do none of its actions', async () => {
+    const p = await peoplePage(nobody.token);
+    for (const table of ['Users', 'Teams']) {
+      await expect(p.getByRole('table', { name: table }).getByRole('columnheader', { name: 'Actions' }).count(), table).resolves.toBe(0);
+    }
+    await p.close();
+  });
+});
