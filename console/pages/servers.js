@@ -126,6 +126,8 @@ function Identities({ server, onClose }) {
   // An OAuth server's identity is made when a human approves it: the link to do so, as long as this panel is open.
   const [authorization, setAuthorization] = useState(null);
   const canSetHeaders = useAllowed('set_identity_headers');
+  // No Actions column for a role that may list identities (accessAllIdentities) but do none of their actions.
+  const canAct = [useAllowed('disable_identity'), useAllowed('delete_identity'), canSetHeaders].some(Boolean);
   // The identity whose headers are being replaced (values are write-only: the box starts empty).
   const [replacing, setReplacing] = useState(null);
   const [newHeaders, setNewHeaders] = useState('');
@@ -160,6 +162,7 @@ function Identities({ server, onClose }) {
               { label: 'Enabled', render: (i) => (i.enabled ? 'yes' : 'no') },
               {
                 label: 'Actions',
+                hidden: !canAct,
                 render: (i) =>
                   html`<${EnableToggle} name=${i.name} enabled=${i.enabled} resource="identity" input=${{ identityGuid: i.guid }} onDone=${reload} />
                     <${ActionButton}

@@ -5,11 +5,13 @@ import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { invoke, newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
 import { newMember, type Member } from './helpers/members.js';
 import { freePort } from './helpers/ports.js';
+import { registerServer } from './helpers/gateway.js';
+import { startEverything, type Upstream } from './helpers/upstreams.js';
 
 /**
- * The console's People page for roles holding one people capability: what the role
- * allows is offered (inviting, setting a role, without manageRoles to list the roles),
- * and what it does not is not (an Actions column with nothing in it).
+ * The console for roles holding few capabilities: what the role allows is offered
+ * (inviting, setting a role, without manageRoles to list the roles), and what it does
+ * not is not (an Actions column with nothing in it).
  */
 const run = chromiumInstalled() && storeKind() === 'pglite';
 
@@ -20,21 +22,28 @@ let browser: Browser;
 let inviter: Member;
 let roleSetter: Member;
 let nobody: Member;
+let everything: Upstream;
 
-async function peoplePage(token: string): Promise<Page> {
+async function signedIn(token: string, hash: string): Promise<Page> {
   const p = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   p.setDefaultTimeout(20_000);
-  await p.goto(`${base}/console/#/people`);
+  await p.goto(`${base}/console/${hash}`);
   await p.getByLabel('Access token').fill(token);
   await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByRole('navigation', { name: 'Main' }).waitFor();
+  return p;
+}
+
+async function peoplePage(token: string): Promise<Page> {
+  const p = await signedIn(token, '#/people');
   await p.getByRole('table', { name: 'Users' }).getByRole('row').nth(1).waitFor();
   return p;
 }
 
-describe.runIf(run)('the console People page, for a role with one people capability', () => {
+describe.runIf(run)('the console, for a role with few capabilities', () => {
   beforeAll(async () => {
     const port = await freePort();
-    t = await startTestApp({ PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
+    [t, everything] = await Promise.all([startTestApp({ PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }), startEverything('streamableHttp')]);
     await t.app.listen({ port, host: '127.0.0.1' });
     base = `http://127.0.0.1:${port}`;
     ws = await newWorkspace(t);
@@ -45,6 +54,7 @@ describe.runIf(run)('the console People page, for a role with one people capabil
   afterAll(async () => {
     await browser?.close();
     await t?.close();
+    await everything?.close();
   });
 
   it('offers inviting to a role that may invite but not list roles, with the roles its users hold', async () => {
@@ -77,6 +87,22 @@ describe.runIf(run)('the console People page, for a role with one people capabil
     for (const table of ['Users', 'Teams']) {
       await expect(p.getByRole('table', { name: table }).getByRole('columnheader', { name: 'Actions' }).count(), table).resolves.toBe(0);
     }
+    await p.close();
+  });
+
+  it("shows a server's identities with no Actions column to a role that may list them but not manage them", async () => {
+    const { serverGuid } = await registerServer(t, ws, {
+      name: 'Keyed',
+      url: everything.url,
+      authType: 'headers',
+      headers: { 'X-Api-Key': 'k' },
+      accessControl: 'global',
+    });
+    const reader = await newMember(t, ws, ['viewAllServers', 'accessAllIdentities']);
+    const p = await signedIn(reader.token, `#/servers?open=${serverGuid}`);
+    const identities = p.getByRole('table', { name: 'Identities of Keyed' });
+    await identities.getByRole('row').nth(1).waitFor();
+    await expect(identities.getByRole('columnheader', { name: 'Actions' }).count()).resolves.toBe(0);
     await p.close();
   });
 });
