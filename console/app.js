@@ -64,21 +64,22 @@ function SignIn({ onSignedIn, notice }) {
   </main>`;
 }
 
-function Shell({ me, labels, onSignOut }) {
+function Shell({ me, labels, onSignOut, signedInHere }) {
   const [route, setRoute] = useState(parseHash());
   useEffect(() => {
     const update = () => setRoute(parseHash());
     addEventListener('hashchange', update);
     return () => removeEventListener('hashchange', update);
   }, []);
-  // After moving to another page (not on the first one), focus goes to its heading, so a
-  // keyboard or screen-reader user starts there rather than back at the top.
+  // After moving to another page (not on the first one, unless the sign-in form just went
+  // with the focus in it), focus goes to its heading, so a keyboard or screen-reader user
+  // starts there rather than back at the top (or nowhere: <body>).
   const main = useRef(null);
   const first = useRef(true);
   useEffect(() => {
     if (first.current) {
       first.current = false;
-      return;
+      if (!signedInHere) return;
     }
     const heading = main.current?.querySelector('h1');
     heading?.setAttribute('tabindex', '-1');
@@ -110,6 +111,8 @@ function App() {
   const [labels, setLabels] = useState(new Map());
   const [checking, setChecking] = useState(Boolean(token.get()));
   const [notice, setNotice] = useState(null);
+  // Signed in by the form in this document (not a token kept from before a reload).
+  const [signedInHere, setSignedInHere] = useState(false);
   // The check of a kept token failed for another reason than the token (the service unreachable): retried, not signed out.
   const [unreachable, setUnreachable] = useState(null);
   const signOut = () => {
@@ -163,11 +166,12 @@ function App() {
       notice=${notice}
       onSignedIn=${(who) => {
         setNotice(null);
+        setSignedInHere(true);
         setMe(who);
         setChecking(false);
       }}
     />`;
-  return html`<${Shell} me=${me} labels=${labels} onSignOut=${signOut} />`;
+  return html`<${Shell} me=${me} labels=${labels} onSignOut=${signOut} signedInHere=${signedInHere} />`;
 }
 
 const root = document.getElementById('root');
