@@ -128,16 +128,27 @@ export function ErrorBox({ error }) {
   </div>`;
 }
 
-/** A detail panel: brought into view with the focus on its heading whenever `key` changes (null: not yet shown); Escape closes it. */
+/**
+ * A detail panel: brought into view with the focus on its heading (its first h2 or h3,
+ * tabindex -1) whenever `key` changes (null: not yet shown); Escape closes it, unless a
+ * control inside took that Escape for itself (an editor, a confirmation, a rename box).
+ */
 export function useDetailPanel(key, onClose) {
   const ref = useRef(null);
   useEffect(() => {
     if (key === null) return;
     ref.current?.scrollIntoView?.({ block: 'start' });
-    ref.current?.querySelector('h2')?.focus();
+    ref.current?.querySelector('h2, h3')?.focus();
   }, [key]);
-  return { ref, onKeyDown: (e) => e.key === 'Escape' && onClose() };
+  return { ref, onKeyDown: (e) => e.key === 'Escape' && !e.defaultPrevented && onClose() };
 }
+
+/** Escape closes what `close` closes, and no panel around it (useDetailPanel). */
+const onEscape = (close) => (e) => {
+  if (e.key !== 'Escape') return;
+  e.preventDefault();
+  close();
+};
 
 /** The control that opened a detail gets the focus back when it closes: `opened(event)` as it opens, `refocus()` once closed. */
 export function useOpener() {
@@ -276,7 +287,7 @@ export function Form({ title, submit, action, children, onDone, onCancel }) {
     }
   };
   if (!allowed) return null;
-  return html`<form class="card" ref=${ref} onSubmit=${run} aria-label=${title} onKeyDown=${onCancel ? (e) => e.key === 'Escape' && onCancel() : undefined}>
+  return html`<form class="card" ref=${ref} onSubmit=${run} aria-label=${title} onKeyDown=${onCancel ? onEscape(onCancel) : undefined}>
     ${title ? html`<h3>${title}</h3>` : null} ${children}
     <${ErrorBox} error=${error} />
     <div class="buttons">
@@ -360,12 +371,7 @@ export function ActionButton({ label, action, onDone, danger = false, warning, d
   if (!allowed) return null;
   const failure = error ? html`<${ErrorBox} error=${error} />` : said ? html`<span class="done" role="status">${said}</span>` : null;
   if (asking)
-    return html`<span
-      ref=${root}
-      class="action confirm"
-      role="group"
-      aria-label=${`Confirm: ${label}`}
-      onKeyDown=${(e) => e.key === 'Escape' && setAsking(false)}
+    return html`<span ref=${root} class="action confirm" role="group" aria-label=${`Confirm: ${label}`} onKeyDown=${onEscape(() => setAsking(false))}
       >${warning ? html`<span class="warning">${warning}</span>` : null}<button ref=${confirmRef} type="button" class="danger" onClick=${run}>
         Yes, ${label}</button
       ><button type="button" onClick=${() => setAsking(false)}>Cancel</button></span
@@ -408,7 +414,7 @@ export function RenameButton({ name, op, rename, onDone }) {
     return html`<span class="action"
       ><button ref=${triggerRef} type="button" onClick=${() => (setValue(name), setEditing(true))}>Rename ${name}</button></span
     >`;
-  return html`<form class="action rename" aria-label=${`Rename ${name}`} onSubmit=${save} onKeyDown=${(e) => e.key === 'Escape' && close()}>
+  return html`<form class="action rename" aria-label=${`Rename ${name}`} onSubmit=${save} onKeyDown=${onEscape(close)}>
     <label for=${id}>New name for ${name}</label>
     <input id=${id} ref=${inputRef} value=${value} onInput=${(e) => setValue(e.currentTarget.value)} required />
     <button type="submit" disabled=${busy}>Save name</button>

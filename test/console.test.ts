@@ -700,7 +700,8 @@ describe.runIf(run)('the web console', () => {
     await page.getByText('This gateway is archived').waitFor();
     expect(new URL(page.url()).hash).toContain(`open=${gw.guid}`);
     expect(await page.getByLabel('Show archived gateways').isChecked()).toBe(true);
-    await expect.poll(() => page.evaluate('document.activeElement.tagName')).toBe('H1');
+    // Shown again (with the archived ones), the gateway's detail takes the focus on its own heading, as when opened.
+    await expect.poll(() => page.evaluate('[document.activeElement.tagName, document.activeElement.textContent]')).toEqual(['H2', 'Archived from its page']);
     await page.getByRole('button', { name: 'Unarchive gateway' }).click();
     await expect
       .poll(async () => (await invoke(t, 'rest', ws.token, 'list_gateways', {})).body.items.some((g: { guid: string }) => g.guid === gw.guid))

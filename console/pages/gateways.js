@@ -18,7 +18,9 @@ import {
   refusal,
   useAllowed,
   useCall,
+  useDetailPanel,
   useNames,
+  useOpener,
 } from '../ui.js';
 
 const SCHEMES = [
@@ -116,7 +118,9 @@ function IdentityChoice({ serverGuid, serverName, value, onInput }) {
   />`;
 }
 
-function GatewayDetail({ gateway, archived, servers, onChange }) {
+function GatewayDetail({ gateway, archived, servers, onChange, onClose }) {
+  // Opened below the list (which may be hundreds of gateways long): brought into view, with the focus on its name.
+  const panel = useDetailPanel(gateway.guid, onClose);
   // A control for what the caller may not do is not offered (its editor would show nothing).
   const canCurate = useAllowed('modify_gateway_assignment');
   const canToggle = useAllowed('disable_gateway_assignment');
@@ -138,10 +142,10 @@ function GatewayDetail({ gateway, archived, servers, onChange }) {
   const [chosen, setChosen] = useState({});
   const [editing, setEditing] = useState(null);
   const serverName = (guid) => servers.get(guid) ?? guid;
-  return html`<div class="card">
+  return html`<div class="card" ref=${panel.ref} onKeyDown=${panel.onKeyDown}>
     <div class="page-head">
-      <h2>${gateway.name}</h2>
-      <button type="button" onClick=${() => navigate('gateways')}>Close gateway</button>
+      <h2 tabindex="-1">${gateway.name}</h2>
+      <button type="button" onClick=${onClose}>Close gateway</button>
     </div>
     <p>Connect URL: <code>${gateway.url}</code></p>
     <div class="buttons">
@@ -380,6 +384,8 @@ export function Gateways({ params }) {
   const reload = () => (reloadList(), live.reload());
   const [name, setName] = useState('');
   const servers = useNames([['list_inbound_servers', (s) => s.name]]);
+  const opener = useOpener();
+  const close = () => (navigate('gateways'), opener.refocus());
   const open = data?.items.find((g) => g.guid === params.open);
   // A gateway the URL opens but the list lacks is archived (just now, or before a link to it was shared): shown with the archived ones, once.
   const missing = Boolean(data && !loading && params.open && !open);
@@ -404,7 +410,7 @@ export function Gateways({ params }) {
             rows=${data.items}
             empty="No gateways yet."
             columns=${[
-              { label: 'Name', render: (g) => html`<a href=${hrefOf('gateways', { open: g.guid })}>${g.name}</a>` },
+              { label: 'Name', render: (g) => html`<a href=${hrefOf('gateways', { open: g.guid })} onClick=${opener.opened}>${g.name}</a>` },
               { label: 'Enabled', render: (g) => (g.enabled ? 'yes' : 'no') },
               ...(includeArchived ? [{ label: 'Archived', render: (g) => (archived(g) ? 'yes' : 'no') }] : []),
               { label: 'Connect URL', render: (g) => html`<code>${g.url}</code>` },
@@ -412,7 +418,7 @@ export function Gateways({ params }) {
           />`
         : null
     }
-    ${open && known ? html`<${GatewayDetail} key=${open.guid} gateway=${open} archived=${archived(open)} servers=${servers} onChange=${reload} />` : null}
+    ${open && known ? html`<${GatewayDetail} key=${open.guid} gateway=${open} archived=${archived(open)} servers=${servers} onChange=${reload} onClose=${close} />` : null}
     ${missing && includeArchived ? html`<p class="notice" role="status">The gateway this link opens is not one of this workspace's.</p>` : null}
     <${Form}
       title="Create a gateway"

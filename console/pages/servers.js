@@ -16,6 +16,7 @@ import {
   parseHeaderLines,
   useAllowed,
   useCall,
+  useDetailPanel,
   useInterval,
   useOpener,
 } from '../ui.js';
@@ -131,9 +132,11 @@ function Identities({ server, onClose }) {
   // The identity whose headers are being replaced (values are write-only: the box starts empty).
   const [replacing, setReplacing] = useState(null);
   const [newHeaders, setNewHeaders] = useState('');
-  return html`<div class="card">
+  // Opened below the list of servers: brought into view, with the focus on its heading.
+  const panel = useDetailPanel(server.guid, onClose);
+  return html`<div class="card" ref=${panel.ref} onKeyDown=${panel.onKeyDown}>
     <div class="page-head">
-      <h3>Identities of ${server.name}</h3>
+      <h3 tabindex="-1">Identities of ${server.name}</h3>
       <button type="button" onClick=${onClose}>Close server</button>
     </div>
     <${ErrorBox} error=${error} />
