@@ -204,9 +204,31 @@ export function Table({ caption, columns: all, rows, empty = 'Nothing here yet.'
  * API's, null on the last page): the view's `params` in the URL, with `skip` changed.
  */
 export function Pager({ page, params, skip, size, nextSkip }) {
+  const previous = useRef(null);
+  const next = useRef(null);
+  // The button last pressed: on the first or last page it is disabled, and the focus it
+  // held would fall to <body>; it goes to the other button instead.
+  const pressed = useRef(null);
+  useEffect(() => {
+    if (!pressed.current) return;
+    const [button, other] = pressed.current === next ? [next.current, previous.current] : [previous.current, next.current];
+    if (!button?.disabled) return;
+    const doc = button.ownerDocument;
+    // Moved elsewhere meanwhile: left there.
+    if (doc.activeElement !== doc.body && doc.activeElement !== button) pressed.current = null;
+    // The other one may still wait for the new page's answer (Next, until it says whether there is more).
+    else if (other && !other.disabled) {
+      pressed.current = null;
+      other.focus();
+    }
+  }, [skip, nextSkip]);
+  const go = (which, to) => () => {
+    pressed.current = which;
+    navigate(page, { ...params, skip: to });
+  };
   return html`<div class="pager">
-    <button type="button" disabled=${skip === 0} onClick=${() => navigate(page, { ...params, skip: Math.max(0, skip - size) })}>Previous page</button>
-    <button type="button" disabled=${nextSkip === null} onClick=${() => navigate(page, { ...params, skip: nextSkip })}>Next page</button>
+    <button ref=${previous} type="button" disabled=${skip === 0} onClick=${go(previous, Math.max(0, skip - size))}>Previous page</button>
+    <button ref=${next} type="button" disabled=${nextSkip === null} onClick=${go(next, nextSkip)}>Next page</button>
   </div>`;
 }
 
@@ -214,19 +236,21 @@ export function Pager({ page, params, skip, size, nextSkip }) {
 export function Field({ label, as = 'input', options, value, onInput, hint, ...rest }) {
   const id = useRef(`f-${Math.random().toString(36).slice(2, 9)}`).current;
   const set = (e) => onInput(e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value);
+  // The hint is the control's description: a screen reader says it with the label, as the eye reads it below.
+  const described = hint ? { 'aria-describedby': `${id}-hint` } : {};
   // A checkbox reads best with its label beside it.
   if (rest.type === 'checkbox') return html`<label class="check"><input type="checkbox" checked=${rest.checked} onChange=${set} />${label}</label>`;
   let control;
   if (as === 'select') {
-    control = html`<select id=${id} value=${value} onChange=${set} ...${rest}>
+    control = html`<select id=${id} value=${value} onChange=${set} ...${described} ...${rest}>
       ${options.map(([v, text]) => html`<option value=${v} selected=${v === value}>${text}</option>`)}
     </select>`;
   } else if (as === 'textarea') {
-    control = html`<textarea id=${id} value=${value} onInput=${set} ...${rest} />`;
+    control = html`<textarea id=${id} value=${value} onInput=${set} ...${described} ...${rest} />`;
   } else {
-    control = html`<input id=${id} value=${value} onInput=${set} ...${rest} />`;
+    control = html`<input id=${id} value=${value} onInput=${set} ...${described} ...${rest} />`;
   }
-  return html`<div class="field"><label for=${id}>${label}</label>${control}${hint ? html`<small>${hint}</small>` : null}</div>`;
+  return html`<div class="field"><label for=${id}>${label}</label>${control}${hint ? html`<small id=${`${id}-hint`}>${hint}</small>` : null}</div>`;
 }
 
 /**

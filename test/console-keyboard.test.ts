@@ -4,6 +4,7 @@ import { chromiumInstalled, launchChromium } from './helpers/chromium.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
 import { freePort } from './helpers/ports.js';
+import { ingest, logRow } from './helpers/call-logs.js';
 
 /** The console from the keyboard alone: where the focus is after each step a person takes. */
 const run = chromiumInstalled() && storeKind() === 'pglite';
@@ -23,6 +24,12 @@ describe.runIf(run)('the console from the keyboard', () => {
     await t.app.listen({ port, host: '127.0.0.1' });
     base = `http://127.0.0.1:${port}`;
     ws = await newWorkspace(t);
+    // Two pages of calls and a few more (the Logs page reads 50 at a time).
+    const now = Date.now();
+    await ingest(
+      t,
+      Array.from({ length: 60 }, (_, i) => logRow(ws.organizationGuid, { createdAt: now - i * 60_000 })),
+    );
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.setDefaultTimeout(20_000);
@@ -40,5 +47,27 @@ describe.runIf(run)('the console from the keyboard', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Gateways', level: 1 }).waitFor();
     await expect.poll(focused).toEqual({ tag: 'H1', text: 'Gateways' });
+  });
+
+  it('paging to the first or last page, whose button is then disabled, leaves the focus on the other button', async () => {
+    await page.goto(`${base}/console/#/logs`);
+    await page.getByRole('heading', { name: 'Logs', level: 1 }).waitFor();
+    const next = page.getByRole('button', { name: 'Next page' });
+    const previous = page.getByRole('button', { name: 'Previous page' });
+    await next.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('table', { name: 'Calls 51–60' }).waitFor();
+    await expect.poll(focused).toEqual({ tag: 'BUTTON', text: 'Previous page' });
+    expect(await previous.evaluate((e) => e === e.ownerDocument.activeElement)).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.getByRole('table', { name: 'Calls 1–50' }).waitFor();
+    await expect.poll(focused).toEqual({ tag: 'BUTTON', text: 'Next page' });
+  });
+
+  it("says a field's hint with its label (the hint describes the control)", async () => {
+    await page.goto(`${base}/console/#/settings`);
+    const days = page.getByLabel('Expires in days');
+    const described = await days.evaluate((e) => e.ownerDocument.getElementById(e.getAttribute('aria-describedby') ?? '')?.textContent);
+    expect(described).toBe('0 never expires; empty is 90');
   });
 });
