@@ -6,6 +6,7 @@ import { invoke, newWorkspace, startTestApp, storeKind, type TestApp } from './h
 import { newMember, type Member } from './helpers/members.js';
 import { freePort } from './helpers/ports.js';
 import { registerServer } from './helpers/gateway.js';
+import { ingest, logRow } from './helpers/call-logs.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
 
 /**
@@ -103,6 +104,16 @@ describe.runIf(run)('the console, for a role with few capabilities', () => {
     const identities = p.getByRole('table', { name: 'Identities of Keyed' });
     await identities.getByRole('row').nth(1).waitFor();
     await expect(identities.getByRole('columnheader', { name: 'Actions' }).count()).resolves.toBe(0);
+    await p.close();
+  });
+
+  it("names the Overview's top users as text, not links to Logs, for a role that may see usage but not read the calls", async () => {
+    const viewer = await newMember(t, ws, ['viewUsageReports']);
+    await ingest(t, [logRow(ws.organizationGuid, { createdAt: Date.now() - 60_000, userGuid: viewer.userGuid })]);
+    const p = await signedIn(viewer.token, '#/overview');
+    const users = p.getByRole('table', { name: 'Top users' });
+    await users.getByRole('cell', { name: viewer.email, exact: true }).waitFor();
+    await expect(users.getByRole('link').count()).resolves.toBe(0);
     await p.close();
   });
 });

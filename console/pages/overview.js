@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef } from 'preact/hooks';
 import { navigate, hrefOf } from '../nav.js';
-import { ErrorBox, Field, Loading, RANGES, Table, fmtBytes, fmtMs, rangeMs, short, useCall, useNames, useWindowEnd } from '../ui.js';
+import { ErrorBox, Field, Loading, RANGES, Table, fmtBytes, fmtMs, rangeMs, short, useAllowed, useCall, useNames, useWindowEnd } from '../ui.js';
 
 // Not a static import: the pages start their API calls while the chart library (the
 // largest module) still loads; index.html has already asked for it (modulepreload).
@@ -60,6 +60,8 @@ function CallsChart({ items, fromMs, toMs, interval }) {
 
 function Top({ title, groupBy, window, range, names }) {
   const { data, error } = useCall('get_usage_report', { ...window, groupBy: [groupBy], take: 10 });
+  // A row links to its calls only for a role that may read them (a role that may see usage only would find a refusal there).
+  const canReadLogs = useAllowed('query_logs');
   if (error) return html`<${ErrorBox} error=${error} />`;
   if (!data) return html`<${Loading} />`;
   return html`<${Table}
@@ -74,7 +76,9 @@ function Top({ title, groupBy, window, range, names }) {
             ? html`<em>none</em>`
             : groupBy === 'tool_name'
               ? r[groupBy]
-              : html`<a href=${hrefOf('logs', { [groupBy]: r[groupBy], range })}>${names.get(r[groupBy]) ?? short(r[groupBy])}</a>`,
+              : !canReadLogs
+                ? (names.get(r[groupBy]) ?? short(r[groupBy]))
+                : html`<a href=${hrefOf('logs', { [groupBy]: r[groupBy], range })}>${names.get(r[groupBy]) ?? short(r[groupBy])}</a>`,
       },
       { label: 'Calls', render: (r) => r.calls, num: true },
       { label: 'Errors', render: (r) => r.errors, num: true },
