@@ -1,7 +1,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { hrefOf } from './nav.js';
-import { EnableToggle, ErrorBox, Loading, Table, distinctNames, fmtTime, useCall } from './ui.js';
+import { EnableToggle, ErrorBox, Loading, Table, distinctNames, fmtTime, useAllowed, useCall } from './ui.js';
 
 /**
  * The connections list_connections gives for `filter` (a gateway's, a host's), each
@@ -47,6 +47,8 @@ export function Connections({ filter, caption, columns = [], reloadKey }) {
 
 function ConnectionDetail({ guid, reloadKey }) {
   const { data, error } = useCall('get_connection', { connectionGuid: guid }, [reloadKey]);
+  // Its calls are offered only to a role that may read them (exportLogs): a link would end in a refusal.
+  const canReadLogs = useAllowed('query_logs');
   if (error) return html`<${ErrorBox} error=${error} />`;
   if (!data) return html`<${Loading} />`;
   return html`<aside class="card detail" aria-label="Connection detail">
@@ -62,8 +64,12 @@ function ConnectionDetail({ guid, reloadKey }) {
       <dd>${data.serverCount}</dd>
       <dt>Last successful call</dt>
       <dd>${fmtTime(data.lastSuccessfulCallAt)}</dd>
-      <dt>Calls</dt>
-      <dd><a href=${hrefOf('logs', { gateway_connection_guid: data.guid, range: '7d' })}>Calls of this connection</a></dd>
+      ${
+        canReadLogs
+          ? html`<dt>Calls</dt>
+              <dd><a href=${hrefOf('logs', { gateway_connection_guid: data.guid, range: '7d' })}>Calls of this connection</a></dd>`
+          : null
+      }
     </dl>
     <${Table}
       caption="Recent errors"
@@ -73,7 +79,10 @@ function ConnectionDetail({ guid, reloadKey }) {
       columns=${[
         { label: 'Time', render: (e) => fmtTime(e.createdAt) },
         { label: 'Tool', render: (e) => e.toolName ?? '—' },
-        { label: 'Message', render: (e) => html`<a href=${hrefOf('logs', { trace_id: e.traceId, range: '30d' })}>${e.message}</a>` },
+        {
+          label: 'Message',
+          render: (e) => (canReadLogs ? html`<a href=${hrefOf('logs', { trace_id: e.traceId, range: '30d' })}>${e.message}</a>` : e.message),
+        },
       ]}
     />
   </aside>`;

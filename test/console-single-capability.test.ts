@@ -116,4 +116,24 @@ describe.runIf(run)('the console, for a role with few capabilities', () => {
     await expect(users.getByRole('link').count()).resolves.toBe(0);
     await p.close();
   });
+
+  it('opens an alert with no links to Logs for a role that may see alerts and servers but not read the calls', async () => {
+    const { serverGuid } = await registerServer(t, ws, { name: 'Alerting', url: everything.url, authType: 'none' });
+    await t.runtime.services.alerts.raise({
+      organizationGuid: ws.organizationGuid,
+      code: 'upstream_call_failed',
+      messageType: 'error',
+      subject: 'Calls to server Alerting keep failing',
+      message: 'They fail.',
+      debugContext: { traceId: 'a'.repeat(32) },
+      relatedResourceIds: [serverGuid],
+    });
+    const watcher = await newMember(t, ws, ['seeAllAlerts', 'viewAllServers']);
+    const p = await signedIn(watcher.token, '#/alerts');
+    await p.getByRole('button', { name: 'Calls to server Alerting keep failing' }).click();
+    const record = p.getByRole('complementary', { name: 'Alert record' });
+    await record.getByText(serverGuid).waitFor();
+    await expect(record.getByRole('link').count()).resolves.toBe(0);
+    await p.close();
+  });
 });

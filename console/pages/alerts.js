@@ -1,14 +1,16 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { hrefOf, navigate } from '../nav.js';
-import { ErrorBox, Field, Loading, Pager, Table, fmtTime, useCall, useDetailPanel, useNames, useOpener } from '../ui.js';
+import { ErrorBox, Field, Loading, Pager, Table, fmtTime, useAllowed, useCall, useDetailPanel, useNames, useOpener } from '../ui.js';
 
 const PAGE = 50;
 
 /** Where a related resource id leads: its calls in the logs, by what kind of resource it is. */
 function ResourceLink({ id, kinds }) {
   const kind = kinds.get(id);
-  if (!kind) return html`<code>${id}</code>`;
+  // Its calls are offered only to a role that may read them (exportLogs): a link would end in a refusal.
+  const canReadLogs = useAllowed('query_logs');
+  if (!kind || !canReadLogs) return html`<code>${id}</code>`;
   return html`<a href=${hrefOf('logs', { [kind.filter]: id, range: '7d' })}>${kind.label}: calls</a>`;
 }
 
@@ -24,6 +26,7 @@ function AlertDetail({ guid, kinds, onClose }) {
   const { data, error } = useCall('get_alert', { alertGuid: guid });
   const traceId = data?.debugContext?.traceId ?? data?.dynamicContent?.traceId;
   const panel = useDetailPanel(data ? guid : null, onClose);
+  const canReadLogs = useAllowed('query_logs');
   return html`<aside class="card detail" aria-label="Alert record" ref=${panel.ref} onKeyDown=${panel.onKeyDown}>
     <div class="page-head">
       <h2 tabindex="-1">${data?.subject ?? 'Alert'}</h2>
@@ -45,7 +48,7 @@ function AlertDetail({ guid, kinds, onClose }) {
               <dt>Resources</dt>
               <dd>${data.relatedResourceIds.map((id) => html`<div><${ResourceLink} id=${id} kinds=${kinds} /></div>`)}</dd>
               ${
-                traceId
+                traceId && canReadLogs
                   ? html`<dt>Call</dt>
                       <dd><a href=${hrefOf('logs', { trace_id: traceId, range: '30d' })}>The call behind this alert</a></dd>`
                   : null
