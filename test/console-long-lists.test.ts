@@ -71,6 +71,20 @@ describe.runIf(run)('the console with long lists and long names', () => {
     await p.close();
   });
 
+  it('opens a host focused on its name; Escape closes it back to its link', async () => {
+    await invoke(t, 'rest', ws.token, 'create_host', { name: 'Desk app' });
+    const p = await signedIn(1280, '#/hosts');
+    const link = p.getByRole('link', { name: 'Desk app', exact: true });
+    await link.focus();
+    await p.keyboard.press('Enter');
+    const heading = p.getByRole('heading', { name: 'Desk app', level: 2 });
+    await expect.poll(() => isFocused(heading)).toBe(true);
+    await p.keyboard.press('Escape');
+    await expect.poll(() => heading.count()).toBe(0);
+    await expect.poll(() => isFocused(link)).toBe(true);
+    await p.close();
+  });
+
   it("opens a server's identities focused on their heading; Escape closes them back to the server's button", async () => {
     const p = await signedIn(1280, '#/servers');
     const button = p.getByRole('button', { name: 'Everything', exact: true });

@@ -3,15 +3,32 @@ import { useState } from 'preact/hooks';
 import { call } from '../api.js';
 import { Connections } from '../connections.js';
 import { hrefOf, navigate } from '../nav.js';
-import { ActionButton, EnableToggle, ErrorBox, Field, Form, Loading, RenameButton, Table, act, useAllowed, useCall, useNames } from '../ui.js';
+import {
+  ActionButton,
+  EnableToggle,
+  ErrorBox,
+  Field,
+  Form,
+  Loading,
+  RenameButton,
+  Table,
+  act,
+  useAllowed,
+  useCall,
+  useDetailPanel,
+  useNames,
+  useOpener,
+} from '../ui.js';
 
 /** A host's connections, each with its gateway's name. */
-function HostDetail({ host }) {
+function HostDetail({ host, onClose }) {
   const gateways = useNames([['list_gateways', (g) => g.name]]);
-  return html`<div class="card">
+  // Opened below the list of hosts: brought into view, with the focus on its name.
+  const panel = useDetailPanel(host.guid, onClose);
+  return html`<div class="card" ref=${panel.ref} onKeyDown=${panel.onKeyDown}>
     <div class="page-head">
-      <h2>${host.name}</h2>
-      <button type="button" onClick=${() => navigate('hosts')}>Close host</button>
+      <h2 tabindex="-1">${host.name}</h2>
+      <button type="button" onClick=${onClose}>Close host</button>
     </div>
     <p>
       ${host.enabled ? 'Enabled' : 'Disabled: the gateways refuse its connections until it is enabled again.'} A token for this host is issued on a gateway's
@@ -33,6 +50,8 @@ export function Hosts({ params }) {
   const canAct = [useAllowed('rename_host'), useAllowed('disable_host'), useAllowed('delete_host')].some(Boolean);
   const [name, setName] = useState('');
   const open = data?.items.find((h) => h.guid === params.open);
+  const opener = useOpener();
+  const close = () => (navigate('hosts'), opener.refocus());
   return html`<section aria-labelledby="hosts-title">
     <h1 id="hosts-title">Hosts</h1>
     <p>The apps and agents that connect to gateways. Disabling a host cuts off all its connections at once; deleting it keeps them, without a host.</p>
@@ -45,7 +64,7 @@ export function Hosts({ params }) {
             rows=${data.items}
             empty="No hosts yet."
             columns=${[
-              { label: 'Name', render: (h) => html`<a href=${hrefOf('hosts', { open: h.guid })}>${h.name}</a>` },
+              { label: 'Name', render: (h) => html`<a href=${hrefOf('hosts', { open: h.guid })} onClick=${opener.opened}>${h.name}</a>` },
               { label: 'Authentication', render: (h) => h.authenticationType },
               { label: 'Enabled', render: (h) => (h.enabled ? 'yes' : 'no') },
               {
@@ -78,7 +97,7 @@ export function Hosts({ params }) {
           />`
         : null
     }
-    ${open ? html`<${HostDetail} key=${open.guid} host=${open} />` : null}
+    ${open ? html`<${HostDetail} key=${open.guid} host=${open} onClose=${close} />` : null}
     <${Form}
       title="Create a host"
       submit="Create host"
