@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
+import { type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
 import { bearerToken } from '../core/auth/tokens.js';
 import { AppError, STORE_RETRY_AFTER_SECONDS } from '../core/errors.js';
 import type { Services } from '../core/services.js';
@@ -28,6 +28,7 @@ import { DIRECT_SSE_HEADERS, DIRECT_SSE_KEEP_ALIVE_MS, directAnswerStatus, direc
 import { paramHeaderRefusal, type ParamHeaderSource } from './mcp-param-headers.js';
 import { sendWebResponse, toWebRequest } from '../http/web-request.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
+import { unsupportedProtocolVersion } from '../mcp/protocol-version.js';
 import { isStoreUnreachable } from '../stores/store-errors.js';
 import { EndedSessions } from './ended-sessions.js';
 import { envelopeProblem } from './message-envelope.js';
@@ -131,15 +132,9 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     }
     // A 2025 request after initialize may name its revision; one the gateway does not speak is refused, as the revision
     // asks (400) and in the 1.x SDK's words and code.
-    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) {
-      await reply
-        .code(400)
-        .send(
-          rpcError(
-            ERRORS.upstream,
-            `Bad Request: Unsupported protocol version: ${String(version).slice(0, 64)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
-          ),
-        );
+    const unsupported = unsupportedProtocolVersion(version);
+    if (unsupported) {
+      await reply.code(400).send(unsupported);
       return null;
     }
     const id = request.headers[SESSION_HEADER];

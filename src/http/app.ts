@@ -14,6 +14,7 @@ import { registerGatewayRoutes } from '../gateway/routes.js';
 import { createAdminMcpHandler } from '../mcp/admin-tools.js';
 import { adminBatchRefusal } from '../mcp/admin-batch.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
+import { unsupportedProtocolVersion } from '../mcp/protocol-version.js';
 import { isModernMessage } from '../mcp/request-revision.js';
 import { sendWebResponse, toWebRequest } from './web-request.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -182,6 +183,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         const overBudget = budget.isAllowed || !budget.isExceeded ? undefined : rateLimited(budget.max, budget.ttl);
         // What is not a tool call (a list, a handshake, a batch) has no tool result to fail in: the HTTP 429, as on REST.
         if (overBudget && (request.body as { method?: unknown } | null)?.method !== 'tools/call') throw overBudget;
+        // A revision no MCP surface speaks, as the gateways answer it (the SDK would ask for a 2026-07-28 envelope).
+        const protocolVersion = request.headers['mcp-protocol-version'];
+        const unsupported = isModernMessage(request.body, protocolVersion) ? null : unsupportedProtocolVersion(protocolVersion);
+        if (unsupported) return reply.code(400).send(unsupported);
         const batchRefusal = Array.isArray(request.body) ? adminBatchRefusal(request.headers['mcp-protocol-version']) : null;
         if (batchRefusal) return reply.code(400).send(batchRefusal);
         const { message, argumentsRefusal } = refuseKeysOfMcpMessage(request.body);

@@ -1,0 +1,46 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedWorkspace } from '../src/core/workspaces.js';
+import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+
+/**
+ * Hostile input on the admin MCP endpoint (and, where one rule serves both, at a
+ * gateway): each is answered in words naming what is wrong, as the gateway answers it.
+ */
+let t: TestApp;
+let ws: CreatedWorkspace;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  ws = await newWorkspace(t);
+});
+afterAll(async () => {
+  await closeClients();
+  await t?.close();
+});
+
+const ADMIN_MCP = '/api/v1/svc-admin/mcp';
+const post = (url: string, token: string, body: unknown, headers: Record<string, string> = {}) =>
+  t.app.inject({
+    method: 'POST',
+    url,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    payload: JSON.stringify(body),
+  });
+/** A gateway's connect path and its token. */
+const newGateway = async (name: string) => {
+  const gateway = await invoke(t, 'rest', ws.token, 'create_gateway', { name });
+  const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gateway.body.guid });
+  return { url: new URL(issued.body.url).pathname, token: issued.body.token as string };
+};
+
+describe('an MCP-Protocol-Version header naming no revision', () => {
+  it.each(['banana', '2025-13-99'])('%s is refused as unsupported by the admin endpoint, in the gateway’s words', async (version) => {
+    const gateway = await newGateway(`Version ${version}`);
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
+    const atGateway = await post(gateway.url, gateway.token, list, { 'mcp-protocol-version': version });
+    const atAdmin = await post(ADMIN_MCP, ws.token, list, { 'mcp-protocol-version': version });
+    expect(atAdmin.statusCode).toBe(400);
+    expect(atAdmin.json().error.message).toMatch(new RegExp(`^Bad Request: Unsupported protocol version: ${version} \\(supported versions: .*2025-11-25`));
+    expect({ status: atAdmin.statusCode, body: atAdmin.json() }).toEqual({ status: atGateway.statusCode, body: atGateway.json() });
+  });
+});
