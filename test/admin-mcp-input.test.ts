@@ -44,3 +44,17 @@ describe('an MCP-Protocol-Version header naming no revision', () => {
     expect({ status: atAdmin.statusCode, body: atAdmin.json() }).toEqual({ status: atGateway.statusCode, body: atGateway.json() });
   });
 });
+
+describe('a field with no name', () => {
+  it('GET /teams?= and tools/call with arguments {"": 1} say it in words, on both surfaces', async () => {
+    const expected = { path: '', message: 'a field with an empty name is not allowed' };
+    const rest = await t.app.inject({ method: 'GET', url: '/api/v1/svc-admin/teams?=', headers: { authorization: `Bearer ${ws.token}` } });
+    expect(rest.statusCode).toBe(400);
+    expect(rest.json()).toMatchObject({ code: 'validation_failed', detail: 'input: a field with an empty name is not allowed', errors: [expected] });
+    for (const surface of ['rest', 'mcp'] as const) {
+      const res = await invoke(t, surface, ws.token, 'create_team', { name: 'Never stored', '': 1 });
+      expect(res.status, surface).toBe(400);
+      expect(res.body.errors, surface).toEqual([expected]);
+    }
+  });
+});

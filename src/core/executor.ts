@@ -7,6 +7,8 @@ import { ADMIN_ENTITLEMENT } from './repositories/organizations.js';
 
 export { ADMIN_ENTITLEMENT };
 
+const EMPTY_NAME = 'a field with an empty name is not allowed';
+
 /** Turns zod issues into the contract's `errors: [{path, message}]`, naming every field. */
 export function zodFieldErrors(error: z.ZodError): FieldError[] {
   // zod measures the length of a value of the wrong type too (`name: []` is also "expected array to have >=1 items"):
@@ -16,7 +18,8 @@ export function zodFieldErrors(error: z.ZodError): FieldError[] {
     const base = issue.path.map(String).join('.');
     if (issue.code !== 'invalid_type' && mistyped.has(base)) return [];
     if (issue.code === 'unrecognized_keys') {
-      return issue.keys.map((k) => ({ path: base ? `${base}.${k}` : k, message: 'unknown field' }));
+      // A key with no name (`?=`, `{"": 1}`) would be named by nothing: the message says what it is.
+      return issue.keys.map((k) => ({ path: base ? `${base}.${k}` : k, message: k === '' ? EMPTY_NAME : 'unknown field' }));
     }
     return [{ path: base, message: issue.message }];
   });
