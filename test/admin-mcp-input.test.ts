@@ -26,6 +26,8 @@ const post = (url: string, token: string, body: unknown, headers: Record<string,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
     payload: JSON.stringify(body),
   });
+/** The one JSON-RPC message of an answer, sent as JSON or as one SSE event. */
+const messageOf = (payload: string) => JSON.parse(payload.startsWith('{') ? payload : /^data: (.*)$/m.exec(payload)![1]!);
 /** A gateway's connect path and its token. */
 const newGateway = async (name: string) => {
   const gateway = await invoke(t, 'rest', ws.token, 'create_gateway', { name });
@@ -56,5 +58,19 @@ describe('a field with no name', () => {
       expect(res.status, surface).toBe(400);
       expect(res.body.errors, surface).toEqual([expected]);
     }
+  });
+});
+
+describe('an unknown tool with a long name', () => {
+  it('is named cut to 200 bytes with an ellipsis, on a character boundary, by the admin endpoint and a gateway', async () => {
+    const gateway = await newGateway('Long names');
+    // 'é' is two bytes: a cut at 200 bytes that ignored characters would split one.
+    const name = `x${'é'.repeat(250_000)}`;
+    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: {} } };
+    const atAdmin = messageOf((await post(ADMIN_MCP, ws.token, call)).payload);
+    const atGateway = (await post(gateway.url, gateway.token, call, { 'mcp-protocol-version': '2025-03-26' })).json();
+    const shown = `x${'é'.repeat(99)}…`;
+    expect(atAdmin.error).toEqual({ code: -32602, message: `Unknown tool: ${shown}. tools/list names every tool.` });
+    expect(atGateway.error).toMatchObject({ code: -32602, message: `Tool ${shown} not found on this gateway.` });
   });
 });

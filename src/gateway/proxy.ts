@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type LoggingLevel, type RequestId } from '@modelcontextprotocol/server';
 import type { Services } from '../core/services.js';
+import { echoed } from '../core/echoed.js';
 import {
   exposeItems,
   gatewayInstructions,
@@ -256,7 +257,7 @@ export class GatewayProxy {
       // Refused like an unknown name; the call log keeps the reason, and names the tool as its other rows do when it is a server's.
       ctx.record.toolName = (resolved.of?.name ?? qualified).slice(0, 500);
       if (resolved.of) ctx.record.inboundServerGuid = resolved.of.route.serverGuid;
-      throw new GatewayCallError(ERRORS.invalidParams, `${kind} ${qualified} not found on this gateway.`, undefined, resolved.refused);
+      throw new GatewayCallError(ERRORS.invalidParams, `${kind} ${echoed(qualified)} not found on this gateway.`, undefined, resolved.refused);
     }
     if (!('route' in resolved)) {
       // No server's: the row keeps the name the host asked for.
@@ -264,7 +265,7 @@ export class GatewayProxy {
       const why = resolved.slug ? ctx.catalog.unavailable.get(resolved.slug) : undefined;
       throw new GatewayCallError(
         ERRORS.invalidParams,
-        why ? `${kind} ${qualified} is not available: ${why}.` : `${kind} ${qualified} not found on this gateway.`,
+        why ? `${kind} ${echoed(qualified)} is not available: ${why}.` : `${kind} ${echoed(qualified)} not found on this gateway.`,
       );
     }
     ctx.record.toolName = resolved.name;
@@ -275,7 +276,7 @@ export class GatewayProxy {
   private async callByUri(ctx: HostContext, message: JSONRPCMessage, uri: string): Promise<Outcome> {
     const route = routeForUri(ctx.catalog.routes, uri);
     // The URI in the error's data, as servers answer it (SEP-2164), so a host can tell which read failed.
-    if (!route) throw new GatewayCallError(ERRORS.invalidParams, `Resource ${uri} not found on this gateway.`, { uri });
+    if (!route) throw new GatewayCallError(ERRORS.invalidParams, `Resource ${echoed(uri)} not found on this gateway.`, { uri });
     ctx.record.toolName = uri.slice(0, 500);
     return this.relays.relay(ctx, route, message);
   }
@@ -284,7 +285,7 @@ export class GatewayProxy {
     const ref = (params.ref ?? {}) as { type?: string; name?: string; uri?: string };
     if (ref.type === 'ref/resource') return this.callByUri(ctx, message, String(ref.uri ?? ''));
     const resolved = resolveExposedName(ctx.catalog, 'prompts', String(ref.name ?? ''));
-    if (!('route' in resolved)) throw new GatewayCallError(ERRORS.invalidParams, `Prompt ${String(ref.name)} not found on this gateway.`);
+    if (!('route' in resolved)) throw new GatewayCallError(ERRORS.invalidParams, `Prompt ${echoed(String(ref.name))} not found on this gateway.`);
     return this.relays.relay(ctx, resolved.route, { ...message, params: { ...params, ref: { ...ref, name: resolved.name } } } as JSONRPCMessage);
   }
 

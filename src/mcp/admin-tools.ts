@@ -1,4 +1,5 @@
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type McpHttpHandler, type Tool } from '@modelcontextprotocol/server';
+import { echoed } from '../core/echoed.js';
 import { toAppError } from '../core/errors.js';
 import { executeOperation } from '../core/executor.js';
 import { inputJsonSchema, outputJsonSchema, ProblemSchema } from '../core/json-schema.js';
@@ -53,7 +54,7 @@ export function createAdminMcpHandler(operations: readonly AnyOperation[]): McpH
       server.setRequestHandler('tools/list', () => ({ tools }));
       server.setRequestHandler('tools/call', async (request) => {
         const op = byName.get(request.params.name);
-        if (!op) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}. tools/list names every tool.`);
+        if (!op) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${echoed(request.params.name)}. tools/list names every tool.`);
         if (!ctx) throw new ProtocolError(ProtocolErrorCode.InternalError, 'The request carries no caller.');
         return callTool(op, ctx, (request.params.arguments ?? {}) as Record<string, unknown>);
       });
