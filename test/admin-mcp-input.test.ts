@@ -74,3 +74,32 @@ describe('an unknown tool with a long name', () => {
     expect(atGateway.error).toMatchObject({ code: -32602, message: `Tool ${shown} not found on this gateway.` });
   });
 });
+
+describe('a tools/call with a malformed task augmentation', () => {
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  it.each([5, { ttl: 'x' }, null, [1]])('task %j is invalid params in words naming params.task (2025-11-25)', async (task) => {
+    const call = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'whoami', arguments: {}, task } };
+    const answer = messageOf((await post(ADMIN_MCP, ws.token, call, { 'mcp-protocol-version': '2025-11-25' })).payload);
+    expect(answer).toEqual({
+      jsonrpc: '2.0',
+      id: 3,
+      error: { code: -32602, message: 'tools/call params.task must be an object: { ttl?: milliseconds to keep the task }.' },
+    });
+  });
+
+  it('a well-formed one is served as a plain call (the endpoint has no tasks)', async () => {
+    const call = { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'whoami', arguments: {}, task: { ttl: 1000 } } };
+    const answer = messageOf((await post(ADMIN_MCP, ws.token, call, { 'mcp-protocol-version': '2025-11-25' })).payload);
+    expect(answer.result.structuredContent.user.emailAddress).toMatch(/@/);
+  });
+
+  it('2026-07-28 (whose tools/call has no task augmentation) serves the call, as before', async () => {
+    const call = { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'whoami', arguments: {}, task: 5, _meta: envelope } };
+    const res = await post(ADMIN_MCP, ws.token, call, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'whoami' });
+    expect(messageOf(res.payload).result.structuredContent.user.emailAddress).toMatch(/@/);
+  });
+});

@@ -2,7 +2,7 @@ import { hkdfSync } from 'node:crypto';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { ERRORS, GATEWAY_CAPABILITIES, GatewayCallError, type HostContext, type Outcome } from './call-model.js';
 import type { Catalog, Route } from './catalog.js';
-import { isPlainObject } from '../mcp/request-params.js';
+import { isPlainObject, taskAugmentationProblem } from '../mcp/request-params.js';
 import { RELATED_TASK, renamedInWords, serveBridged, toCoreTask, toExtensionTask } from './bridge-core-tasks.js';
 import { CORE_TASK_TTL_MS, ExtensionTasksBridge, inTaskSession } from './bridge-extension-tasks.js';
 import type { HostRelay } from './host-relay.js';
@@ -173,8 +173,8 @@ export class HostTasks {
     const augmentation = params.task;
     const asked = augmentation !== undefined && coreTasksHost(ctx);
     // Refused here, in words, rather than forwarded for an upstream's schema to fail on.
-    if (asked && !(isPlainObject(augmentation) && (augmentation.ttl === undefined || typeof augmentation.ttl === 'number')))
-      throw new GatewayCallError(ERRORS.invalidParams, 'tools/call params.task must be an object: { ttl?: milliseconds to keep the task }.');
+    const problem = asked ? taskAugmentationProblem(augmentation) : null;
+    if (problem) throw new GatewayCallError(ERRORS.invalidParams, problem);
     const kept = asked && offersCoreTasks(route);
     const bridged = asked && offersTasks(route);
     const routed = { ...message, params: { ...params, name: tool } } as { params: Record<string, unknown> } & JSONRPCMessage;

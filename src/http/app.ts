@@ -13,7 +13,7 @@ import type { Services } from '../core/services.js';
 import { registerGatewayRoutes } from '../gateway/routes.js';
 import { createAdminMcpHandler } from '../mcp/admin-tools.js';
 import { adminBatchRefusal } from '../mcp/admin-batch.js';
-import { malformedRequestParams } from '../mcp/request-params.js';
+import { malformedRequestParams, malformedTaskAugmentation } from '../mcp/request-params.js';
 import { unsupportedProtocolVersion } from '../mcp/protocol-version.js';
 import { isModernMessage } from '../mcp/request-revision.js';
 import { sendWebResponse, toWebRequest } from './web-request.js';
@@ -191,8 +191,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         if (batchRefusal) return reply.code(400).send(batchRefusal);
         const { message, argumentsRefusal } = refuseKeysOfMcpMessage(request.body);
         // A 2026-07-28 request of a method that revision dropped is the SDK's to refuse (HTTP 404, -32601), whatever its params.
-        const revision = isModernMessage(message, request.headers['mcp-protocol-version']) ? '2026-07-28' : 'any';
-        const malformed = malformedRequestParams(message, revision);
+        const modern = isModernMessage(message, protocolVersion);
+        // A 2025 tools/call's task augmentation is checked by the SDK's schema, which dumps its issues.
+        const malformed = malformedRequestParams(message, modern ? '2026-07-28' : 'any') ?? (modern ? null : malformedTaskAugmentation(message));
         if (malformed) return reply.send(malformed);
         const operationContext: OperationContext = {
           services,

@@ -79,6 +79,24 @@ function uriRule(method: string, p: Params): string | null {
 }
 
 /**
+ * What a 2025-11-25 tools/call's task augmentation (`params.task`) must be, in words: null
+ * when absent or well formed. The gateways ask it of a host that may augment (one that
+ * does not has it dropped); the admin endpoint of every 2025 request, as its SDK's schema does.
+ */
+export function taskAugmentationProblem(task: unknown): string | null {
+  if (task === undefined || (isPlainObject(task) && (task.ttl === undefined || typeof task.ttl === 'number'))) return null;
+  return 'tools/call params.task must be an object: { ttl?: milliseconds to keep the task }.';
+}
+
+/** The admin endpoint's answer (-32602 in words) to a 2025 tools/call whose task augmentation its SDK would refuse with a dump of its issues, or null. */
+export function malformedTaskAugmentation(message: unknown): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string } } | null {
+  const m = message as { method?: unknown; id?: unknown; params?: { task?: unknown } } | null;
+  if (!m || typeof m !== 'object' || m.method !== 'tools/call' || m.id === undefined || !isPlainObject(m.params)) return null;
+  const problem = taskAugmentationProblem(m.params.task);
+  return problem ? { jsonrpc: '2.0', id: m.id, error: { code: ProtocolErrorCode.InvalidParams, message: problem } } : null;
+}
+
+/**
  * A JSON-RPC answer for a request whose params the SDK's own schema (or an upstream's)
  * would refuse with a dump of its issues: the same -32602, in words (contract: bad
  * input is named). Null when the message is not such a request. One rule for every
