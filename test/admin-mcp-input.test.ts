@@ -103,3 +103,37 @@ describe('a tools/call with a malformed task augmentation', () => {
     expect(messageOf(res.payload).result.structuredContent.user.emailAddress).toMatch(/@/);
   });
 });
+
+describe('each message of a JSON-RPC batch (2025-03-26)', () => {
+  const batch = [
+    { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { cursor: 5 } },
+    { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'whoami', arguments: null } },
+    { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'whoami', arguments: {}, task: 5 } },
+    { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'whoami', arguments: {} } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+  ];
+  const byId = (answers: any[]) => [...answers].sort((a, b) => a.id - b.id);
+
+  it.each<Record<string, string>>([{}, { 'mcp-protocol-version': '2025-03-26' }])('gets the answer it gets alone (headers %j)', async (headers) => {
+    const res = await post(ADMIN_MCP, ws.token, batch, headers);
+    expect(res.statusCode).toBe(200);
+    const answers = byId(res.json());
+    const alone = [];
+    for (const message of batch.slice(0, 4))
+      alone.push(messageOf((await post(ADMIN_MCP, ws.token, message, { 'mcp-protocol-version': '2025-03-26' })).payload));
+    expect(answers.slice(0, 3)).toEqual(alone.slice(0, 3));
+    expect(answers.map((a: { error?: { message: string } }) => a.error?.message)).toEqual([
+      'tools/list params.cursor must be a string, not a number.',
+      "tools/call params.arguments must be an object of the tool's parameters, not null.",
+      'tools/call params.task must be an object: { ttl?: milliseconds to keep the task }.',
+      undefined,
+    ]);
+    expect(answers[3].result.structuredContent.user.emailAddress).toMatch(/@/);
+  });
+
+  it('all refused: one array of answers, nothing served', async () => {
+    const res = await post(ADMIN_MCP, ws.token, batch.slice(0, 2), { 'mcp-protocol-version': '2025-03-26' });
+    expect(res.statusCode).toBe(200);
+    expect(byId(res.json()).map((a: { error: { code: number } }) => a.error.code)).toEqual([-32602, -32602]);
+  });
+});

@@ -12,8 +12,8 @@ import { operations as allOperations } from '../core/operations/index.js';
 import type { Services } from '../core/services.js';
 import { registerGatewayRoutes } from '../gateway/routes.js';
 import { createAdminMcpHandler } from '../mcp/admin-tools.js';
-import { adminBatchRefusal } from '../mcp/admin-batch.js';
-import { malformedRequestParams, malformedTaskAugmentation } from '../mcp/request-params.js';
+import { adminBatchRefusal, messagesOfResponse, screenBatch } from '../mcp/admin-batch.js';
+import { adminParamsRefusal } from '../mcp/admin-params.js';
 import { unsupportedProtocolVersion } from '../mcp/protocol-version.js';
 import { isModernMessage } from '../mcp/request-revision.js';
 import { sendWebResponse, toWebRequest } from './web-request.js';
@@ -190,10 +190,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         const batchRefusal = Array.isArray(request.body) ? adminBatchRefusal(request.headers['mcp-protocol-version']) : null;
         if (batchRefusal) return reply.code(400).send(batchRefusal);
         const { message, argumentsRefusal } = refuseKeysOfMcpMessage(request.body);
-        // A 2026-07-28 request of a method that revision dropped is the SDK's to refuse (HTTP 404, -32601), whatever its params.
-        const modern = isModernMessage(message, protocolVersion);
-        // A 2025 tools/call's task augmentation is checked by the SDK's schema, which dumps its issues.
-        const malformed = malformedRequestParams(message, modern ? '2026-07-28' : 'any') ?? (modern ? null : malformedTaskAugmentation(message));
+        const malformed = Array.isArray(message) ? null : adminParamsRefusal(message, protocolVersion);
         if (malformed) return reply.send(malformed);
         const operationContext: OperationContext = {
           services,
@@ -202,11 +199,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           ...(overBudget ? { refusedBeforehand: overBudget } : {}),
           ...(argumentsRefusal ? { inputRefusal: argumentsRefusal } : {}),
         };
-        const response = await mcp.fetch(toWebRequest(request), {
-          parsedBody: message,
-          authInfo: { token: 'verified', clientId: request.principal!.userGuid, scopes: [], extra: { operationContext } },
-        });
-        return sendWebResponse(reply, response);
+        const serve = (body: unknown) =>
+          mcp.fetch(toWebRequest(request), {
+            parsedBody: body,
+            authInfo: { token: 'verified', clientId: request.principal!.userGuid, scopes: [], extra: { operationContext } },
+          });
+        // Each message of a batch meets the rules it would meet alone: the refused ones are answered here, in the batch's answer.
+        const screened = Array.isArray(message) ? screenBatch(message, protocolVersion) : null;
+        if (screened && screened.refused.length > 0) {
+          const response = screened.rest.length > 0 ? await serve(screened.rest) : null;
+          if (response && !response.ok) return sendWebResponse(reply, response);
+          return reply.code(200).send([...screened.refused, ...(response ? await messagesOfResponse(response) : [])]);
+        }
+        return sendWebResponse(reply, await serve(message));
       } finally {
         end();
       }

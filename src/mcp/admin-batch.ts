@@ -1,5 +1,6 @@
 import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { BATCH_REVISION } from '../gateway/batch.js';
+import { adminParamsRefusal } from './admin-params.js';
 
 /**
  * The answer (HTTP 400) to a JSON-RPC batch the admin MCP endpoint cannot serve, or null.
@@ -15,4 +16,44 @@ export function adminBatchRefusal(
   if (version === undefined || version === BATCH_REVISION) return null;
   const message = `JSON-RPC batches are not part of revision ${version} (removed in 2025-06-18): send one message per request.`;
   return { jsonrpc: '2.0', id: null, error: { code: ProtocolErrorCode.InvalidRequest, message } };
+}
+
+/**
+ * A served batch, each message past the rules it would meet alone (admin-params.ts): the
+ * answers to the ones refused, and the rest for the SDK (which would answer a bad cursor
+ * -32603 and bad arguments -32602 with its zod issues dumped).
+ */
+export function screenBatch(batch: readonly unknown[], protocolVersion: string | string[] | undefined): { refused: unknown[]; rest: unknown[] } {
+  const refused: unknown[] = [];
+  const rest: unknown[] = [];
+  for (const message of batch) {
+    const refusal = adminParamsRefusal(message, protocolVersion);
+    if (refusal) refused.push(refusal);
+    else rest.push(message);
+  }
+  return { refused, rest };
+}
+
+/**
+ * The JSON-RPC messages of the SDK's answer to a batch: a JSON array (or one message), or
+ * one per event of a stream (stateless, the stream ends once every request is answered).
+ */
+export async function messagesOfResponse(response: Response): Promise<unknown[]> {
+  const text = await response.text();
+  if (text.trim() === '') return [];
+  if (!/^\s*text\/event-stream/i.test(response.headers.get('content-type') ?? '')) {
+    const parsed: unknown = JSON.parse(text);
+    return Array.isArray(parsed) ? parsed : [parsed];
+  }
+  return text
+    .split(/\r?\n\r?\n/)
+    .map((event) =>
+      event
+        .split(/\r?\n/)
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).replace(/^ /, ''))
+        .join('\n'),
+    )
+    .filter((data) => data !== '')
+    .map((data) => JSON.parse(data) as unknown);
 }
