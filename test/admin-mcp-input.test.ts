@@ -137,3 +137,58 @@ describe('each message of a JSON-RPC batch (2025-03-26)', () => {
     expect(byId(res.json()).map((a: { error: { code: number } }) => a.error.code)).toEqual([-32602, -32602]);
   });
 });
+
+describe('a 2025 host whose Accept header names JSON or a stream, not both', () => {
+  const send = (url: string, token: string, body: unknown, accept: string | undefined) =>
+    t.app.inject({
+      method: 'POST',
+      url,
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        'mcp-protocol-version': '2025-11-25',
+        ...(accept === undefined ? {} : { accept }),
+      },
+      payload: JSON.stringify(body),
+    });
+  const initialize = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  };
+  const whoami = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'whoami', arguments: {} } };
+
+  it.each(['*/*', 'application/json', undefined])('Accept %s is served as JSON, as at a gateway', async (accept) => {
+    const gateway = await newGateway(`Accept ${accept}`);
+    const atGateway = await send(gateway.url, gateway.token, initialize, accept);
+    expect(atGateway.statusCode).toBe(200);
+    for (const body of [initialize, whoami]) {
+      const res = await send(ADMIN_MCP, ws.token, body, accept);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(res.json()).toMatchObject({ jsonrpc: '2.0', id: body.id, result: {} });
+    }
+    // A batch (2025-03-26), one of its messages refused here and one served by the SDK: one JSON array.
+    const batch = await t.app.inject({
+      method: 'POST',
+      url: ADMIN_MCP,
+      headers: { authorization: `Bearer ${ws.token}`, 'content-type': 'application/json', ...(accept === undefined ? {} : { accept }) },
+      payload: JSON.stringify([whoami, { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 5 } }]),
+    });
+    expect(batch.statusCode).toBe(200);
+    expect(
+      batch
+        .json()
+        .map((m: { id: number }) => m.id)
+        .sort(),
+    ).toEqual([2, 3]);
+  });
+
+  it('Accept text/event-stream is served as a stream', async () => {
+    const res = await send(ADMIN_MCP, ws.token, whoami, 'text/event-stream');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(messageOf(res.payload).result.structuredContent.user.emailAddress).toMatch(/@/);
+  });
+});

@@ -29,6 +29,7 @@ import { paramHeaderRefusal, type ParamHeaderSource } from './mcp-param-headers.
 import { sendWebResponse, toWebRequest } from '../http/web-request.js';
 import { malformedRequestParams } from '../mcp/request-params.js';
 import { unsupportedProtocolVersion } from '../mcp/protocol-version.js';
+import { acceptsEventStream, acceptsJson } from '../mcp/accept.js';
 import { isStoreUnreachable } from '../stores/store-errors.js';
 import { EndedSessions } from './ended-sessions.js';
 import { envelopeProblem } from './message-envelope.js';
@@ -211,7 +212,15 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const requestBytes = Number(request.headers['content-length'] ?? 0) || Buffer.byteLength(JSON.stringify(body));
     const record = new CallRecord(services, caller, trace, message, requestBytes, request.headers, found.session);
     const answer = await proxy.handle({ caller, catalog, session: found.session, trace, signal: abort.signal, record }, message);
-    return render(reply, answer, found.id, (message as { id?: unknown }).id, acceptsJson(request), found.session, acceptsEventStream(request));
+    return render(
+      reply,
+      answer,
+      found.id,
+      (message as { id?: unknown }).id,
+      acceptsJson(request.headers.accept),
+      found.session,
+      acceptsEventStream(request.headers.accept),
+    );
   });
 
   /**
@@ -234,7 +243,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     };
     return replyToBatch(reply, batch, handle, {
       sessionId: found.id!,
-      jsonAccepted: acceptsJson(request),
+      jsonAccepted: acceptsJson(request.headers.accept),
       openStream: () => replay.open(session.id),
       sessionExpired: () => sessionExpiredUpstream(reply, session),
     });
@@ -470,15 +479,4 @@ function paramHeadersOf(request: FastifyRequest): ParamHeaderSource {
       return typeof value === 'string' ? value : null;
     },
   };
-}
-
-/** Whether the host takes a JSON answer (the transport asks hosts to accept both JSON and an event stream). */
-function acceptsEventStream(request: FastifyRequest): boolean {
-  const accept = request.headers.accept;
-  return accept !== undefined && /text\/event-stream/.test(accept);
-}
-
-function acceptsJson(request: FastifyRequest): boolean {
-  const accept = request.headers.accept;
-  return accept === undefined || /application\/json|application\/\*|\*\/\*/.test(accept);
 }

@@ -12,7 +12,9 @@ import { operations as allOperations } from '../core/operations/index.js';
 import type { Services } from '../core/services.js';
 import { registerGatewayRoutes } from '../gateway/routes.js';
 import { createAdminMcpHandler } from '../mcp/admin-tools.js';
-import { adminBatchRefusal, messagesOfResponse, screenBatch } from '../mcp/admin-batch.js';
+import { adminBatchRefusal, screenBatch } from '../mcp/admin-batch.js';
+import { asJsonResponse, messagesOfResponse } from '../mcp/sdk-response.js';
+import { acceptsEventStream, acceptsJson } from '../mcp/accept.js';
 import { adminParamsRefusal } from '../mcp/admin-params.js';
 import { unsupportedProtocolVersion } from '../mcp/protocol-version.js';
 import { isModernMessage } from '../mcp/request-revision.js';
@@ -199,11 +201,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           ...(overBudget ? { refusedBeforehand: overBudget } : {}),
           ...(argumentsRefusal ? { inputRefusal: argumentsRefusal } : {}),
         };
-        const serve = (body: unknown) =>
-          mcp.fetch(toWebRequest(request), {
+        // A 2025 host that accepts JSON or a stream but not both is served, as the gateways serve it (mcp/accept.ts): the
+        // SDK is told both (it would answer 406), and a host that takes no stream gets the answer as JSON.
+        const accept = request.headers.accept;
+        const lenient = !isModernMessage(request.body, protocolVersion) && (acceptsJson(accept) || acceptsEventStream(accept));
+        const serve = async (body: unknown) => {
+          const response = await mcp.fetch(toWebRequest(request, lenient ? { accept: 'application/json, text/event-stream' } : {}), {
             parsedBody: body,
             authInfo: { token: 'verified', clientId: request.principal!.userGuid, scopes: [], extra: { operationContext } },
           });
+          return lenient && !acceptsEventStream(accept) ? asJsonResponse(response, Array.isArray(body)) : response;
+        };
         // Each message of a batch meets the rules it would meet alone: the refused ones are answered here, in the batch's answer.
         const screened = Array.isArray(message) ? screenBatch(message, protocolVersion) : null;
         if (screened && screened.refused.length > 0) {

@@ -4,12 +4,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 /**
  * A fastify request as the web-standard Request a fetch-style handler (the MCP SDK's) takes, without its body: the
  * caller hands the handler the body fastify parsed (the SDK's `parsedBody`), which it reads instead of the request's,
- * so the body is neither serialised again nor parsed twice.
+ * so the body is neither serialised again nor parsed twice. `replaced` holds headers the handler is to see instead (lower case).
  */
-export function toWebRequest(request: FastifyRequest): Request {
-  const headers = new Headers();
+export function toWebRequest(request: FastifyRequest, replaced: Record<string, string> = {}): Request {
+  const headers = new Headers(replaced);
   for (const [name, value] of Object.entries(request.headers)) {
-    if (value === undefined) continue;
+    if (value === undefined || Object.hasOwn(replaced, name)) continue;
     if (typeof value === 'string') headers.append(name, value);
     else for (const v of value) headers.append(name, v);
   }

@@ -33,27 +33,3 @@ export function screenBatch(batch: readonly unknown[], protocolVersion: string |
   }
   return { refused, rest };
 }
-
-/**
- * The JSON-RPC messages of the SDK's answer to a batch: a JSON array (or one message), or
- * one per event of a stream (stateless, the stream ends once every request is answered).
- */
-export async function messagesOfResponse(response: Response): Promise<unknown[]> {
-  const text = await response.text();
-  if (text.trim() === '') return [];
-  if (!/^\s*text\/event-stream/i.test(response.headers.get('content-type') ?? '')) {
-    const parsed: unknown = JSON.parse(text);
-    return Array.isArray(parsed) ? parsed : [parsed];
-  }
-  return text
-    .split(/\r?\n\r?\n/)
-    .map((event) =>
-      event
-        .split(/\r?\n/)
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(5).replace(/^ /, ''))
-        .join('\n'),
-    )
-    .filter((data) => data !== '')
-    .map((data) => JSON.parse(data) as unknown);
-}
