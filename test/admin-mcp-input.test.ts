@@ -53,6 +53,8 @@ describe('a field with no name', () => {
     const rest = await t.app.inject({ method: 'GET', url: '/api/v1/svc-admin/teams?=', headers: { authorization: `Bearer ${ws.token}` } });
     expect(rest.statusCode).toBe(400);
     expect(rest.json()).toMatchObject({ code: 'validation_failed', detail: 'input: a field with an empty name is not allowed', errors: [expected] });
+    const two = await t.app.inject({ method: 'GET', url: '/api/v1/svc-admin/teams?=&zz=1', headers: { authorization: `Bearer ${ws.token}` } });
+    expect(two.json().detail).toBe('2 invalid parameters: (a field with an empty name), zz');
     for (const surface of ['rest', 'mcp'] as const) {
       const res = await invoke(t, surface, ws.token, 'create_team', { name: 'Never stored', '': 1 });
       expect(res.status, surface).toBe(400);

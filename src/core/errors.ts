@@ -108,9 +108,12 @@ const MAX_LISTED_ERRORS = 50;
 /** The longest field path a problem repeats (a map key is the caller's text, of any length). */
 const MAX_PATH_LENGTH = 1_000;
 
+/** The message of a field whose name is empty (`?=`, `{"": 1}`): its path, "", would otherwise read as the whole input. */
+export const EMPTY_NAME_REFUSED = 'a field with an empty name is not allowed';
+
 export const validationFailed = (errors: FieldError[]): AppError => {
   const listed = errors.slice(0, MAX_LISTED_ERRORS).map((e) => (e.path.length > MAX_PATH_LENGTH ? { ...e, path: `${e.path.slice(0, MAX_PATH_LENGTH)}…` } : e));
-  const paths = listed.map((e) => e.path || 'input').join(', ');
+  const paths = listed.map((e) => e.path || (e.message === EMPTY_NAME_REFUSED ? '(a field with an empty name)' : 'input')).join(', ');
   return new AppError(
     'validation_failed',
     errors.length === 1

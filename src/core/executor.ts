@@ -1,13 +1,11 @@
 import type { z } from 'zod';
 import { targetGuidsOf } from './audit/audit-record.js';
-import { AppError, toAppError, validationFailed, type FieldError } from './errors.js';
+import { AppError, EMPTY_NAME_REFUSED, toAppError, validationFailed, type FieldError } from './errors.js';
 import { isGuid } from './ids.js';
 import { bodyParams, pathParams, queryParams, successStatusOf, type AnyOperation, type OperationContext } from './operation.js';
 import { ADMIN_ENTITLEMENT } from './repositories/organizations.js';
 
 export { ADMIN_ENTITLEMENT };
-
-const EMPTY_NAME = 'a field with an empty name is not allowed';
 
 /** Turns zod issues into the contract's `errors: [{path, message}]`, naming every field. */
 export function zodFieldErrors(error: z.ZodError): FieldError[] {
@@ -19,7 +17,7 @@ export function zodFieldErrors(error: z.ZodError): FieldError[] {
     if (issue.code !== 'invalid_type' && mistyped.has(base)) return [];
     if (issue.code === 'unrecognized_keys') {
       // A key with no name (`?=`, `{"": 1}`) would be named by nothing: the message says what it is.
-      return issue.keys.map((k) => ({ path: base ? `${base}.${k}` : k, message: k === '' ? EMPTY_NAME : 'unknown field' }));
+      return issue.keys.map((k) => ({ path: base ? `${base}.${k}` : k, message: k === '' ? EMPTY_NAME_REFUSED : 'unknown field' }));
     }
     return [{ path: base, message: issue.message }];
   });
