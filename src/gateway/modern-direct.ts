@@ -26,17 +26,18 @@ const MAX_KEPT_VERDICTS = 1_000;
 
 /**
  * The requests served directly, each with the params it may carry besides `_meta` and
- * the one the Mcp-Name header repeats (a list has none). Completions stay the SDK's: their
+ * the one the Mcp-Name header repeats (a list has none, nor a cursor: the gateway issues none,
+ * request-params.ts). Completions stay the SDK's: their
  * params' shapes are its schema's to judge.
  */
 const DIRECT_SHAPES: Readonly<Record<string, { keys: readonly string[]; named?: 'name' | 'uri' }>> = {
   'tools/call': { keys: ['name', 'arguments'], named: 'name' },
   'prompts/get': { keys: ['name', 'arguments'], named: 'name' },
   'resources/read': { keys: ['uri'], named: 'uri' },
-  'tools/list': { keys: ['cursor'] },
-  'prompts/list': { keys: ['cursor'] },
-  'resources/list': { keys: ['cursor'] },
-  'resources/templates/list': { keys: ['cursor'] },
+  'tools/list': { keys: [] },
+  'prompts/list': { keys: [] },
+  'resources/list': { keys: [] },
+  'resources/templates/list': { keys: [] },
 };
 
 /**
@@ -87,7 +88,6 @@ export function directRequest(body: unknown, headers: IncomingHttpHeaders): Dire
     if (!shape.keys.includes(key)) return null;
     handlerParams[key] = params[key];
   }
-  if (handlerParams.cursor !== undefined && typeof handlerParams.cursor !== 'string') return null;
   const meta = params._meta;
   if (!isPlainObject(meta)) return null;
   const envelope: Record<string, unknown> = {};

@@ -50,7 +50,8 @@ const RULES: Record<string, (p: Params) => string | null> = {
   },
   'logging/setLevel': (p) =>
     typeof p.level === 'string' && LOG_LEVELS.includes(p.level) ? null : `logging/setLevel needs params.level, one of ${LOG_LEVELS.join(', ')}.`,
-  // The SDK's own schema refuses a cursor that is not a string as an internal error (-32603, its issues dumped).
+  // The SDK's own schema refuses a cursor that is not a string as an internal error (-32603, its issues dumped);
+  // a string cursor is one these servers never issued (cursorRule).
   'tools/list': (p) => cursorRule('tools/list', p),
   'prompts/list': (p) => cursorRule('prompts/list', p),
   'resources/list': (p) => cursorRule('resources/list', p),
@@ -70,8 +71,16 @@ function metaProblem(meta: unknown): string | null {
   return null;
 }
 
+/**
+ * Every list of both MCP surfaces comes whole, in one page with no nextCursor (a
+ * gateway merges its upstreams' lists, the admin endpoint lists the registry), so any
+ * cursor is one it did not issue: invalid params, as the revisions' pagination says,
+ * rather than a silent first page. A surface that pages must learn its own cursors here.
+ */
 function cursorRule(method: string, p: Params): string | null {
-  return p.cursor === undefined || typeof p.cursor === 'string' ? null : `${method} params.cursor must be a string, not ${kindOf(p.cursor)}.`;
+  if (p.cursor === undefined) return null;
+  if (typeof p.cursor !== 'string') return `${method} params.cursor must be a string, not ${kindOf(p.cursor)}.`;
+  return `${method} params.cursor was not issued by this server: its lists come whole, in one page with no nextCursor; list again without a cursor.`;
 }
 
 function uriRule(method: string, p: Params): string | null {
