@@ -1,3 +1,4 @@
+import { ADMIN_METHODS } from './admin-tools.js';
 import { isModernMessage } from './request-revision.js';
 import { malformedRequestParams, malformedTaskAugmentation } from './request-params.js';
 
@@ -10,7 +11,7 @@ type RpcRefusal = { jsonrpc: '2.0'; id: unknown; error: { code: number; message:
  * One rule for a message sent alone and for each message of a batch.
  */
 export function adminParamsRefusal(message: unknown, protocolVersion: string | string[] | undefined): RpcRefusal | null {
-  // A 2026-07-28 request of a method that revision dropped is the SDK's to refuse (HTTP 404, -32601), whatever its params.
+  // A method the endpoint does not serve, or a 2026-07-28 request of one that revision dropped, is the SDK's to refuse (-32601), whatever its params.
   const modern = isModernMessage(message, protocolVersion);
-  return malformedRequestParams(message, modern ? '2026-07-28' : 'any') ?? (modern ? null : malformedTaskAugmentation(message));
+  return malformedRequestParams(message, modern ? '2026-07-28' : 'any', ADMIN_METHODS) ?? (modern ? null : malformedTaskAugmentation(message));
 }

@@ -8,6 +8,13 @@ import type { AnyOperation, OperationContext } from '../core/operation.js';
 export const ADMIN_SERVER_INFO = { name: 'svc-admin', version: '1.0.0' };
 
 /**
+ * The requests the admin endpoint serves: its tools (createAdminMcpHandler), and the
+ * SDK's own handshake and ping. Any other is method not found, whatever its params
+ * (the route's params check skips it).
+ */
+export const ADMIN_METHODS: ReadonlySet<string> = new Set(['initialize', 'ping', 'server/discover', 'tools/list', 'tools/call']);
+
+/**
  * The MCP tool list, generated once from the registry. A tool's outputSchema admits
  * the problem object too: SDK clients validate structuredContent against it even on
  * isError results, and the contract puts the problem there.

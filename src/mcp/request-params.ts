@@ -110,16 +110,19 @@ export function malformedTaskAugmentation(message: unknown): { jsonrpc: '2.0'; i
  * would refuse with a dump of its issues: the same -32602, in words (contract: bad
  * input is named). Null when the message is not such a request. One rule for every
  * MCP surface: the admin endpoint and the gateways (which must not forward such a
- * request upstream).
+ * request upstream). A surface serving only some methods names them in `served`.
  */
 export function malformedRequestParams(
   message: unknown,
   revision: 'any' | '2026-07-28' = 'any',
+  served?: ReadonlySet<string>,
 ): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string } } | null {
   const m = message as { method?: unknown; id?: unknown; params?: unknown } | null;
   if (!m || typeof m !== 'object' || typeof m.method !== 'string' || m.id === undefined) return null;
   // Methods revision 2026-07-28 no longer has are its handler's to refuse (HTTP 404, -32601), whatever their params.
   if (revision === '2026-07-28' && GONE_IN_2026.has(m.method)) return null;
+  // So are methods the surface does not serve (`served`, when it names them): method not found, whatever their params.
+  if (served && !served.has(m.method)) return null;
   const rule = Object.hasOwn(RULES, m.method) ? RULES[m.method]! : null;
   const params = m.params ?? {};
   const problem = !isPlainObject(params)
