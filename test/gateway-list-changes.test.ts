@@ -80,6 +80,16 @@ async function host(
   return { client, heard, updates };
 }
 
+/**
+ * The host ends its session (DELETE) and goes: the gateway stops following the session at once. A host that only
+ * drops its connection is followed a while longer, for it may resume (gateway-event-stream-resume.test.ts).
+ */
+async function leave(client: Client): Promise<void> {
+  const transport = client.transport as { terminateSession?: () => Promise<void> } | undefined;
+  await transport?.terminateSession?.();
+  await client.close();
+}
+
 async function call(client: Client, suffix: string, args: Record<string, unknown>): Promise<void> {
   const tool = (await client.listTools()).tools.find((x) => x.name.endsWith(suffix))!;
   await client.callTool({ name: tool.name, arguments: args });
@@ -97,7 +107,7 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     await until(() => expect(heard).toEqual(['tools']));
     expect((await client.listTools()).tools.map((x) => x.name)).toContainEqual(expect.stringMatching(/sprout$/));
 
-    await client.close();
+    await leave(client);
     await until(() => expect(watched.openListens()).toBe(0));
   });
 
@@ -121,7 +131,7 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     await call(client, 'grow', { name: 'leaf' });
     await until(() => expect(heard).toEqual(['tools', 'tools']));
 
-    await client.close();
+    await leave(client);
     await until(() => expect(watched.openListens()).toBe(0));
   });
 
@@ -133,7 +143,7 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     await client.unsubscribeResource({ uri: 'watch://beta' });
     await until(() => expect(quiet.openListens()).toBe(0));
     expect(quiet.filters).toHaveLength(1);
-    await client.close();
+    await leave(client);
   });
 
   it('open a listen the upstream ended again, a second later, announce a change of its lists (what it said meanwhile is lost), and the host goes on hearing them', async () => {
@@ -148,7 +158,7 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     await until(() => expect(heard).toEqual(['tools', 'resources']));
     await call(client, 'grow', { name: 'regrown' });
     await until(() => expect(heard).toEqual(['tools', 'resources', 'tools']));
-    await client.close();
+    await leave(client);
     await until(() => expect(watched.openListens()).toBe(0));
   });
 
@@ -162,7 +172,7 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
     });
     expect(new Set(heard)).toEqual(new Set(['tools']));
     expect(sessions.seen.gets).toBeGreaterThan(gets);
-    await client.close();
+    await leave(client);
   });
 
   it("follow a 2025 upstream's session stream again when it is cut (a proxy ending an idle stream), announcing a change of its lists", async () => {
@@ -179,7 +189,7 @@ describe("a 2026-07-28 upstream's own list changes on a 2025 host's event stream
       expect(heard.length).toBeGreaterThan(1);
     });
     expect(new Set(heard)).toEqual(new Set(['tools']));
-    await client.close();
+    await leave(client);
   });
 });
 
@@ -205,7 +215,7 @@ describe("a legacy HTTP+SSE host's stream", () => {
     await until(() => expect(heard).toContain('prompts'));
 
     // The stream is the session: closed, its listens and subscriptions end.
-    await client.close();
+    await leave(client);
     await until(() => expect(watched.openListens()).toBe(0));
   });
   it('serves and follows the new session when the host initializes again on the same stream, the former one no more', async () => {

@@ -33,4 +33,24 @@ describe('stream replay budgets', () => {
     first.end();
     second.end();
   });
+
+  it('answers null for a stream that ended with nothing after the id (a new stream serves the host better than an empty one)', async () => {
+    const replay = new StreamReplay();
+    const writer = replay.open('s1');
+    const ids = [writer.event({ i: 1 }), writer.event({ i: 2 })].map((e) => /^id: (\S+)/.exec(e)![1]!);
+    writer.end();
+    expect(await collect(replay.resume('s1', ids[0]!))).toHaveLength(1);
+    expect(replay.resume('s1', ids[1]!)).toBeNull();
+  });
+
+  it('ends a resumption whose reader went away', async () => {
+    const replay = new StreamReplay();
+    const writer = replay.open('s1');
+    const gone = new AbortController();
+    const reading = collect(replay.resume('s1', `${writer.stream}:0`, gone.signal));
+    writer.event({ i: 1 });
+    gone.abort();
+    expect(await reading).toHaveLength(1);
+    writer.end();
+  });
 });

@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Services } from '../core/services.js';
@@ -11,11 +10,8 @@ import type { HostTasks } from './host-tasks.js';
 import { followingRequest, followModernUpstreams, listsOf, relistenDelay } from './listen-upstreams.js';
 import { fromUpstream } from './relay.js';
 import type { GatewaySession } from './session-id.js';
-import { sseMessage } from './sse.js';
 import type { UpstreamFetch } from './upstream-client.js';
 import { openUpstreamStream } from './upstream-http.js';
-
-const KEEPALIVE_MS = 25_000;
 
 /** What a 2025 session's event stream needs to follow the workspace and the session's upstreams. */
 export interface HostEventsOptions {
@@ -93,17 +89,4 @@ export function followHostEvents(opts: HostEventsOptions, deliver: (message: JSO
     stopFollowing();
     abort.abort();
   };
-}
-
-/** The host's standalone event stream (GET): followHostEvents on `out`, kept alive. Resolves when the host goes away. */
-export async function openHostEventStream(opts: HostEventsOptions & { out: ServerResponse }): Promise<void> {
-  const { out } = opts;
-  const closed = new Promise<void>((resolve) => out.on('close', () => resolve()));
-  const keepalive = setInterval(() => !out.destroyed && out.write(': keepalive\n\n'), KEEPALIVE_MS);
-  const stop = followHostEvents(opts, (message) => {
-    if (!out.destroyed) out.write(sseMessage(message));
-  });
-  await closed;
-  clearInterval(keepalive);
-  stop();
 }

@@ -15,7 +15,7 @@ import { SessionIds, type GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
 import { StreamReplay } from './stream-replay.js';
 import { endWhenRefused } from './access-watch.js';
-import { openHostEventStream } from './event-stream.js';
+import { HostEventStreams } from './host-event-streams.js';
 import { hostTraceContext, upstreamTraceparent } from './trace-context.js';
 import { UpstreamHealth } from './upstream-health.js';
 import { deleteUpstreamSession } from './upstream-http.js';
@@ -56,6 +56,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   const sessionIds = new SessionIds(services.gatewaySessionKey);
   const endedSessions = new EndedSessions(services.db, services.logger, services.config.gateway.cacheTtlMs);
   const replay = new StreamReplay();
+  const hostEvents = new HostEventStreams(replay);
   /**
    * The answer when the session names an upstream session that no longer exists: the
    * host must initialize again, and the session is over for good (ended as a DELETE
@@ -76,6 +77,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   });
   app.addHook('onClose', async () => {
     proxy.close();
+    hostEvents.close();
     catalogs.close();
     upstreams.close();
   });
@@ -335,7 +337,8 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     const found = await admitSession(request, reply);
     if (!found) return reply;
     const lastEventId = header(request, 'last-event-id');
-    const resumed = lastEventId ? replay.resume(found.session.id, lastEventId) : null;
+    // An id of the session's GET stream is that stream's to resume; any other, a POST stream's.
+    const resumed = lastEventId && !hostEvents.holds(found.session.id, lastEventId) ? replay.resume(found.session.id, lastEventId) : null;
     if (resumed) {
       reply.hijack();
       reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', [SESSION_HEADER]: found.id });
@@ -347,7 +350,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', [SESSION_HEADER]: found.id });
     reply.raw.flushHeaders();
     endWhenAccessEnds(request, found.caller, reply.raw);
-    await openHostEventStream({
+    const following = {
       services,
       catalogs,
       caller: found.caller,
@@ -355,9 +358,9 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       session: found.session,
       subscriptions: proxy.subscriptions,
       tasks: proxy.tasks,
-      out: reply.raw,
       fetch: upstreams.fetch,
-    });
+    };
+    await hostEvents.serve(following, reply.raw, lastEventId);
   });
 
   app.delete<{ Params: { gatewayGuid: string } }>(path, routeOptions, async (request, reply) => {
@@ -366,6 +369,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     // Ended for every replica before anything else: from here on the id is a 404 wherever it is presented.
     await endedSessions.end(found.session);
     proxy.forgetSession(found.session);
+    hostEvents.end(found.session.id);
     const { catalog } = found;
     const trace = hostTraceContext(header(request, 'traceparent'), undefined, undefined);
     await Promise.all(
