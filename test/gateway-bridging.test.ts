@@ -523,3 +523,39 @@ describe("a 2025 host's answers to bridged requests", () => {
     expect(await round.wait(1000, new AbortController().signal)).toEqual([answer]);
   });
 });
+
+describe("an upstream's requestState holding the credential it was sent", () => {
+  it('goes back to the upstream whole, from a host of either revision, while the host sees the credential nowhere', async () => {
+    const key = 'kEyInStAtE-7Qw9Zp2Lx';
+    const keyed = await registerServer(t, ws, { name: 'Keyed', url: modern.url, authType: 'headers', headers: { 'X-Api-Key': key } });
+    const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Keyed gateway' });
+    const assigned = await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
+      gatewayGuid: gw.body.guid,
+      inboundServerGuid: keyed.serverGuid,
+      identityScheme: 'sharedIdentity',
+      sharedIdentityGuid: keyed.identityGuid,
+    });
+    expect(assigned.status, JSON.stringify(assigned.body)).toBe(201);
+    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+    const url = issued.body.url.replace(t.config.publicBaseUrl, base);
+    // The upstream's state is `confirm:<action>`: an action spelling the key puts the key in it.
+    const retriedStates = () =>
+      modern.requests.filter((r) => r.method === 'tools/call' && r.params?.requestState !== undefined).map((r) => r.params!.requestState);
+
+    const asked: string[] = [];
+    const legacy = await legacyHost(url, issued.body.token, asked);
+    const before = retriedStates().length;
+    expect(text(await legacy.callTool({ name: 'keyed__confirm', arguments: { action: key } }))).toBe('[REDACTED] confirmed (state confirm:[REDACTED])');
+    expect(retriedStates().slice(before)).toEqual([`confirm:${key}`]);
+    expect(asked).toEqual(['elicit:Confirm [REDACTED]?']);
+
+    const first = await answerOf(await fetch(url, modernCall(issued.body.token, 'keyed__confirm', { action: key })));
+    expect(first.result).toMatchObject({ resultType: 'input_required' });
+    expect(JSON.stringify(first.result)).not.toContain(key);
+    const [inputKey] = Object.keys(first.result!.inputRequests as object);
+    const retry = { inputResponses: { [inputKey!]: { action: 'accept', content: { ok: true } } }, requestState: first.result!.requestState };
+    const done = await answerOf(await fetch(url, modernCall(issued.body.token, 'keyed__confirm', { action: key }, retry)));
+    expect(done.result?.content[0].text).toBe('[REDACTED] confirmed (state confirm:[REDACTED])');
+    expect(retriedStates().slice(before)).toEqual([`confirm:${key}`, `confirm:${key}`]);
+  });
+});

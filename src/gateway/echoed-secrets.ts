@@ -1,5 +1,6 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { REDACTED, redactSearchTerms, secretSearchTerms } from '../core/redaction.js';
+import { isInputRequired } from './bridge-input-requests.js';
 
 /** Nesting deeper than this is not walked: such a part is searched as text, and goes as the marker when it holds a secret. */
 const MAX_DEPTH = 100;
@@ -11,16 +12,27 @@ const MAX_DEPTH = 100;
  * key at any depth. A host user must never see a shared identity's secret, and the
  * gateway knows the values it sent, so this is a search: the parsed message is
  * walked (no serialization), and a message that echoes nothing is handed on as the
- * same object.
+ * same object. An input_required result's `requestState` is the upstream's own, and
+ * must come back to it as it was: no host sees it (a 2026-07-28 host gets it sealed in
+ * the gateway's own state, bridge-request-state.ts; for a 2025 host the gateway keeps
+ * it, bridge-input-rounds.ts), so it is left whole.
  */
 export function withoutEchoedSecrets(message: JSONRPCMessage, secrets: readonly string[]): JSONRPCMessage {
-  return secrets.length === 0 ? message : (redactStrings(message, secretSearchTerms(secrets), 0) as JSONRPCMessage);
+  return secrets.length === 0 ? message : redactMessage(message, secretSearchTerms(secrets));
 }
 
 /** The messages of an upstream's reply, each without the secrets it echoed. */
 export async function* withoutEchoedSecretsIn(messages: AsyncIterable<JSONRPCMessage>, secrets: readonly string[]): AsyncGenerator<JSONRPCMessage> {
   const terms = secretSearchTerms(secrets);
-  for await (const message of messages) yield terms.length === 0 ? message : (redactStrings(message, terms, 0) as JSONRPCMessage);
+  for await (const message of messages) yield terms.length === 0 ? message : redactMessage(message, terms);
+}
+
+function redactMessage(message: JSONRPCMessage, terms: readonly string[]): JSONRPCMessage {
+  const result = (message as { result?: unknown }).result;
+  if (!isInputRequired(result) || typeof result.requestState !== 'string') return redactStrings(message, terms, 0) as JSONRPCMessage;
+  const { requestState, ...rest } = result;
+  const redacted = redactStrings(rest, terms, 1);
+  return redacted === rest ? message : ({ ...message, result: { ...(redacted as object), requestState } } as JSONRPCMessage);
 }
 
 /** A parsed JSON value with the terms redacted from every string and key; the value itself when there was nothing to redact. */
