@@ -100,32 +100,59 @@ export function useInterval(fn, ms) {
   }, [ms]);
 }
 
-/** An API failure as a person reads it: a missing capability by its label, anything else by the problem's detail. */
-export function ErrorBox({ error }) {
+/**
+ * A refused input's errors ({path, message}) and whether ErrorBox lists them: one error
+ * the detail already words ("newName: too long") is not said twice.
+ */
+function errorsOf(error) {
+  const problem = error?.problem ?? {};
+  const detail = problem.detail ?? error?.message;
+  const errors = Array.isArray(problem.errors) ? problem.errors : [];
+  const listed = errors.length > 1 || (errors.length === 1 && !String(detail).includes(errors[0].message));
+  return { detail, errors, listed };
+}
+
+/**
+ * An API failure as a person reads it: a missing capability by its label, anything else
+ * by the problem's detail. `id` names the box, and its errors `<id>-<n>`, for the fields
+ * they are about (a Form's Field points at its own: aria-describedby).
+ */
+export function ErrorBox({ error, id }) {
   const { labels } = useSession();
   if (!error) return null;
   const problem = error.problem ?? {};
   if (problem.code === 'missing_capability') {
     const label = labels.get(problem.capability) ?? problem.capability;
-    return html`<div class="notice" role="alert">
+    return html`<div class="notice" role="alert" id=${id}>
       <strong>Your role does not allow this.</strong> It needs the capability “${label}”, which your role does not grant. Ask an administrator.
     </div>`;
   }
   // A refused input names each field and what is wrong with it: the detail alone ("2 invalid parameters: a, b") says only which.
-  // One error the detail already words ("newName: too long") is not said twice.
-  const detail = problem.detail ?? error.message;
-  const errors = Array.isArray(problem.errors) ? problem.errors : [];
-  const listed = errors.length > 1 || (errors.length === 1 && !String(detail).includes(errors[0].message));
-  return html`<div class="error" role="alert">
+  const { detail, errors, listed } = errorsOf(error);
+  return html`<div class="error" role="alert" id=${id}>
     ${detail}
     ${
       listed
         ? html`<ul>
-            ${errors.map((e) => html`<li><code>${e.path}</code>: ${e.message}</li>`)}
+            ${errors.map((e, i) => html`<li id=${id ? `${id}-${i}` : undefined}><code>${e.path}</code>: ${e.message}</li>`)}
           </ul>`
         : null
     }
   </div>`;
+}
+
+/**
+ * Within a Form: the ids of the error messages about the input field `name` (the first
+ * part of an error's path: "headers.X-Key" is about "headers"), none when it has none.
+ */
+const FieldErrors = createContext(() => []);
+
+function fieldErrorsOf(error, boxId) {
+  const { errors, listed } = errorsOf(error);
+  return (name) =>
+    name && error?.problem?.code !== 'missing_capability'
+      ? errors.flatMap((e, i) => (String(e.path).split(/[.[]/)[0] === name ? [listed ? `${boxId}-${i}` : boxId] : []))
+      : [];
 }
 
 /**
@@ -232,14 +259,27 @@ export function Pager({ page, params, skip, size, nextSkip }) {
   </div>`;
 }
 
-/** A labelled input; `as` picks input, select or textarea. */
-export function Field({ label, as = 'input', options, value, onInput, hint, ...rest }) {
+/**
+ * A labelled input; `as` picks input, select or textarea. `name` is the input field of
+ * the operation it fills: in a Form whose action was refused, an error about that field
+ * marks it invalid and describes it (the message, said with the label).
+ */
+export function Field({ label, as = 'input', options, value, onInput, hint, name, ...rest }) {
   const id = useRef(`f-${Math.random().toString(36).slice(2, 9)}`).current;
+  const errorIds = useContext(FieldErrors)(name);
   const set = (e) => onInput(e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value);
   // The hint is the control's description: a screen reader says it with the label, as the eye reads it below.
-  const described = hint ? { 'aria-describedby': `${id}-hint` } : {};
+  const describedBy = [...(hint ? [`${id}-hint`] : []), ...errorIds].join(' ');
+  const described = {
+    name,
+    ...(describedBy ? { 'aria-describedby': describedBy } : {}),
+    ...(errorIds.length ? { 'aria-invalid': 'true' } : {}),
+  };
   // A checkbox reads best with its label beside it.
-  if (rest.type === 'checkbox') return html`<label class="check"><input type="checkbox" checked=${rest.checked} onChange=${set} />${label}</label>`;
+  if (rest.type === 'checkbox')
+    return html`<label class="check"
+      ><input type="checkbox" checked=${rest.checked} onChange=${set} disabled=${rest.disabled} ...${described} />${label}</label
+    >`;
   let control;
   if (as === 'select') {
     control = html`<select id=${id} value=${value} onChange=${set} ...${described} ...${rest}>
@@ -280,15 +320,18 @@ export function SavedSelect({ label, value, options, save, op, onSaved }) {
 }
 
 /**
- * A form whose submit runs `action` and shows its error; `children` are the fields. With
- * `onCancel` it is an editor opened by a button: it takes the focus, offers "Cancel"
- * (Escape too), and gives the focus back to that button when it closes.
+ * A form whose submit runs `action` and shows its error; `children` are the fields. An
+ * error whose path names a Field's `name` marks that field invalid, described by it,
+ * until the next submit. With `onCancel` it is an editor opened by a button: it takes
+ * the focus, offers "Cancel" (Escape too), and gives the focus back to that button when
+ * it closes.
  */
 export function Form({ title, submit, action, children, onDone, onCancel }) {
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
   const allowed = useAllowed(action.op);
   const ref = useRef(null);
+  const errorBox = useRef(`e-${Math.random().toString(36).slice(2, 9)}`).current;
   useEffect(() => {
     const form = ref.current;
     if (!onCancel || !form) return undefined;
@@ -312,8 +355,9 @@ export function Form({ title, submit, action, children, onDone, onCancel }) {
   };
   if (!allowed) return null;
   return html`<form class="card" ref=${ref} onSubmit=${run} aria-label=${title} onKeyDown=${onCancel ? onEscape(onCancel) : undefined}>
-    ${title ? html`<h3>${title}</h3>` : null} ${children}
-    <${ErrorBox} error=${error} />
+    ${title ? html`<h3>${title}</h3>` : null}
+    <${FieldErrors.Provider} value=${fieldErrorsOf(error, errorBox)}>${children}<//>
+    <${ErrorBox} error=${error} id=${errorBox} />
     <div class="buttons">
       <button type="submit" disabled=${busy}>${submit}</button>
       ${onCancel ? html`<button type="button" onClick=${onCancel}>Cancel</button>` : null}

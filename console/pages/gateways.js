@@ -36,7 +36,14 @@ function SharedIdentityField({ serverGuid, value, onInput }) {
   if (!identities.data) return html`<${Loading} />`;
   const options = identities.data.items.map((i) => [i.guid, `${i.name}${i.accessControl === 'private' ? ' (private: yours)' : ''}`]);
   if (options.length === 0) return html`<p class="notice">This server has no identity you can share: add one on the Servers page first.</p>`;
-  return html`<${Field} label="Shared identity" as="select" value=${value} options=${[['', 'choose an identity'], ...options]} onInput=${onInput} />`;
+  return html`<${Field}
+    label="Shared identity"
+    name="sharedIdentityGuid"
+    as="select"
+    value=${value}
+    options=${[['', 'choose an identity'], ...options]}
+    onInput=${onInput}
+  />`;
 }
 
 /** `echo → shout, add (new description)`: what each override changes, at a glance. */
@@ -84,6 +91,7 @@ function CurationEditor({ assignment, serverName, onSaved, onCancel }) {
   >
     <${Field}
       label="Tool filter"
+      name="toolFilter"
       as="select"
       value=${mode}
       options=${[
@@ -93,9 +101,10 @@ function CurationEditor({ assignment, serverName, onSaved, onCancel }) {
       ]}
       onInput=${setMode}
     />
-    <${Field} label="Filtered tools" value=${tools} onInput=${setTools} hint="Upstream tool names or globs with *, comma-separated" />
+    <${Field} label="Filtered tools" name="toolFilter" value=${tools} onInput=${setTools} hint="Upstream tool names or globs with *, comma-separated" />
     <${Field}
       label="Tool overrides"
+      name="toolOverrides"
       as="textarea"
       value=${overrides}
       onInput=${setOverrides}
@@ -268,6 +277,7 @@ function GatewayDetail({ gateway, archived, servers, onChange, onClose }) {
           >
             <${Field}
               label="Server to assign"
+              name="inboundServerGuid"
               as="select"
               value=${assign.inboundServerGuid}
               options=${[['', 'choose a server'], ...servers]}
@@ -275,6 +285,7 @@ function GatewayDetail({ gateway, archived, servers, onChange, onClose }) {
             />
             <${Field}
               label="Identity scheme"
+              name="identityScheme"
               as="select"
               value=${assign.identityScheme}
               options=${SCHEMES}
@@ -349,6 +360,7 @@ function GatewayDetail({ gateway, archived, servers, onChange, onClose }) {
                 hosts.data
                   ? html`<${Field}
                       label="Host"
+                      name="hostGuid"
                       as="select"
                       value=${hostGuid}
                       options=${[['', 'no host'], ...hosts.data.items.map((h) => [h.guid, h.name])]}
@@ -426,7 +438,7 @@ export function Gateways({ params }) {
       action=${act('create_gateway', { name })}
       onDone=${(g) => (setName(''), reload(), navigate('gateways', { open: g.guid }))}
     >
-      <${Field} label="Gateway name" value=${name} onInput=${setName} required />
+      <${Field} label="Gateway name" name="name" value=${name} onInput=${setName} required />
     <//>
   </section>`;
 }

@@ -104,7 +104,7 @@ export function Hosts({ params }) {
       action=${act('create_host', { name })}
       onDone=${(h) => (setName(''), reload(), navigate('hosts', { open: h.guid }))}
     >
-      <${Field} label="Host name" value=${name} onInput=${setName} required />
+      <${Field} label="Host name" name="name" value=${name} onInput=${setName} required />
     <//>
   </section>`;
 }

@@ -95,6 +95,7 @@ function Roles({ groups, roles }) {
           >
             <${Field}
               label="Move its users to"
+              name="reassignToRoleGuid"
               as="select"
               value=${heir}
               options=${[['', 'choose a role'], ...roles.data.items.filter((r) => r.guid !== deleting.guid).map((r) => [r.guid, r.name])]}
@@ -112,7 +113,7 @@ function Roles({ groups, roles }) {
             action=${act('create_role', { name, grants: grantsMap(groups, grants) })}
             onDone=${() => (setName(''), setGrants([]), roles.reload())}
           >
-            <${Field} label="Role name" value=${name} onInput=${setName} required />
+            <${Field} label="Role name" name="name" value=${name} onInput=${setName} required />
             <${CapabilityChecks} groups=${groups} selected=${grants} onChange=${setGrants} idPrefix="new" />
           <//>`
         : null
@@ -151,7 +152,7 @@ function Teams({ teams, onChange }) {
         : null
     }
     <${Form} title="Create a team" submit="Create team" action=${act('create_team', { name })} onDone=${() => (setName(''), onChange())}>
-      <${Field} label="Team name" value=${name} onInput=${setName} required />
+      <${Field} label="Team name" name="name" value=${name} onInput=${setName} required />
     <//>
   </section>`;
 }
@@ -267,9 +268,10 @@ function Users({ roles, reloadRoles, teams, reloadTeams }) {
             action=${act('invite_user', { email: invite.email, ...(invite.roleGuid ? { roleGuid: invite.roleGuid } : {}) })}
             onDone=${() => (setInvite({ email: '', roleGuid: '' }), users.reload(), reloadRoles())}
           >
-            <${Field} label="Email" type="email" value=${invite.email} onInput=${(v) => setInvite({ ...invite, email: v })} required />
+            <${Field} label="Email" name="email" type="email" value=${invite.email} onInput=${(v) => setInvite({ ...invite, email: v })} required />
             <${Field}
               label="Role"
+              name="roleGuid"
               as="select"
               value=${invite.roleGuid}
               options=${[['', 'Member (no capabilities)'], ...choices.map((r) => [r.guid, r.name])]}

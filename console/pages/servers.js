@@ -68,13 +68,14 @@ function CreateServer({ onCreated, servers }) {
         onCreated();
       }}
     >
-      <${Field} label="Server name" value=${f.name} onInput=${set('name')} required />
-      <${Field} label="Server URL" type="url" value=${f.url} onInput=${set('url')} required placeholder="https://mcp.example.com/mcp" />
-      <${Field} label="Authentication" as="select" value=${f.authType} options=${AUTH_TYPES} onInput=${set('authType')} />
+      <${Field} label="Server name" name="name" value=${f.name} onInput=${set('name')} required />
+      <${Field} label="Server URL" name="url" type="url" value=${f.url} onInput=${set('url')} required placeholder="https://mcp.example.com/mcp" />
+      <${Field} label="Authentication" name="authType" as="select" value=${f.authType} options=${AUTH_TYPES} onInput=${set('authType')} />
       ${
         f.authType === 'headers'
           ? html`<${Field}
               label="Headers"
+              name="headers"
               as="textarea"
               value=${f.headers}
               onInput=${set('headers')}
@@ -90,12 +91,12 @@ function CreateServer({ onCreated, servers }) {
                   needed.</small
                 >
               </p>
-              <${Field} label="OAuth client id" value=${f.oauthClientId} onInput=${set('oauthClientId')} />
-              <${Field} label="OAuth client secret" type="password" value=${f.oauthClientSecret} onInput=${set('oauthClientSecret')} />
-              <${Field} label="OAuth scope" value=${f.oauthScope} onInput=${set('oauthScope')} />
-              <${Field} label="OAuth access token" type="password" value=${f.oauthAccessToken} onInput=${set('oauthAccessToken')} />
-              <${Field} label="OAuth refresh token" type="password" value=${f.oauthRefreshToken} onInput=${set('oauthRefreshToken')} />
-              <${Field} label="OAuth token endpoint" value=${f.oauthTokenEndpoint} onInput=${set('oauthTokenEndpoint')} />`
+              <${Field} label="OAuth client id" name="oauthClientId" value=${f.oauthClientId} onInput=${set('oauthClientId')} />
+              <${Field} label="OAuth client secret" name="oauthClientSecret" type="password" value=${f.oauthClientSecret} onInput=${set('oauthClientSecret')} />
+              <${Field} label="OAuth scope" name="oauthScope" value=${f.oauthScope} onInput=${set('oauthScope')} />
+              <${Field} label="OAuth access token" name="oauthAccessToken" type="password" value=${f.oauthAccessToken} onInput=${set('oauthAccessToken')} />
+              <${Field} label="OAuth refresh token" name="oauthRefreshToken" type="password" value=${f.oauthRefreshToken} onInput=${set('oauthRefreshToken')} />
+              <${Field} label="OAuth token endpoint" name="oauthTokenEndpoint" value=${f.oauthTokenEndpoint} onInput=${set('oauthTokenEndpoint')} />`
           : null
       }
     <//>
@@ -197,6 +198,7 @@ function Identities({ server, onClose }) {
           >
             <${Field}
               label="New headers"
+              name="headers"
               as="textarea"
               value=${newHeaders}
               onInput=${setNewHeaders}
@@ -213,7 +215,7 @@ function Identities({ server, onClose }) {
               action=${act('add_identity', { inboundServerGuid: server.guid, ...(label ? { identityLabel: label } : {}) })}
               onDone=${(r) => (setAuthorization(r.authorizationUrl ? { url: r.authorizationUrl, name: server.name } : null), reload())}
             >
-              <${Field} label="Identity name" value=${label} onInput=${setLabel} />
+              <${Field} label="Identity name" name="identityLabel" value=${label} onInput=${setLabel} />
             <//>
             <${AuthorizationNotice} authorization=${authorization} />`
         : null
@@ -230,8 +232,8 @@ function Identities({ server, onClose }) {
             }))}
             onDone=${() => (setHeaders(''), reload())}
           >
-            <${Field} label="Identity name" value=${label} onInput=${setLabel} />
-            <${Field} label="Identity headers" as="textarea" value=${headers} onInput=${setHeaders} hint="One per line: Name: value" />
+            <${Field} label="Identity name" name="identityLabel" value=${label} onInput=${setLabel} />
+            <${Field} label="Identity headers" name="headers" as="textarea" value=${headers} onInput=${setHeaders} hint="One per line: Name: value" />
           <//>`
         : null
     }

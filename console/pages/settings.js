@@ -31,9 +31,10 @@ function Collector() {
     ${
       config.data && f
         ? html`<${Form} title="Forward call logs and traces" submit="Save collector" action=${action} onDone=${config.reload}>
-            <${Field} label="Logs collector URL" type="url" value=${f.logsCollectorUrl} onInput=${set('logsCollectorUrl')} />
+            <${Field} label="Logs collector URL" name="logsCollectorUrl" type="url" value=${f.logsCollectorUrl} onInput=${set('logsCollectorUrl')} />
             <${Field}
               label="Logs format"
+              name="logsFormat"
               as="select"
               value=${f.logsFormat}
               options=${[
@@ -42,9 +43,10 @@ function Collector() {
               ]}
               onInput=${set('logsFormat')}
             />
-            <${Field} label="Traces collector URL" type="url" value=${f.tracesCollectorUrl} onInput=${set('tracesCollectorUrl')} />
+            <${Field} label="Traces collector URL" name="tracesCollectorUrl" type="url" value=${f.tracesCollectorUrl} onInput=${set('tracesCollectorUrl')} />
             <${Field}
               label="Collector headers"
+              name="headers"
               as="textarea"
               value=${f.headers}
               onInput=${set('headers')}
@@ -111,8 +113,17 @@ function Tokens() {
       action=${act('create_access_token', { label, ...(String(days).trim() === '' ? {} : { expiresInDays: Number(days) }) })}
       onDone=${(r) => (setMinted({ ...r, label }), setLabel(''), tokens.reload())}
     >
-      <${Field} label="Token label" value=${label} onInput=${setLabel} required />
-      <${Field} label="Expires in days" type="number" min="0" max="90" value=${days} onInput=${setDays} hint="0 never expires; empty is 90" />
+      <${Field} label="Token label" name="label" value=${label} onInput=${setLabel} required />
+      <${Field}
+        label="Expires in days"
+        name="expiresInDays"
+        type="number"
+        min="0"
+        max="90"
+        value=${days}
+        onInput=${setDays}
+        hint="0 never expires; empty is 90"
+      />
     <//>
     ${minted?.token ? html`<${ShownOnce} label="Access token" value=${minted.token} />` : null}
     ${

@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { chromiumInstalled, launchChromium } from './helpers/chromium.js';
+import type { CreatedWorkspace } from '../src/core/workspaces.js';
+import { newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
+import { freePort } from './helpers/ports.js';
+
+/** The console's forms: a refused input's errors tied to their fields. */
+const run = chromiumInstalled() && storeKind() === 'pglite';
+
+let t: TestApp;
+let base: string;
+let ws: CreatedWorkspace;
+let browser: Browser;
+let page: Page;
+
+/** The texts of the elements a control's aria-describedby names, in order. */
+const descriptions = (l: Locator) =>
+  l.evaluate((e) =>
+    (e.getAttribute('aria-describedby') ?? '')
+      .split(' ')
+      .filter(Boolean)
+      .map((id: string) => e.ownerDocument.getElementById(id)?.textContent?.trim() ?? null),
+  );
+
+describe.runIf(run)("the console's forms", () => {
+  beforeAll(async () => {
+    const port = await freePort();
+    t = await startTestApp({ PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
+    await t.app.listen({ port, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${port}`;
+    ws = await newWorkspace(t);
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.setDefaultTimeout(20_000);
+    await page.goto(`${base}/console/#/settings`);
+    await page.getByLabel('Access token').fill(ws.token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it("marks the field a refusal's error is about invalid, described by its message, until the next submit", async () => {
+    const form = page.getByRole('form', { name: 'Create an access token' });
+    const label = form.getByLabel('Token label');
+    const days = form.getByLabel('Expires in days');
+    // Spaces pass the box's `required`; the service refuses them (label: must not be empty).
+    await label.fill('   ');
+    await form.getByRole('button', { name: 'Create token' }).click();
+    await form.getByRole('alert').waitFor();
+    expect(await label.getAttribute('aria-invalid')).toBe('true');
+    const [said] = await descriptions(label);
+    expect(said).toMatch(/label/);
+    expect(said).toMatch(/must not be empty/);
+    // The other field is not marked, and keeps its hint only.
+    expect(await days.getAttribute('aria-invalid')).toBeNull();
+    expect(await descriptions(days)).toEqual(['0 never expires; empty is 90']);
+    await label.fill('form-errors');
+    await form.getByRole('button', { name: 'Create token' }).click();
+    await page.getByRole('status').filter({ hasText: 'Access token' }).waitFor();
+    expect(await label.getAttribute('aria-invalid')).toBeNull();
+    expect(await label.getAttribute('aria-describedby')).toBeNull();
+  });
+
+  it('describes a field by each of the listed errors about it, after its hint', async () => {
+    const form = page.getByRole('form', { name: 'Forward call logs and traces' });
+    const headers = form.getByLabel('Collector headers');
+    await headers.fill('first line\nsecond line');
+    await form.getByRole('button', { name: 'Save collector' }).click();
+    await form.getByRole('alert').waitFor();
+    expect(await headers.getAttribute('aria-invalid')).toBe('true');
+    const said = await descriptions(headers);
+    expect(said).toHaveLength(3);
+    expect(said[0]).toMatch(/^Sent now/);
+    expect(said[1]).toMatch(/^headers: line 1 has no colon/);
+    expect(said[2]).toMatch(/^headers: line 2 has no colon/);
+    expect(await form.getByLabel('Logs collector URL').getAttribute('aria-invalid')).toBeNull();
+    await headers.fill('');
+  });
+});
