@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, Locator, Page, Route } from 'playwright-core';
 import { chromiumInstalled, launchChromium } from './helpers/chromium.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
-import { newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
+import { invoke, newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
 import { freePort } from './helpers/ports.js';
 
-/** The console's forms: a refused input's errors tied to their fields. */
+/** The console's forms: a refused input's errors tied to their fields; the reload after a save does not undo what was typed since. */
 const run = chromiumInstalled() && storeKind() === 'pglite';
 
 let t: TestApp;
@@ -80,5 +80,47 @@ describe.runIf(run)("the console's forms", () => {
     expect(said[2]).toMatch(/^headers: line 2 has no colon/);
     expect(await form.getByLabel('Logs collector URL').getAttribute('aria-invalid')).toBeNull();
     await headers.fill('');
+  });
+
+  it('keeps what was ticked after "Save collector", before the configuration is read again', async () => {
+    expect(
+      (
+        await invoke(t, 'rest', ws.token, 'set_otel_configuration', {
+          logsCollectorUrl: 'http://127.0.0.1:9/v1/logs',
+          headers: { Authorization: 'Bearer forms-collector-secret' },
+        })
+      ).status,
+    ).toBe(200);
+    await page.reload();
+    const form = page.getByRole('form', { name: 'Forward call logs and traces' });
+    const remove = form.getByLabel('Remove the collector headers');
+    await remove.waitFor();
+    // The configuration read after the save is held until the box is ticked.
+    let held: (route: Route) => void = () => undefined;
+    const arrived = new Promise<Route>((resolve) => (held = resolve));
+    const configuration = (url: URL) => url.pathname.endsWith('/otel-configuration');
+    await page.route(configuration, (route) => (route.request().method() === 'GET' ? held(route) : route.continue()));
+    const saved = page.waitForResponse((r) => r.url().endsWith('/otel-configuration') && r.request().method() === 'POST');
+    await form.getByRole('button', { name: 'Save collector' }).click();
+    expect((await saved).status()).toBe(200);
+    const reload = await arrived;
+    await remove.check();
+    // Meanwhile another admin adds a header: the configuration read then says so, which shows when it has arrived.
+    expect(
+      (
+        await invoke(t, 'rest', ws.token, 'set_otel_configuration', {
+          logsCollectorUrl: 'http://127.0.0.1:9/v1/logs',
+          headers: { Authorization: 'Bearer forms-collector-secret', 'X-Tenant': 'forms' },
+        })
+      ).status,
+    ).toBe(200);
+    await reload.continue();
+    await page.unroute(configuration);
+    await form.getByText(/Sent now: (Authorization, X-Tenant|X-Tenant, Authorization)\./).waitFor();
+    expect(await remove.isChecked()).toBe(true);
+    await form.getByRole('button', { name: 'Save collector' }).click();
+    await expect.poll(async () => (await invoke(t, 'rest', ws.token, 'get_otel_configuration', {})).body.headerNames).toEqual([]);
+    // Saved as it was sent: the form shows the stored configuration again.
+    await expect.poll(() => remove.count()).toBe(0);
   });
 });

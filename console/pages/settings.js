@@ -1,5 +1,5 @@
 import { html } from 'htm/preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { token } from '../api.js';
 import { ActionButton, ErrorBox, Field, Form, Loading, ShownOnce, Table, act, distinctNames, fmtTime, parseHeaderLines, useCall } from '../ui.js';
 
@@ -7,24 +7,32 @@ function Collector() {
   const config = useCall('get_otel_configuration', {});
   // Null until the stored configuration fills it: the form shows then, so nothing typed is overwritten by its arrival.
   const [f, setF] = useState(null);
+  // The form as the stored configuration last filled it, or as last sent: a configuration
+  // read after that (the reload after "Save collector") fills it again only if it still
+  // holds just that, so what was ticked or typed meanwhile is kept.
+  const untouched = useRef(null);
   useEffect(() => {
-    if (config.data)
-      setF({
-        logsCollectorUrl: config.data.logsCollectorUrl ?? '',
-        logsFormat: config.data.logsFormat ?? 'otlp',
-        tracesCollectorUrl: config.data.tracesCollectorUrl ?? '',
-        headers: '',
-        clearHeaders: false,
-      });
+    if (!config.data || (f !== null && f !== untouched.current)) return;
+    untouched.current = {
+      logsCollectorUrl: config.data.logsCollectorUrl ?? '',
+      logsFormat: config.data.logsFormat ?? 'otlp',
+      tracesCollectorUrl: config.data.tracesCollectorUrl ?? '',
+      headers: '',
+      clearHeaders: false,
+    };
+    setF(untouched.current);
   }, [config.data]);
   const set = (k) => (v) => setF({ ...f, [k]: v });
-  const action = act('set_otel_configuration', () => ({
-    ...(f.logsCollectorUrl ? { logsCollectorUrl: f.logsCollectorUrl } : {}),
-    ...(f.tracesCollectorUrl ? { tracesCollectorUrl: f.tracesCollectorUrl } : {}),
-    logsFormat: f.logsFormat,
-    // Values are write-only, so an empty box keeps what is sent; removing them all is asked for in so many words (an empty map).
-    ...(f.headers.trim() ? { headers: parseHeaderLines(f.headers) } : f.clearHeaders ? { headers: {} } : {}),
-  }));
+  const action = act('set_otel_configuration', () => {
+    untouched.current = f;
+    return {
+      ...(f.logsCollectorUrl ? { logsCollectorUrl: f.logsCollectorUrl } : {}),
+      ...(f.tracesCollectorUrl ? { tracesCollectorUrl: f.tracesCollectorUrl } : {}),
+      logsFormat: f.logsFormat,
+      // Values are write-only, so an empty box keeps what is sent; removing them all is asked for in so many words (an empty map).
+      ...(f.headers.trim() ? { headers: parseHeaderLines(f.headers) } : f.clearHeaders ? { headers: {} } : {}),
+    };
+  });
   return html`<section aria-labelledby="collector-title">
     <h2 id="collector-title">Collector</h2>
     <${ErrorBox} error=${config.error} />
