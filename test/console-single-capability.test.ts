@@ -136,4 +136,21 @@ describe.runIf(run)('the console, for a role with few capabilities', () => {
     await expect(record.getByRole('link').count()).resolves.toBe(0);
     await p.close();
   });
+
+  it('shows Logs, Audit and Alerts to a role that may not read them as why only, with no filters or controls that could only be refused', async () => {
+    const p = await signedIn(nobody.token, '#/logs');
+    for (const [hash, heading] of [
+      ['#/logs', 'Logs'],
+      ['#/audit', 'Audit'],
+      ['#/alerts', 'Alerts'],
+    ]) {
+      await p.goto(`${base}/console/${hash}`);
+      await p.getByRole('heading', { name: heading, level: 1 }).waitFor();
+      await p.getByRole('alert').filter({ hasText: 'Your role does not allow this.' }).waitFor();
+      await expect(p.locator('main form').count(), heading).resolves.toBe(0);
+      await expect(p.locator('main').getByRole('button').count(), heading).resolves.toBe(0);
+      await expect(p.locator('main').getByRole('combobox').count(), heading).resolves.toBe(0);
+    }
+    await p.close();
+  });
 });

@@ -78,6 +78,12 @@ export function Alerts({ params }) {
     ...[...servers].map(([id, name]) => [id, { filter: 'inbound_server_guid', label: `Server ${name}` }]),
     ...[...gateways].map(([id, name]) => [id, { filter: 'outbound_gateway_guid', label: `Gateway ${name}` }]),
   ]);
+  // A role that may not list the alerts gets why, not filters that could only be refused.
+  if (!useAllowed('list_alerts'))
+    return html`<section aria-labelledby="alerts-title">
+      <h1 id="alerts-title">Alerts</h1>
+      <${ErrorBox} error=${error} />
+    </section>`;
   return html`<section aria-labelledby="alerts-title">
     <h1 id="alerts-title">Alerts</h1>
     <form class="filters card" aria-label="Alert filters" onSubmit=${(e) => (e.preventDefault(), navigate('alerts', draft))}>

@@ -12,6 +12,7 @@ import {
   fmtTime,
   rangeMs,
   short,
+  useAllowed,
   useCall,
   useDetailPanel,
   useNames,
@@ -37,6 +38,12 @@ export function Audit({ params }) {
   const skip = Number(params.skip ?? 0);
   const { data, error, loading } = useCall('query_audit_log', { filters, fromMs: now - rangeMs(range), toMs: now, skip, take: PAGE });
   const users = useNames([['list_users', (u) => u.emailAddress]]);
+  // A role that may not read the audit log gets why, not a range and filters that could only be refused.
+  if (!useAllowed('query_audit_log'))
+    return html`<section aria-labelledby="audit-title">
+      <h1 id="audit-title">Audit</h1>
+      <${ErrorBox} error=${error} />
+    </section>`;
   return html`<section aria-labelledby="audit-title">
     <div class="page-head">
       <h1 id="audit-title">Audit</h1>

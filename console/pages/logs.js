@@ -16,6 +16,7 @@ import {
   refusal,
   short,
   toLocalInput,
+  useAllowed,
   useCall,
   useDetailPanel,
   useNames,
@@ -170,6 +171,12 @@ export function Logs({ params }) {
     navigate('logs', { ...draft, ...windowParams });
   };
   const name = (guid) => (guid ? (names.get(guid) ?? short(guid)) : '—');
+  // A role that may not read the calls gets why, not a window and filters that could only be refused.
+  if (!useAllowed('query_logs'))
+    return html`<section aria-labelledby="logs-title">
+      <h1 id="logs-title">Logs</h1>
+      <${ErrorBox} error=${error} />
+    </section>`;
   return html`<section aria-labelledby="logs-title">
     <div class="page-head">
       <h1 id="logs-title">Logs</h1>
