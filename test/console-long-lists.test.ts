@@ -114,4 +114,15 @@ describe.runIf(run)('the console with long lists and long names', () => {
     expect(await p.evaluate('document.scrollingElement.scrollWidth <= innerWidth')).toBe(true);
     await p.close();
   });
+
+  it("shows the gateways' Connect URLs at 375 px each on one line, the table scrolling in its box, not the page", async () => {
+    const p = await signedIn(375, '#/gateways');
+    const row = p.getByRole('table', { name: 'Gateways' }).getByRole('row', { name: /^gw-7 / });
+    const url = row.locator('code');
+    await url.waitFor();
+    expect(await url.evaluate((e) => e.getClientRects().length)).toBe(1);
+    expect((await row.boundingBox())!.height).toBeLessThan(80);
+    expect(await p.evaluate('document.scrollingElement.scrollWidth <= innerWidth')).toBe(true);
+    await p.close();
+  });
 });

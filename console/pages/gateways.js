@@ -425,7 +425,7 @@ export function Gateways({ params }) {
               { label: 'Name', render: (g) => html`<a href=${hrefOf('gateways', { open: g.guid })} onClick=${opener.opened}>${g.name}</a>` },
               { label: 'Enabled', render: (g) => (g.enabled ? 'yes' : 'no') },
               ...(includeArchived ? [{ label: 'Archived', render: (g) => (archived(g) ? 'yes' : 'no') }] : []),
-              { label: 'Connect URL', render: (g) => html`<code>${g.url}</code>` },
+              { label: 'Connect URL', render: (g) => html`<code class="url">${g.url}</code>` },
             ]}
           />`
         : null
