@@ -37,6 +37,9 @@ const ENDED = 'Your session ended: the access token is no longer accepted (revok
 function SignIn({ onSignedIn, notice }) {
   const [value, setValue] = useState('');
   const [error, setError] = useState(null);
+  // The page is there to take a token: its box has the focus, as the page opens and after a session ends.
+  const input = useRef(null);
+  useEffect(() => input.current?.focus(), []);
   const submit = async (e) => {
     e.preventDefault();
     setError(null);
@@ -56,7 +59,7 @@ function SignIn({ onSignedIn, notice }) {
       <p>Sign in with an access token (svcp_…). It is kept in this tab only.</p>
       <div class="field">
         <label for="access-token">Access token</label>
-        <input id="access-token" type="password" autocomplete="off" value=${value} onInput=${(e) => setValue(e.currentTarget.value)} required />
+        <input id="access-token" ref=${input} type="password" autocomplete="off" value=${value} onInput=${(e) => setValue(e.currentTarget.value)} required />
       </div>
       <${ErrorBox} error=${error} />
       <button type="submit">Sign in</button>
