@@ -125,4 +125,15 @@ describe.runIf(run)('the console with long lists and long names', () => {
     expect(await p.evaluate('document.scrollingElement.scrollWidth <= innerWidth')).toBe(true);
     await p.close();
   });
+
+  it('archiving a gateway puts the focus on "Unarchive gateway", which undoes it', async () => {
+    const p = await signedIn(1280, '#/gateways');
+    await p.getByRole('link', { name: 'gw-3', exact: true }).click();
+    await p.getByRole('button', { name: 'Archive gateway' }).click();
+    await p.getByRole('button', { name: 'Yes, Archive gateway' }).click();
+    const unarchive = p.getByRole('button', { name: 'Unarchive gateway' });
+    await unarchive.waitFor();
+    await expect.poll(() => isFocused(unarchive)).toBe(true);
+    await p.close();
+  });
 });

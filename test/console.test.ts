@@ -688,7 +688,7 @@ describe.runIf(run)('the web console', () => {
     await page.getByLabel('Show archived gateways').uncheck();
   });
 
-  it('Gateways keeps showing a gateway archived from its page, as archived, with the focus on the heading', async () => {
+  it('Gateways keeps showing a gateway archived from its page, as archived, with the focus on "Unarchive gateway"', async () => {
     const gw = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Archived from its page' })).body;
     // From another page: the list is read again on the way in.
     await goTo('Overview');
@@ -700,8 +700,8 @@ describe.runIf(run)('the web console', () => {
     await page.getByText('This gateway is archived').waitFor();
     expect(new URL(page.url()).hash).toContain(`open=${gw.guid}`);
     expect(await page.getByLabel('Show archived gateways').isChecked()).toBe(true);
-    // Shown again (with the archived ones), the gateway's detail takes the focus on its own heading, as when opened.
-    await expect.poll(() => page.evaluate('[document.activeElement.tagName, document.activeElement.textContent]')).toEqual(['H2', 'Archived from its page']);
+    // Shown again (with the archived ones), the gateway's detail gives the focus to what undoes the archiving.
+    await expect.poll(() => page.evaluate('[document.activeElement.tagName, document.activeElement.textContent]')).toEqual(['BUTTON', 'Unarchive gateway']);
     await page.getByRole('button', { name: 'Unarchive gateway' }).click();
     await expect
       .poll(async () => (await invoke(t, 'rest', ws.token, 'list_gateways', {})).body.items.some((g: { guid: string }) => g.guid === gw.guid))

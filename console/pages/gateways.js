@@ -127,9 +127,17 @@ function IdentityChoice({ serverGuid, serverName, value, onInput }) {
   />`;
 }
 
-function GatewayDetail({ gateway, archived, servers, onChange, onClose }) {
+function GatewayDetail({ gateway, archived, servers, onChange, onClose, archivedHere }) {
   // Opened below the list (which may be hundreds of gateways long): brought into view, with the focus on its name.
   const panel = useDetailPanel(gateway.guid, onClose);
+  // Archived from here (`archivedHere`: the guid, kept by the page, as the list reloads without it and this detail comes back):
+  // the focus goes to what undoes it, not to the name.
+  const unarchive = useRef(null);
+  useEffect(() => {
+    if (!archived || archivedHere.current !== gateway.guid) return;
+    archivedHere.current = null;
+    unarchive.current?.querySelector('button')?.focus();
+  }, [archived]);
   // A control for what the caller may not do is not offered (its editor would show nothing).
   const canCurate = useAllowed('modify_gateway_assignment');
   const canToggle = useAllowed('disable_gateway_assignment');
@@ -161,7 +169,9 @@ function GatewayDetail({ gateway, archived, servers, onChange, onClose }) {
       ${
         archived
           ? html`<p>This gateway is archived: nothing new attaches to it until it is unarchived (it stays disabled then).</p>
-              <${ActionButton} label="Unarchive gateway" action=${act('unarchive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />`
+              <span ref=${unarchive}
+                ><${ActionButton} label="Unarchive gateway" action=${act('unarchive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange}
+              /></span>`
           : html`<${EnableToggle}
                 name="gateway"
                 enabled=${gateway.enabled}
@@ -170,7 +180,12 @@ function GatewayDetail({ gateway, archived, servers, onChange, onClose }) {
                 warning="Every connection through it stops working."
                 onDone=${onChange}
               />
-              <${ActionButton} label="Archive gateway" danger action=${act('archive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange} />`
+              <${ActionButton}
+                label="Archive gateway"
+                danger
+                action=${act('archive_gateway', { gatewayGuid: gateway.guid })}
+                onDone=${() => ((archivedHere.current = gateway.guid), onChange())}
+              />`
       }
       <${RenameButton}
         name=${gateway.name}
@@ -397,6 +412,7 @@ export function Gateways({ params }) {
   const [name, setName] = useState('');
   const servers = useNames([['list_inbound_servers', (s) => s.name]]);
   const opener = useOpener();
+  const archivedHere = useRef(null);
   const close = () => (navigate('gateways'), opener.refocus());
   const open = data?.items.find((g) => g.guid === params.open);
   // A gateway the URL opens but the list lacks is archived (just now, or before a link to it was shared): shown with the archived ones, once.
@@ -430,7 +446,19 @@ export function Gateways({ params }) {
           />`
         : null
     }
-    ${open && known ? html`<${GatewayDetail} key=${open.guid} gateway=${open} archived=${archived(open)} servers=${servers} onChange=${reload} onClose=${close} />` : null}
+    ${
+      open && known
+        ? html`<${GatewayDetail}
+            key=${open.guid}
+            gateway=${open}
+            archived=${archived(open)}
+            servers=${servers}
+            onChange=${reload}
+            onClose=${close}
+            archivedHere=${archivedHere}
+          />`
+        : null
+    }
     ${missing && includeArchived ? html`<p class="notice" role="status">The gateway this link opens is not one of this workspace's.</p>` : null}
     <${Form}
       title="Create a gateway"
