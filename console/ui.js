@@ -147,6 +147,13 @@ export function ErrorBox({ error, id }) {
  */
 const FieldErrors = createContext(() => []);
 
+/** A control's attributes for the errors `errorIds` about it: invalid, described by them (after its own `described` ids: a hint). */
+function invalidity(errorIds, described = []) {
+  const describedBy = [...described, ...errorIds].join(' ');
+  return { ...(describedBy ? { 'aria-describedby': describedBy } : {}), ...(errorIds.length ? { 'aria-invalid': 'true' } : {}) };
+}
+
+/** `error`'s errors by field: from a field's name to the ids of the messages about it, in the ErrorBox `boxId`. */
 function fieldErrorsOf(error, boxId) {
   const { errors, listed } = errorsOf(error);
   return (name) =>
@@ -269,12 +276,7 @@ export function Field({ label, as = 'input', options, value, onInput, hint, name
   const errorIds = useContext(FieldErrors)(name);
   const set = (e) => onInput(e.currentTarget.type === 'checkbox' ? e.currentTarget.checked : e.currentTarget.value);
   // The hint is the control's description: a screen reader says it with the label, as the eye reads it below.
-  const describedBy = [...(hint ? [`${id}-hint`] : []), ...errorIds].join(' ');
-  const described = {
-    name,
-    ...(describedBy ? { 'aria-describedby': describedBy } : {}),
-    ...(errorIds.length ? { 'aria-invalid': 'true' } : {}),
-  };
+  const described = { name, ...invalidity(errorIds, hint ? [`${id}-hint`] : []) };
   // A checkbox reads best with its label beside it.
   if (rest.type === 'checkbox')
     return html`<label class="check"
@@ -484,10 +486,17 @@ export function RenameButton({ name, op, rename, onDone }) {
     >`;
   return html`<form class="action rename" aria-label=${`Rename ${name}`} onSubmit=${save} onKeyDown=${onEscape(close)}>
     <label for=${id}>New name for ${name}</label>
-    <input id=${id} ref=${inputRef} value=${value} onInput=${(e) => setValue(e.currentTarget.value)} required />
+    <input
+      id=${id}
+      ref=${inputRef}
+      value=${value}
+      onInput=${(e) => setValue(e.currentTarget.value)}
+      required
+      ...${invalidity(fieldErrorsOf(error, `${id}-error`)('newName'))}
+    />
     <button type="submit" disabled=${busy}>Save name</button>
     <button type="button" onClick=${close}>Cancel</button>
-    <${ErrorBox} error=${error} />
+    <${ErrorBox} error=${error} id=${`${id}-error`} />
   </form>`;
 }
 

@@ -82,6 +82,20 @@ describe.runIf(run)("the console's forms", () => {
     await headers.fill('');
   });
 
+  it('marks a rename box invalid, described by the refusal, as a Field in a Form is', async () => {
+    const gw = (await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'Renamed in forms' })).body;
+    await page.goto(`${base}/console/#/gateways?open=${gw.guid}`);
+    await page.getByRole('button', { name: 'Rename Renamed in forms' }).click();
+    const box = page.getByLabel('New name for Renamed in forms');
+    await box.fill('   ');
+    await page.getByRole('button', { name: 'Save name' }).click();
+    await page.getByRole('form', { name: 'Rename Renamed in forms' }).getByRole('alert').waitFor();
+    expect(await box.getAttribute('aria-invalid')).toBe('true');
+    const [said] = await descriptions(box);
+    expect(said).toMatch(/must not be empty/);
+    await page.goto(`${base}/console/#/settings`);
+  });
+
   it('keeps what was ticked after "Save collector", before the configuration is read again', async () => {
     expect(
       (
