@@ -102,6 +102,8 @@ describe.runIf(run)('the console with long lists and long names', () => {
     const p = await signedIn(1280, `#/gateways?open=${longGuid}`);
     const rename = p.getByRole('button', { name: `Rename ${LONG}` });
     await rename.click();
+    // The Escape is the editor's once it holds the focus (it takes it as it opens); before that it would be the panel's.
+    await expect.poll(() => isFocused(p.getByLabel(`New name for ${LONG}`))).toBe(true);
     await p.keyboard.press('Escape');
     await expect.poll(() => isFocused(rename)).toBe(true);
     expect(await p.getByRole('button', { name: 'Close gateway' }).count()).toBe(1);
