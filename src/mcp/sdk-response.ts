@@ -1,3 +1,4 @@
+import { readSseEvents } from '../gateway/sse.js';
 import { isPlainObject } from './request-params.js';
 
 /**
@@ -5,23 +6,16 @@ import { isPlainObject } from './request-params.js';
  * one per event of a stream (stateless, the stream ends once every request is answered).
  */
 export async function messagesOfResponse(response: Response): Promise<unknown[]> {
-  const text = await response.text();
-  if (text.trim() === '') return [];
   if (!/^\s*text\/event-stream/i.test(response.headers.get('content-type') ?? '')) {
+    const text = await response.text();
+    if (text.trim() === '') return [];
     const parsed: unknown = JSON.parse(text);
     return Array.isArray(parsed) ? parsed : [parsed];
   }
-  return text
-    .split(/\r?\n\r?\n/)
-    .map((event) =>
-      event
-        .split(/\r?\n/)
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(5).replace(/^ /, ''))
-        .join('\n'),
-    )
-    .filter((data) => data !== '')
-    .map((data) => JSON.parse(data) as unknown);
+  const messages: unknown[] = [];
+  if (!response.body) return messages;
+  for await (const event of readSseEvents(response.body)) if (event.data !== '') messages.push(JSON.parse(event.data));
+  return messages;
 }
 
 /** The SDK's answer as JSON for a host that takes no event stream: the one message (or the batch's array) its stream held. */
