@@ -76,24 +76,32 @@ export function encodeAuditRecord(r: AuditRecordInput): EncodedRow {
   return { thin: `${thin}\n`, detail: null };
 }
 
+/** A field naming one resource: `guid`, `id`, or a name ending in Guid or Id (`tokenId`, `connectionGuid`). */
+const ONE_ID_FIELD = /^(guid|id)$|(Guid|Id)$/;
+/** A field naming several: a list, or the comma-separated text set_user_teams and invite_user take (`teamGuids`). */
+const ID_LIST_FIELD = /(Guids|Ids)$/;
+
 /**
- * The guids an operation names: its guid-shaped inputs (path ids, fields ending in
- * Guid, Id, Guids or Ids, and id itself) and the guid or id of what it created or changed.
+ * The guids an operation names: its guid-shaped inputs and those of what it created or
+ * changed, by the same field rule on both sides (a created user is invite_user's
+ * `userGuid`, a provisioned connection issue_gateway_token's `connectionGuid`, a
+ * workspace create-workspace's `organizationGuid`), so each is found by its guid.
  */
 export function targetGuidsOf(input: Record<string, unknown>, result: unknown): string[] {
   const out: string[] = [];
   const add = (v: unknown) => {
     if (typeof v === 'string' && isGuid(v)) out.push(v);
   };
-  for (const [key, value] of Object.entries(input)) {
-    if (/^id$|(Guid|Id)$/.test(key)) add(value);
-    else if (/(Guids|Ids)$/.test(key) && Array.isArray(value)) value.forEach(add);
-  }
-  if (result && typeof result === 'object') {
-    const r = result as Record<string, unknown>;
-    add(r.guid);
-    add(r.id);
-    add(r.tokenId);
-  }
+  const collect = (fields: Record<string, unknown>) => {
+    for (const [key, value] of Object.entries(fields)) {
+      if (ONE_ID_FIELD.test(key)) add(value);
+      else if (ID_LIST_FIELD.test(key)) {
+        if (Array.isArray(value)) value.forEach(add);
+        else if (typeof value === 'string') value.split(',').forEach((v) => add(v.trim()));
+      }
+    }
+  };
+  collect(input);
+  if (result && typeof result === 'object' && !Array.isArray(result)) collect(result as Record<string, unknown>);
   return [...new Set(out)];
 }
