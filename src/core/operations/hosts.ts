@@ -94,7 +94,7 @@ export const hostOperations = [
   defineOperation({
     name: 'delete_host',
     title: 'Delete a host',
-    description: 'Deletes a host for good. Its connections stay, no longer bound to a host (hostGuid null).',
+    description: 'Deletes a host for good. Its connections stay, no longer bound to a host (hostGuid null); those of a disabled host stay cut off (disabled).',
     method: 'DELETE',
     path: '/hosts/:hostGuid',
     capability: 'deleteHosts',
@@ -103,7 +103,7 @@ export const hostOperations = [
     annotations: DESTROYS,
     handler: async ({ services, principal }, input) => {
       const host = await loadHost(services.db, principal, input.hostGuid);
-      await deleteHost(services.db, host.guid);
+      await deleteHost(services.db, host);
       return { deleted: true as const, hostGuid: host.guid };
     },
   }),

@@ -20,7 +20,15 @@ export async function updateHost(db: ConfigDb, guid: string, change: Updateable<
   return db.updateTable('hosts').set(change).where('guid', '=', guid).returningAll().executeTakeFirstOrThrow();
 }
 
-/** Hard delete; connections bound to the host stay, with host_guid set to null (ON DELETE SET NULL). */
-export async function deleteHost(db: ConfigDb, guid: string): Promise<void> {
-  await db.deleteFrom('hosts').where('guid', '=', guid).execute();
+/**
+ * Hard delete; connections bound to the host stay, with host_guid set to null (ON DELETE
+ * SET NULL). A disabled host's connections are disabled first, in the same transaction:
+ * unbound, they would otherwise serve again, and deleting a host must not re-open what
+ * disabling it cut off.
+ */
+export async function deleteHost(db: ConfigDb, host: Pick<Host, 'guid' | 'enabled'>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    if (!host.enabled) await trx.updateTable('connections').set({ enabled: false }).where('host_guid', '=', host.guid).where('enabled', '=', true).execute();
+    await trx.deleteFrom('hosts').where('guid', '=', host.guid).execute();
+  });
 }
