@@ -253,6 +253,10 @@ describe.each(SURFACES)('users on %s', (surface: Surface) => {
     expect(after.status).toBe(401);
     const record = (await invoke(t, surface, ws.token, 'list_users')).body.items.find((u: { guid: string }) => u.guid === member.userGuid);
     expect(record).toMatchObject({ isActive: false, teamGuids: [] });
+    // Nothing gives a deactivated user a team back (their membership was removed); asking for none is already so.
+    const regained = await invoke(t, surface, ws.token, 'set_user_teams', { userGuid: member.userGuid, teamGuids: team });
+    expect([regained.status, regained.body.code]).toEqual([409, 'conflict']);
+    expect((await invoke(t, surface, ws.token, 'set_user_teams', { userGuid: member.userGuid, teamGuids: '' })).status).toBe(200);
     // Idempotent, and an admin cannot lock themselves out.
     expect((await invoke(t, surface, ws.token, 'deactivate_user', { userGuid: member.userGuid })).status).toBe(200);
     expect((await invoke(t, surface, ws.token, 'deactivate_user', { userGuid: ws.userGuid })).status).toBe(409);

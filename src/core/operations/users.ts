@@ -117,6 +117,8 @@ export const userOperations = [
     handler: async ({ services, principal }, input) => {
       const user = await loadUser(services.db, principal, input.userGuid);
       const teams = await resolveTeamGuids(services.db, principal, input.teamGuids);
+      // deactivate_user removed their memberships (admin-api States): nothing may give them back, while "none" is already so.
+      if (!user.is_active && teams.length > 0) throw conflict('The user is deactivated: a deactivated user belongs to no team.');
       await services.db.transaction().execute((trx) => setUserTeams(trx, user.guid, teams));
       return toUser(await loadUser(services.db, principal, user.guid));
     },
