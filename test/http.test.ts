@@ -80,6 +80,19 @@ describe('the HTTP edge', () => {
     expect(result.structuredContent).toMatchObject({ code: 'rate_limited', status: 429, retryAfterSeconds: expect.any(Number) });
     const teams = await t.runtime.services.db.selectFrom('teams').select('name').where('organization_guid', '=', ws.organizationGuid).execute();
     expect(teams).toEqual([]);
+    // Refused after authentication, it is audited like any refusal (contract 8.4), on MCP as on REST.
+    const refusedTeam = await rest(t, ws.token, 'POST', '/api/v1/svc-admin/teams', { name: 'Over budget too' });
+    expect(refusedTeam.body.code).toBe('rate_limited');
+    await t.runtime.services.audit.flush();
+    const audited = await t.runtime.services.clickhouse.client.query({
+      query: "SELECT surface, outcome, status FROM audit_log WHERE organization_guid = {org:String} AND operation = 'create_team' ORDER BY surface",
+      query_params: { org: ws.organizationGuid },
+      format: 'JSONEachRow',
+    });
+    expect(await audited.json()).toEqual([
+      { surface: 'mcp', outcome: 'rate_limited', status: 429 },
+      { surface: 'rest', outcome: 'rate_limited', status: 429 },
+    ]);
     // Another caller is not affected.
     const other = await newWorkspace(t);
     expect((await rest(t, other.token, 'GET', '/whoami')).status).toBe(200);

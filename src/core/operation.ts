@@ -26,7 +26,7 @@ export interface OperationContext {
   principal: Principal;
   /** The surface, address and user agent of the request (audit log). */
   origin: RequestOrigin;
-  /** Why the request is refused before the operation runs (the admin rate limit, on MCP): its answer, as the operation's failure. */
+  /** Why the request is refused before the operation runs (the admin rate limit, on MCP): its answer, as the operation's failure, audited by the executor like REST's. */
   refusedBeforehand?: Error;
   /** What is wrong with the input that its validation cannot see (a refused key in MCP arguments): executeOperation's refusal. */
   inputRefusal?: AppError;

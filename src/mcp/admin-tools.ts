@@ -34,8 +34,9 @@ export function buildToolList(operations: readonly AnyOperation[]): Tool[] {
 /** Renders an operation's outcome as the contract's tool result. */
 export async function callTool(op: AnyOperation, ctx: OperationContext, args: Record<string, unknown>): Promise<CallToolResult> {
   try {
-    if (ctx.refusedBeforehand) throw ctx.refusedBeforehand;
-    const result = (await executeOperation(op, ctx, args, ctx.inputRefusal ?? null)) as Record<string, unknown>;
+    // Refused before it runs (the rate limit), the call is still the operation's refusal: the executor decides and audits it, as on REST.
+    const refusal = ctx.refusedBeforehand ? toAppError(ctx.refusedBeforehand) : (ctx.inputRefusal ?? null);
+    const result = (await executeOperation(op, ctx, args, refusal)) as Record<string, unknown>;
     return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
   } catch (err) {
     const appError = toAppError(err);
