@@ -16,6 +16,7 @@ import { adminBatchRefusal, screenBatch } from '../mcp/admin-batch.js';
 import { asJsonResponse, messagesOfResponse } from '../mcp/sdk-response.js';
 import { acceptsEventStream, acceptsJson } from '../mcp/accept.js';
 import { adminParamsRefusal } from '../mcp/admin-params.js';
+import { auditRefusedToolCalls } from '../mcp/admin-refused-calls.js';
 import { unsupportedProtocolVersion } from '../mcp/protocol-version.js';
 import { isModernMessage } from '../mcp/request-revision.js';
 import { sendWebResponse, toWebRequest } from './web-request.js';
@@ -192,8 +193,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         const batchRefusal = Array.isArray(request.body) ? adminBatchRefusal(request.headers['mcp-protocol-version']) : null;
         if (batchRefusal) return reply.code(400).send(batchRefusal);
         const { message, argumentsRefusal } = refuseKeysOfMcpMessage(request.body);
-        const malformed = Array.isArray(message) ? null : adminParamsRefusal(message, protocolVersion);
-        if (malformed) return reply.send(malformed);
         const operationContext: OperationContext = {
           services,
           principal: request.principal!,
@@ -201,6 +200,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           ...(overBudget ? { refusedBeforehand: overBudget } : {}),
           ...(argumentsRefusal ? { inputRefusal: argumentsRefusal } : {}),
         };
+        await auditRefusedToolCalls(operations, message, protocolVersion, operationContext);
+        const malformed = Array.isArray(message) ? null : adminParamsRefusal(message, protocolVersion);
+        if (malformed) return reply.send(malformed);
         // A 2025 host that accepts JSON or a stream but not both is served, as the gateways serve it (mcp/accept.ts): the
         // SDK is told both (it would answer 406), and a host that takes no stream gets the answer as JSON.
         const accept = request.headers.accept;
