@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 
 /**
  * The key that encrypts secrets at rest. SECRET_KEY wins; in embedded mode a key is
@@ -13,7 +13,8 @@ export function resolveSecretKey(config: Config): Buffer {
   const file = path.join(config.dataDir, 'secret.key');
   if (fs.existsSync(file)) {
     const key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
-    if (key.length !== 32) throw new Error(`${file} does not hold a base64 32-byte key; restore it or set SECRET_KEY.`);
+    // A damaged file is the operator's to mend, said in one line like a bad variable (not a stack trace).
+    if (key.length !== 32) throw new ConfigError(`SECRET_KEY: ${file} does not hold a base64 32-byte key; restore it or set SECRET_KEY.`);
     return key;
   }
   fs.mkdirSync(config.dataDir, { recursive: true });
