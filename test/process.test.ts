@@ -140,6 +140,13 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
       code: 1,
       stderr: expect.stringContaining('user: must be a guid'),
     });
+    // Several invalid parameters: each one's reason, not only their names.
+    await expect(
+      run(TSX, ['src/cli/admin.ts', 'create-workspace', '--name', '', '--admin-email', 'not-an-email'], { env: baseEnv(port) }),
+    ).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/2 invalid parameters: name, adminEmail\n {2}name: .+\n {2}adminEmail: Invalid email address\n/),
+    });
     // A number flag that is not decimal digits is refused as what it is (it was read as 0, never expiring, or NaN).
     for (const days of ['', '0x10', 'abc'])
       await expect(

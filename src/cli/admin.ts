@@ -138,6 +138,9 @@ async function main(): Promise<number> {
   if (!response.ok) {
     if (json) process.stdout.write(JSON.stringify({ error: response.error }) + '\n');
     process.stderr.write(`error (${response.error.code}): ${response.error.detail}\n`);
+    // With several invalid parameters the detail lists only their names: each one's reason follows on its own line.
+    const fieldErrors = Array.isArray(response.error.errors) ? (response.error.errors as { path: string; message: string }[]) : [];
+    if (fieldErrors.length > 1) for (const e of fieldErrors) process.stderr.write(`  ${e.path}: ${e.message}\n`);
     if (response.error.code === 'validation_failed') process.stderr.write(USAGE + '\n');
     return 1;
   }
