@@ -227,6 +227,17 @@ describe('the audit log', () => {
     expect(JSON.stringify(await rawRecords(ws.organizationGuid))).not.toMatch(/svcp_[A-Za-z0-9]+_[A-Za-z0-9]{20,}/);
   });
 
+  // create-workspace's record named no target: what it made is in its result, not in its flags.
+  it('names what create-workspace made among the targets of its record', async () => {
+    const made = (await runAdminCommand(t.runtime.services, 'create-workspace', {
+      name: 'Audited',
+      adminEmail: 'ops@audited.example',
+    })) as unknown as CreatedWorkspace;
+    const [record] = await auditOf(made, { surface: 'cli', target_guid: made.userGuid });
+    expect(record).toMatchObject({ operation: 'create-workspace', outcome: 'ok', organization: made.organizationGuid });
+    expect(record.target_guids).toEqual(expect.arrayContaining([made.organizationGuid, made.userGuid, made.roleGuid]));
+  });
+
   it.each([
     [{ filters: { surface: 'smoke' } }, 'filters.surface'],
     [{ filters: { who: 'x' } }, 'filters.who'],

@@ -140,7 +140,8 @@ async function auditCommand(
       actorTokenPrefix: null,
       origin: { surface: 'cli', sourceIp: null, userAgent: 'npm run admin' },
       operation: command,
-      targetGuids: targetGuidsOf({ ...args, orgGuid: args.org, userGuid: args.user }, result),
+      // What a command made is named in its result (create-workspace: organizationGuid, userGuid, roleGuid), not in its flags.
+      targetGuids: [...new Set([...targetGuidsOf({ ...args, orgGuid: args.org, userGuid: args.user }, result), ...targetGuidsOf(result, null)])],
       outcome,
       status,
       request: args,
