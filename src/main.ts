@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from './config.js';
 import { buildApp } from './http/app.js';
-import { DataDirInUseError, listenAdminSocket, refuseIfDataDirInUse } from './runtime/admin-socket.js';
+import { DataDirInUseError, ensureAdminSocketPath, listenAdminSocket, refuseIfDataDirInUse } from './runtime/admin-socket.js';
 import { bootstrapIfEmpty } from './runtime/bootstrap.js';
 import { ensureWritableDataDir } from './runtime/data-dir.js';
 import { openRuntime } from './runtime/open.js';
@@ -10,6 +10,7 @@ import { MissingChdbError } from './stores/clickhouse.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   ensureWritableDataDir(config.dataDir);
+  ensureAdminSocketPath(config.dataDir);
   await refuseIfDataDirInUse(config.dataDir);
   const runtime = await openRuntime(config);
   const { services } = runtime;

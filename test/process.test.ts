@@ -132,6 +132,12 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     fs.writeFileSync(file, '');
     const notADirectory = await failure(startProcess(path.join(file, 'data'), await freePort(), children));
     expect(notADirectory).toMatch(/DATA_DIR: .* cannot be created or written by this user \(ENOTDIR\)/);
+    // A DATA_DIR too long for the admin socket's path printed a token, then failed to bind the socket with a stack.
+    const deep = path.join(dataDir(), 'd'.repeat(120));
+    const tooLong = await failure(startProcess(deep, await freePort(), children));
+    expect(tooLong).toMatch(/DATA_DIR: .* is too long for its admin socket/);
+    expect(tooLong).not.toContain('Initial admin token');
+    expect(tooLong).not.toMatch(/Failed to start|\n\s+at /);
   }, 120_000);
 
   it('the CLI explains bad input without a stack trace', async () => {

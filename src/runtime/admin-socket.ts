@@ -1,11 +1,29 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { ConfigError } from '../config.js';
 import { runAdminCommand, type AdminCommandServices } from '../core/admin-commands.js';
 import { toAppError } from '../core/errors.js';
 import type { Services } from '../core/services.js';
 
 export const adminSocketPath = (dataDir: string): string => path.join(dataDir, 'admin.sock');
+
+/** The longest path a Unix socket may have (sun_path less its final NUL): 103 bytes on macOS and the BSDs, 107 elsewhere. */
+const MAX_SOCKET_PATH_BYTES = process.platform === 'darwin' || process.platform.endsWith('bsd') ? 103 : 107;
+
+/**
+ * Refuses a DATA_DIR too long for its admin socket's path, before anything is opened
+ * or bootstrapped: binding the socket after the first start's bootstrap failed with
+ * a stack trace, once the initial admin token had been printed.
+ */
+export function ensureAdminSocketPath(dataDir: string): void {
+  const socketPath = adminSocketPath(dataDir);
+  const bytes = Buffer.byteLength(socketPath);
+  if (bytes > MAX_SOCKET_PATH_BYTES)
+    throw new ConfigError(
+      `DATA_DIR: ${dataDir} is too long for its admin socket (${socketPath} is ${bytes} bytes; a Unix socket's path may have at most ${MAX_SOCKET_PATH_BYTES}); choose a shorter path.`,
+    );
+}
 
 export interface AdminRequest {
   command: string;
