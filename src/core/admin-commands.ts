@@ -42,6 +42,8 @@ export type AdminCommandServices = Pick<Services, 'db' | 'clickhouse' | 'config'
 
 export interface AdminCommandHooks {
   onProgress?: (done: number, total: number) => void;
+  /** Aborted when whoever asked is gone (the CLI hung up): a long command (seed-logs) stops, keeping what it did. */
+  signal?: AbortSignal;
 }
 
 type Handlers = {
@@ -89,7 +91,7 @@ const handlers: Handlers = {
   'rotate-secret-key': async ({ db, secrets }, a) => ({ ...(await rotateSecretKey(db, secrets, { organizationGuid: a.org })) }),
   'seed-logs': async (services, a, hooks) => {
     if (!(await findOrganization(services.db, a.org))) throw notFound('Workspace');
-    return seedCallLogs(services, { organizationGuid: a.org, rows: a.rows, days: a.days, users: a.users, onProgress: hooks.onProgress });
+    return seedCallLogs(services, { organizationGuid: a.org, rows: a.rows, days: a.days, users: a.users, onProgress: hooks.onProgress, signal: hooks.signal });
   },
 };
 

@@ -42,6 +42,9 @@ export async function listenAdminSocket(services: AdminCommandServices & Pick<Se
   fs.rmSync(socketPath, { force: true });
   const server = net.createServer((socket) => {
     let buffer = '';
+    // The CLI hanging up (Ctrl-C) ends its command here too, not only its own process.
+    const hungUp = new AbortController();
+    socket.on('close', () => hungUp.abort());
     socket.setEncoding('utf8');
     socket.on('data', (chunk) => {
       buffer += chunk;
@@ -55,7 +58,7 @@ export async function listenAdminSocket(services: AdminCommandServices & Pick<Se
           const req = JSON.parse(line) as AdminRequest;
           // Progress goes out as {"progress":{done,total}} lines before the one answer line.
           const onProgress = (done: number, total: number) => void socket.write(JSON.stringify({ progress: { done, total } }) + '\n');
-          response = { ok: true, result: await runAdminCommand(services, req.command, req.args ?? {}, { onProgress }) };
+          response = { ok: true, result: await runAdminCommand(services, req.command, req.args ?? {}, { onProgress, signal: hungUp.signal }) };
         } catch (err) {
           const e = toAppError(err);
           if (e.status >= 500) services.logger.error({ err }, 'admin command failed');
