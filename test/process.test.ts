@@ -1,4 +1,4 @@
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -92,6 +92,40 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     expect(again.status).toBe(200);
     expect(await stop(second.child)).toBe(0);
   }, 180_000);
+
+  // Found by an operator's trial (session 27): with an offline CLI command holding DATA_DIR, a starting service opened
+  // PGlite (which has no lock of its own) and ran its migrations there before chDB's lock stopped it.
+  it("leaves PGlite alone when another process holds DATA_DIR's embedded ClickHouse", async () => {
+    const held = fs.mkdtempSync(path.join(dataDir(), 'held-'));
+    const holder = spawn(
+      TSX,
+      [
+        '-e',
+        `import(${JSON.stringify(path.resolve('src/stores/clickhouse.ts'))})
+           .then((m) => m.openClickhouse({ dataDir: ${JSON.stringify(held)} }))
+           .then(() => { process.stdout.write('held\\n'); setInterval(() => {}, 1000); });`,
+      ],
+      // Its own process group: tsx runs the script in a child of its own, which a kill of tsx alone would leave running.
+      { stdio: ['ignore', 'pipe', 'inherit'], detached: true },
+    );
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('held') && resolve());
+      holder.on('exit', (code) => reject(new Error(`the holder exited (${code})`)));
+    });
+    try {
+      const refused = await startProcess(held, await freePort(), children).then(
+        () => expect.unreachable('a service started beside another process on its DATA_DIR'),
+        (err: Error) => err.message,
+      );
+      expect(refused).toMatch(/DATA_DIR: the embedded ClickHouse under .* could not be used/);
+      expect(refused).not.toContain('Initial admin token');
+      expect(refused).not.toMatch(/Failed to start|\n\s+at /);
+      expect(fs.existsSync(path.join(held, 'pg'))).toBe(false);
+    } finally {
+      process.kill(-holder.pid!, 'SIGKILL');
+      holder.stdout!.destroy();
+    }
+  }, 120_000);
 
   // Found by a newcomer's trial (session 26): a port in use printed a working admin token, then a stack; a Postgres or
   // data directory the service could not use was a driver's stack that named no variable.

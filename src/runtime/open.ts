@@ -43,19 +43,23 @@ export async function openRuntime(
 ): Promise<Runtime> {
   const logger = opts.logger ?? pino({ level: config.logLevel, redact: SERVICE_LOG_REDACTION });
   const secretKey = resolveSecretKey(config);
-  const pg = await asStartupError(whereConfiguration(config), () =>
-    openPostgres({
-      databaseUrl: config.databaseUrl,
-      dataDir: config.dataDir,
-      onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres: a pooled connection was dropped; it is replaced on the next use'),
-    }),
-  );
   const configChanges = new ConfigChanges();
-  let clickhouse;
+  let clickhouse: Awaited<ReturnType<typeof openClickhouse>> | undefined;
+  let pg: Awaited<ReturnType<typeof openPostgres>> | undefined;
   let relay: PgChangeRelay | null = null;
   try {
-    await asStartupError(whereConfiguration(config), () => migratePostgres(pg.db));
+    // ClickHouse first: embedded, it locks DATA_DIR for this process (chDB), and PGlite has no lock of its own; a
+    // second process on the directory (an offline CLI beside a starting service) is stopped before it opens PGlite.
     clickhouse = await asStartupError(whereCallLogs(config), () => openClickhouse({ dataDir: config.dataDir, server: config.clickhouse }));
+    pg = await asStartupError(whereConfiguration(config), () =>
+      openPostgres({
+        databaseUrl: config.databaseUrl,
+        dataDir: config.dataDir,
+        onConnectionError: (err) => logger.warn({ err: err.message }, 'postgres: a pooled connection was dropped; it is replaced on the next use'),
+      }),
+    );
+    const openedPg = pg;
+    await asStartupError(whereConfiguration(config), () => migratePostgres(openedPg.db));
     const opened = clickhouse;
     await asStartupError(whereCallLogs(config), () => migrateClickhouse(opened, { retentionDays: config.logRetentionDays, cluster: opened.cluster }));
     // Other service processes on the same Postgres server hear of this one's changes, and it of theirs.
@@ -66,8 +70,8 @@ export async function openRuntime(
     }
   } catch (err) {
     await relay?.close().catch(() => undefined);
+    await pg?.close().catch(() => undefined);
     await clickhouse?.close().catch(() => undefined);
-    await pg.close().catch(() => undefined);
     throw err;
   }
   const callLogs = await CallLogWriter.open({ insert: clickhouse.insertEncoded, spoolDir: path.join(config.dataDir, 'spool', 'call-logs'), logger });
