@@ -199,7 +199,12 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     const elsewhere = fs.mkdtempSync(path.join(dataDir(), 'elsewhere-'));
     const made = await run(TSX, ['src/cli/admin.ts', 'migrate', '--json'], { env: serviceEnv(elsewhere, port) });
     expect(made.stderr).toContain(`note: DATA_DIR=${elsewhere} holds no stores yet`);
+    // It reports what it applied, though the opening of the stores applied it (it reported nothing).
+    const applied = JSON.parse(made.stdout.trim()) as { postgres: string[]; clickhouse: string[] };
+    expect(applied.postgres).toContain('2026-11-25-0002-ended-gateway-sessions');
+    expect(applied.clickhouse.length).toBeGreaterThan(10);
     const again = await run(TSX, ['src/cli/admin.ts', 'migrate', '--json'], { env: serviceEnv(elsewhere, port) });
     expect(again.stderr).not.toContain('holds no stores yet');
+    expect(JSON.parse(again.stdout.trim())).toEqual({ postgres: [], clickhouse: [] });
   }, 120_000);
 });

@@ -125,7 +125,10 @@ async function main(): Promise<number> {
       );
     const runtime = await openRuntime(config, { backgroundJobs: false, logger: { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) } });
     try {
-      response = { ok: true, result: await runAdminCommand(runtime.services, command, args, { onProgress: progress.update }) };
+      response = {
+        ok: true,
+        result: await runAdminCommand(runtime.services, command, args, { onProgress: progress.update, appliedOnOpen: runtime.migrationsApplied }),
+      };
     } catch (err) {
       const e = toAppError(err);
       if (e.code === 'internal') console.error(err);

@@ -44,6 +44,14 @@ export interface AdminCommandHooks {
   onProgress?: (done: number, total: number) => void;
   /** Aborted when whoever asked is gone (the CLI hung up): a long command (seed-logs) stops, keeping what it did. */
   signal?: AbortSignal;
+  /** The migrations applied when the stores were opened for this command (an offline CLI opens them itself). */
+  appliedOnOpen?: MigrationsApplied;
+}
+
+/** Migrations by store, by name. */
+export interface MigrationsApplied {
+  postgres: string[];
+  clickhouse: string[];
 }
 
 type Handlers = {
@@ -82,10 +90,12 @@ const handlers: Handlers = {
       organizationGuid: user.organization_guid,
     };
   },
-  migrate: async (services) => {
+  // What it applied, the opening of the stores for this command included (a running service applied its own at its start).
+  migrate: async (services, _a, hooks) => {
     const pg = await migratePostgres(services.db);
     const ch = await migrateClickhouse(services.clickhouse, { retentionDays: services.config.logRetentionDays, cluster: services.clickhouse.cluster });
-    return { postgres: (pg.results ?? []).map((r) => r.migrationName), clickhouse: ch };
+    const before = hooks.appliedOnOpen ?? { postgres: [], clickhouse: [] };
+    return { postgres: [...before.postgres, ...(pg.results ?? []).map((r) => r.migrationName)], clickhouse: [...before.clickhouse, ...ch] };
   },
   // Re-encrypts every secret under SECRET_KEY; the old key is given as PREVIOUS_SECRET_KEY.
   'rotate-secret-key': async ({ db, secrets }, a) => ({ ...(await rotateSecretKey(db, secrets, { organizationGuid: a.org })) }),

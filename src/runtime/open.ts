@@ -19,6 +19,7 @@ import { PgChangeRelay } from '../stores/pg-change-relay.js';
 import { migratePostgres, openPostgres } from '../stores/postgres.js';
 import { Forwarder, type ForwarderOptions } from '../forwarder/forwarder.js';
 import { resolveSecretKey } from './secret-key.js';
+import type { MigrationsApplied } from '../core/admin-commands.js';
 
 /** A safety net only for kept admin callers: correctness comes from the change notices. */
 const ADMIN_CALLER_TTL_MS = 60_000;
@@ -30,6 +31,8 @@ export interface Runtime {
   forwarder: Forwarder;
   /** Feature-learning's job runner (services.serverValidation is its view for operations; stopped by close). */
   serverValidation: ServerValidationJobs;
+  /** The migrations opening the stores applied (what an offline `migrate` reports). */
+  migrationsApplied: MigrationsApplied;
   close(): Promise<void>;
 }
 
@@ -47,6 +50,7 @@ export async function openRuntime(
   let clickhouse: Awaited<ReturnType<typeof openClickhouse>> | undefined;
   let pg: Awaited<ReturnType<typeof openPostgres>> | undefined;
   let relay: PgChangeRelay | null = null;
+  const migrationsApplied: MigrationsApplied = { postgres: [], clickhouse: [] };
   try {
     // ClickHouse first: embedded, it locks DATA_DIR for this process (chDB), and PGlite has no lock of its own; a
     // second process on the directory (an offline CLI beside a starting service) is stopped before it opens PGlite.
@@ -59,9 +63,12 @@ export async function openRuntime(
       }),
     );
     const openedPg = pg;
-    await asStartupError(whereConfiguration(config), () => migratePostgres(openedPg.db));
+    const pgResults = await asStartupError(whereConfiguration(config), () => migratePostgres(openedPg.db));
+    migrationsApplied.postgres = (pgResults.results ?? []).map((r) => r.migrationName);
     const opened = clickhouse;
-    await asStartupError(whereCallLogs(config), () => migrateClickhouse(opened, { retentionDays: config.logRetentionDays, cluster: opened.cluster }));
+    migrationsApplied.clickhouse = await asStartupError(whereCallLogs(config), () =>
+      migrateClickhouse(opened, { retentionDays: config.logRetentionDays, cluster: opened.cluster }),
+    );
     // Other service processes on the same Postgres server hear of this one's changes, and it of theirs.
     if (config.databaseUrl) {
       const opened = await PgChangeRelay.open({ connectionString: config.databaseUrl, onNotice: (org) => configChanges.deliver(org), logger });
@@ -125,6 +132,7 @@ export async function openRuntime(
     secretKey,
     forwarder,
     serverValidation,
+    migrationsApplied,
     close: async () => {
       // First: background workers must not be mid-query when the stores close.
       await forwarder.stop().catch((err: unknown) => logger.warn({ err: String(err) }, 'could not stop the forwarder'));
