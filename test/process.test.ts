@@ -206,5 +206,14 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     const again = await run(TSX, ['src/cli/admin.ts', 'migrate', '--json'], { env: serviceEnv(elsewhere, port) });
     expect(again.stderr).not.toContain('holds no stores yet');
     expect(JSON.parse(again.stdout.trim())).toEqual({ postgres: [], clickhouse: [] });
+    // On a terminal seed-logs draws its bar on stderr, with --json too (stdout keeps only the JSON).
+    const created = await run(TSX, ['src/cli/admin.ts', 'create-workspace', '--name', 'Bar', '--admin-email', 'bar@bar.test', '--json'], {
+      env: serviceEnv(elsewhere, port),
+    });
+    const org = (JSON.parse(created.stdout.trim().split('\n').pop()!) as { organizationGuid: string }).organizationGuid;
+    const seed = [TSX, 'src/cli/admin.ts', 'seed-logs', '--org', org, '--rows', '3000', '--json'].map((word) => `'${word}'`).join(' ');
+    const onTerminal = await run('script', ['-qec', seed, '/dev/null'], { env: serviceEnv(elsewhere, port) });
+    expect(onTerminal.stdout).toMatch(/\d+% \| \d+\/3000 rows/);
+    expect(onTerminal.stdout).toMatch(/\{"rows":3000,"seconds":[\d.]+\}/);
   }, 120_000);
 });

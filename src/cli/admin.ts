@@ -71,9 +71,9 @@ function parseCommandLine(argv: string[]): { command: string; args: Record<strin
  */
 const wholeNumber = (value: string): number | string => (/^\d+$/.test(value) ? Number(value) : value);
 
-/** A progress bar on stderr when it is a terminal (and --json is off); a no-op otherwise. */
-function progressBar(json: boolean): { update: (done: number, total: number) => void; stop: () => void } {
-  if (json || !process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
+/** A progress bar on stderr when it is a terminal (with --json too: stdout holds only the JSON); a no-op otherwise. */
+function progressBar(): { update: (done: number, total: number) => void; stop: () => void } {
+  if (!process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
   let bar: cliProgress.SingleBar | null = null;
   return {
     update: (done, total) => {
@@ -108,7 +108,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = loadConfig();
-  const progress = progressBar(json);
+  const progress = progressBar();
   let response: AdminResponse | null;
   try {
     // seed-logs may run for many minutes inside the service; progress lines keep the socket alive.
