@@ -187,6 +187,10 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
       code: 1,
       stderr: expect.stringMatching(/2 invalid parameters: name, adminEmail\n {2}name: .+\n {2}adminEmail: Invalid email address\n/),
     });
+    // A word the command does not take is refused (it was ignored, and the workspace made).
+    await expect(
+      run(TSX, ['src/cli/admin.ts', 'create-workspace', '--name', 'X', '--admin-email', 'x@x.test', 'extra'], { env: baseEnv(port) }),
+    ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("Unexpected argument 'extra' for create-workspace") });
     // A number flag that is not decimal digits is refused as what it is (it was read as 0, never expiring, or NaN).
     for (const days of ['', '0x10', 'abc'])
       await expect(

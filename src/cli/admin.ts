@@ -60,6 +60,9 @@ function parseCommandLine(argv: string[]): { command: string; args: Record<strin
   if (values.rows !== undefined) args.rows = wholeNumber(values.rows);
   if (values.days !== undefined) args.days = wholeNumber(values.days);
   if (values.users !== undefined) args.users = wholeNumber(values.users);
+  // Words a command does not take are refused, as parseArgs refuses an unknown option (they were ignored).
+  const extra = command === 'entitlement' ? rest.slice(1) : rest;
+  if (extra.length > 0) throw new Error(`Unexpected argument${extra.length > 1 ? 's' : ''} '${extra.join(' ')}' for ${command}: see --help.`);
   if (command === 'entitlement') args.action = rest[0];
   return { command, args, json: Boolean(values.json) };
 }
