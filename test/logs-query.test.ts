@@ -155,6 +155,17 @@ describe.each(SURFACES)('query_logs on %s', (surface) => {
     expect(byStatus.body.items.every((r: any) => r.status === 'error')).toBe(true);
   });
 
+  it('orders by guid as the guids read, not in ClickHouse UUID order (low 64 bits first)', async () => {
+    const byText = rows.map((r) => r.guid!).sort();
+    for (const [orderByDirection, expected] of [
+      ['asc', byText],
+      ['desc', [...byText].reverse()],
+    ] as const) {
+      const page = await invoke(t, surface, token, 'query_logs', { orderByColumn: 'guid', orderByDirection, skip: 20, take: 30 });
+      expect(page.body.items.map((r: any) => r.guid)).toEqual(expected.slice(20, 50));
+    }
+  });
+
   it('pages by skip exactly like the full ordering, however deep, both directions', async () => {
     const sorted = [...rows].sort(newestFirst).map((r) => r.guid);
     for (const skip of [1, 99, 100, 601, 1150]) {
