@@ -3,7 +3,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { answerOf, gatewayClient, listenLoopback, registerServer } from './helpers/gateway.js';
+import { gatewayClient, listenLoopback, modernRequest, registerServer } from './helpers/gateway.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
 
@@ -189,32 +189,12 @@ describe('a 2026-07-28-only upstream (legacy: reject) behind a gateway', () => {
     ["the SDK's path", { 'example.test/unrelated': 1 }],
   ])("answers a 2026-07-28 host in the gateway's name, not the upstream's (%s)", async (_path, extraMeta) => {
     const requests = [
-      ['tools/call', { name: 'modern__shout', arguments: { text: 'who' } }, 'modern__shout'],
-      ['prompts/get', { name: 'modern__haiku' }, 'modern__haiku'],
-      ['resources/read', { uri: 'modern://motd' }, 'modern://motd'],
+      ['tools/call', { name: 'modern__shout', arguments: { text: 'who' } }],
+      ['prompts/get', { name: 'modern__haiku' }],
+      ['resources/read', { uri: 'modern://motd' }],
     ] as const;
-    for (const [method, params, name] of requests) {
-      const res = await fetch(modernUrl, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${modernToken}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2026-07-28',
-          'mcp-method': method,
-          'mcp-name': name,
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method,
-          params: {
-            ...params,
-            _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, ...extraMeta },
-          },
-        }),
-      });
-      const answer = await answerOf<{ result?: { _meta?: Record<string, unknown> } }>(res);
+    for (const [method, params] of requests) {
+      const { body: answer } = await modernRequest({ url: modernUrl, token: modernToken }, method, params, {}, extraMeta);
       // server/discover says the gateway's name: every result says the same, whatever server answered behind it.
       expect(answer.result?._meta?.['io.modelcontextprotocol/serverInfo'], method).toEqual({ name: 'Bridge', version: expect.any(String) });
     }

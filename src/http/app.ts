@@ -12,10 +12,9 @@ import { operations as allOperations } from '../core/operations/index.js';
 import type { Services } from '../core/services.js';
 import { registerGatewayRoutes } from '../gateway/routes.js';
 import { createAdminMcpHandler } from '../mcp/admin-tools.js';
-import { adminBatchRefusal, screenBatch } from '../mcp/admin-batch.js';
+import { adminBatchRefusal, screenMessages } from '../mcp/admin-batch.js';
 import { asJsonResponse, messagesOfResponse } from '../mcp/sdk-response.js';
 import { acceptsEventStream, acceptsJson } from '../mcp/accept.js';
-import { adminParamsRefusal } from '../mcp/admin-params.js';
 import { auditRefusedToolCalls } from '../mcp/admin-refused-calls.js';
 import { unsupportedProtocolVersion } from '../mcp/protocol-version.js';
 import { isModernMessage } from '../mcp/request-revision.js';
@@ -188,7 +187,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         if (overBudget && (request.body as { method?: unknown } | null)?.method !== 'tools/call') throw overBudget;
         // A revision no MCP surface speaks, as the gateways answer it (the SDK would ask for a 2026-07-28 envelope).
         const protocolVersion = request.headers['mcp-protocol-version'];
-        const unsupported = isModernMessage(request.body, protocolVersion) ? null : unsupportedProtocolVersion(protocolVersion);
+        const modern = isModernMessage(request.body, protocolVersion);
+        const unsupported = modern ? null : unsupportedProtocolVersion(protocolVersion);
         if (unsupported) return reply.code(400).send(unsupported);
         const batchRefusal = Array.isArray(request.body) ? adminBatchRefusal(request.headers['mcp-protocol-version']) : null;
         if (batchRefusal) return reply.code(400).send(batchRefusal);
@@ -200,13 +200,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           ...(overBudget ? { refusedBeforehand: overBudget } : {}),
           ...(argumentsRefusal ? { inputRefusal: argumentsRefusal } : {}),
         };
-        await auditRefusedToolCalls(operations, message, protocolVersion, operationContext);
-        const malformed = Array.isArray(message) ? null : adminParamsRefusal(message, protocolVersion);
-        if (malformed) return reply.send(malformed);
+        // Each message meets the rules it would meet alone (one, or each of a batch): the refused ones are answered here.
+        const screened = screenMessages(Array.isArray(message) ? message : [message], protocolVersion);
+        await auditRefusedToolCalls(operations, screened.refused, operationContext);
+        if (!Array.isArray(message) && screened.refused.length > 0) return reply.send(screened.refused[0]!.answer);
         // A 2025 host that accepts JSON or a stream but not both is served, as the gateways serve it (mcp/accept.ts): the
         // SDK is told both (it would answer 406), and a host that takes no stream gets the answer as JSON.
         const accept = request.headers.accept;
-        const lenient = !isModernMessage(request.body, protocolVersion) && (acceptsJson(accept) || acceptsEventStream(accept));
+        const lenient = !modern && (acceptsJson(accept) || acceptsEventStream(accept));
         const serve = async (body: unknown) => {
           const response = await mcp.fetch(toWebRequest(request, lenient ? { accept: 'application/json, text/event-stream' } : {}), {
             parsedBody: body,
@@ -214,12 +215,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           });
           return lenient && !acceptsEventStream(accept) ? asJsonResponse(response, Array.isArray(body)) : response;
         };
-        // Each message of a batch meets the rules it would meet alone: the refused ones are answered here, in the batch's answer.
-        const screened = Array.isArray(message) ? screenBatch(message, protocolVersion) : null;
-        if (screened && screened.refused.length > 0) {
+        // A batch's refused messages are answered in the batch's answer, beside the SDK's answers to the rest.
+        if (Array.isArray(message) && screened.refused.length > 0) {
           const response = screened.rest.length > 0 ? await serve(screened.rest) : null;
           if (response && !response.ok) return sendWebResponse(reply, response);
-          return reply.code(200).send([...screened.refused, ...(response ? await messagesOfResponse(response) : [])]);
+          const answers = screened.refused.map((r) => r.answer);
+          return reply.code(200).send([...answers, ...(response ? await messagesOfResponse(response) : [])]);
         }
         return sendWebResponse(reply, await serve(message));
       } finally {

@@ -18,17 +18,23 @@ export function adminBatchRefusal(
   return { jsonrpc: '2.0', id: null, error: { code: ProtocolErrorCode.InvalidRequest, message } };
 }
 
+/** A message the endpoint answers itself, and its answer. */
+export interface RefusedMessage {
+  message: unknown;
+  answer: { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string } };
+}
+
 /**
- * A served batch, each message past the rules it would meet alone (admin-params.ts): the
- * answers to the ones refused, and the rest for the SDK (which would answer a bad cursor
- * -32603 and bad arguments -32602 with its zod issues dumped).
+ * The messages of a request (one, or each of a batch), each past the rules it would meet
+ * alone (admin-params.ts): the ones refused with their answers, and the rest for the SDK
+ * (which would answer a bad cursor -32603 and bad arguments -32602 with its zod issues dumped).
  */
-export function screenBatch(batch: readonly unknown[], protocolVersion: string | string[] | undefined): { refused: unknown[]; rest: unknown[] } {
-  const refused: unknown[] = [];
+export function screenMessages(messages: readonly unknown[], protocolVersion: string | string[] | undefined): { refused: RefusedMessage[]; rest: unknown[] } {
+  const refused: RefusedMessage[] = [];
   const rest: unknown[] = [];
-  for (const message of batch) {
-    const refusal = adminParamsRefusal(message, protocolVersion);
-    if (refusal) refused.push(refusal);
+  for (const message of messages) {
+    const answer = adminParamsRefusal(message, protocolVersion);
+    if (answer) refused.push({ message, answer });
     else rest.push(message);
   }
   return { refused, rest };

@@ -129,12 +129,14 @@ export interface RawAnswer {
 /**
  * One raw request of revision 2026-07-28 to a gateway (the envelope in `_meta`, the
  * `Mcp-Method` and `Mcp-Name` headers as the revision says): its HTTP status and JSON-RPC answer.
+ * `meta`: more keys of `_meta` than the envelope's.
  */
 export async function modernRequest(
   at: { url: string; token: string | null },
   method: string,
   params: Record<string, unknown> = {},
   capabilities: Record<string, unknown> = {},
+  meta: Record<string, unknown> = {},
 ): Promise<{ status: number; body: RawAnswer }> {
   const name = method === 'tools/call' || method === 'prompts/get' ? params.name : method.startsWith('tasks/') ? params.taskId : params.uri;
   const res = await fetch(at.url, {
@@ -157,6 +159,7 @@ export async function modernRequest(
           'io.modelcontextprotocol/protocolVersion': '2026-07-28',
           'io.modelcontextprotocol/clientInfo': { name: 'raw-2026-host', version: '1' },
           'io.modelcontextprotocol/clientCapabilities': capabilities,
+          ...meta,
         },
       },
     }),
