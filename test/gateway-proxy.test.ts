@@ -187,13 +187,15 @@ describe('gateway proxy', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
     });
     expect(asAdmin.status).toBe(401);
-    expect(asAdmin.headers.get('www-authenticate')).toContain('Bearer');
+    expect(asAdmin.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
     const noToken = await fetch(gatewayUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
     });
     expect(noToken.status).toBe(401);
+    // RFC 6750 section 3.1: a request without any credential is challenged without an error code.
+    expect(noToken.headers.get('www-authenticate')).toBe('Bearer');
     const atAdmin = await fetch(`${base}/api/v1/svc-admin/whoami`, { headers: { authorization: `Bearer ${token}` } });
     expect(atAdmin.status).toBe(401);
     // The token of this gateway does not open another gateway.

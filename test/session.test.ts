@@ -176,6 +176,51 @@ describe.each(SURFACES)('session on %s', (surface: Surface) => {
   });
 });
 
+describe('a refused admin token', () => {
+  it('gets a 401 with a Bearer challenge on REST and at the MCP endpoint, the same whatever was wrong', async () => {
+    const ws = await newWorkspace(t);
+    const revoked = (await invoke(t, 'rest', ws.token, 'create_access_token', { label: 'gone' })).body;
+    await invoke(t, 'rest', ws.token, 'revoke_access_token', { id: revoked.id });
+    const mcpCall = (token: string | null) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/svc-admin/mcp',
+        headers: {
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        payload: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+    // RFC 9110 section 15.5.2: every 401 carries a challenge; RFC 6750 section 3.1: an error code only when a token was sent.
+    for (const [token, challenge] of [
+      [null, 'Bearer'],
+      ['not-a-token', 'Bearer error="invalid_token"'],
+      [revoked.token, 'Bearer error="invalid_token"'],
+    ] as const) {
+      const viaRest = await rest(t, token, 'GET', '/whoami');
+      const viaMcp = await mcpCall(token);
+      for (const answer of [
+        { status: viaRest.status, headers: viaRest.headers, body: viaRest.body },
+        { status: viaMcp.statusCode, headers: viaMcp.headers, body: JSON.parse(viaMcp.body) },
+      ]) {
+        expect(answer.status).toBe(401);
+        expect(answer.headers['www-authenticate']).toBe(challenge);
+        expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(answer.body).toEqual({
+          type: 'urn:svc-admin:problem:unauthenticated',
+          title: 'Unauthenticated',
+          status: 401,
+          detail: 'A valid access token is required: send it as `Authorization: Bearer <token>`.',
+          code: 'unauthenticated',
+        });
+      }
+    }
+    // A caller that is refused for anything else is not challenged.
+    expect((await rest(t, (await newMember(t, ws, [])).token, 'GET', '/roles')).headers['www-authenticate']).toBeUndefined();
+  });
+});
+
 describe('tokens are workspace-scoped', () => {
   it("another workspace's token id cannot be revoked", async () => {
     const a = await newWorkspace(t);

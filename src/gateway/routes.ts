@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
-import { bearerToken } from '../core/auth/tokens.js';
+import { bearerChallenge, bearerToken } from '../core/auth/tokens.js';
 import { AppError, STORE_RETRY_AFTER_SECONDS } from '../core/errors.js';
 import type { Services } from '../core/services.js';
 import { GatewayAccess, GatewayAccessError, type GatewayCaller } from './access.js';
@@ -89,7 +89,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
       caller = await access.check(bearerToken(request.headers.authorization), request.params.gatewayGuid);
     } catch (err) {
       if (!(err instanceof GatewayAccessError)) throw err;
-      if (err.status === 401) reply.header('www-authenticate', 'Bearer error="invalid_token"');
+      if (err.status === 401) reply.header('www-authenticate', bearerChallenge(request.headers.authorization));
       await reply.code(err.status).send(rpcError(ERRORS.invalidRequest, err.message));
       return null;
     }

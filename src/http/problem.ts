@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply } from 'fastify';
+import { bearerChallenge } from '../core/auth/tokens.js';
 import { AppError, toAppError, validationFailed } from '../core/errors.js';
 
 export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
@@ -6,6 +7,7 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
   if ((error.code === 'rate_limited' || error.code === 'unavailable') && typeof problem.retryAfterSeconds === 'number') {
     void reply.header('retry-after', String(problem.retryAfterSeconds));
   }
+  if (error.code === 'unauthenticated') void reply.header('www-authenticate', bearerChallenge(reply.request.headers.authorization));
   return reply.code(problem.status).type('application/problem+json').send(problem);
 }
 

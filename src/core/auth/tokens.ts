@@ -50,3 +50,11 @@ export function bearerToken(header: string | undefined): string | null {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return m ? m[1]! : null;
 }
+
+/**
+ * The `WWW-Authenticate` challenge of a 401 (RFC 9110 section 15.5.2: a 401 must carry
+ * one), the same on the admin interface and at a gateway. RFC 6750 section 3.1: a
+ * request that sent no credential gets the bare scheme, one whose token was refused
+ * gets `error="invalid_token"`; neither says why (one answer for every reason).
+ */
+export const bearerChallenge = (authorizationHeader: string | undefined): string => (authorizationHeader?.trim() ? 'Bearer error="invalid_token"' : 'Bearer');
