@@ -287,6 +287,24 @@ describe('the callback and the refresh function', () => {
     expect((await validated(t, server.guid)).authentication_status).toBe('needs-authentication');
   });
 
+  it('an authorization its user can no longer complete: deactivated meanwhile, nothing is stored and the code is never redeemed', async () => {
+    const member = await newMember(t, ws, ['basicServerManagement', 'viewAllServers', 'accessAllIdentities', 'identityManagement']);
+    const { body: server } = await call('rest', member.token, 'create_inbound_server', {
+      name: 'left-meanwhile',
+      url: upstream.url,
+      authType: 'oauth',
+      accessControl: 'global',
+    });
+    expect((await call('rest', ws.token, 'deactivate_user', { userGuid: member.userGuid })).status).toBe(200);
+    const tokenRequests = upstream.tokenRequests.length;
+    const res = await approve(server.authorizationUrl);
+    expect(res.status).toBe(400);
+    expect(res.body).toContain('no longer active');
+    expect(upstream.tokenRequests).toHaveLength(tokenRequests);
+    expect((await call('rest', ws.token, 'list_identities', { inboundServerGuid: server.guid })).body.items).toEqual([]);
+    expect((await validated(t, server.guid)).authentication_status).toBe('needs-authentication');
+  });
+
   it('freshTokenSet refreshes ahead of expiry and shares one refresh between concurrent callers', async () => {
     const { clientId, tokens } = await upstream.provider.issueDirect(3600);
     secrets.push(tokens.access_token, tokens.refresh_token!);

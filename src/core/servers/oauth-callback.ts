@@ -2,6 +2,7 @@ import { exchangeAuthorization, IssuerMismatchError, validateAuthorizationRespon
 import { newGuid } from '../ids.js';
 import { insertIdentity } from '../repositories/identities.js';
 import { findServer, scheduleValidation } from '../repositories/inbound-servers.js';
+import { findUser } from '../repositories/users.js';
 import type { Services } from '../services.js';
 import type { OAuthTokenSet } from './credentials.js';
 import { egressFetch } from './egress-fetch.js';
@@ -46,6 +47,9 @@ export async function completeAuthorization(
   const verifier = await services.secrets.get<{ codeVerifier: string }>(db, pending.organization_guid, pending.verifier_secret_guid);
   await db.deleteFrom('secrets').where('guid', '=', pending.verifier_secret_guid).execute();
   if (pending.expires_at.getTime() < Date.now()) throw new OAuthCallbackError('This authorization has expired. Start again from the admin interface.');
+  // The identity would be this user's: one deactivated since (their tokens revoked) completes nothing, like their tokens.
+  const user = await findUser(db, pending.organization_guid, pending.user_guid);
+  if (!user?.is_active) throw new OAuthCallbackError('The user who started this authorization is no longer active in the workspace.');
   const server = await findServer(db, pending.organization_guid, pending.inbound_server_guid);
   if (!server || server.authentication_type !== 'oauth' || !server.oauth_settings || !verifier) {
     throw new OAuthCallbackError('The server of this authorization no longer exists.');
