@@ -283,7 +283,7 @@ describe('tool filters and overrides', () => {
 
   it.each([
     [{ toolFilter: { mode: 'only', tools: [] } }, 'toolFilter.mode'],
-    [{ toolFilter: { mode: 'allow', tools: ['bad name!'] } }, 'toolFilter.tools.0'],
+    [{ toolFilter: { mode: 'allow', tools: [''] } }, 'toolFilter.tools.0'],
     [{ toolOverrides: { whoami: { name: 'has space' } } }, 'toolOverrides.whoami.name'],
     [{ toolOverrides: { whoami: { title: 'x' } } }, 'toolOverrides.whoami.title'],
   ])('refuses %j with a 400 naming %s', async (input, path) => {

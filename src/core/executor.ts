@@ -19,6 +19,8 @@ export function zodFieldErrors(error: z.ZodError): FieldError[] {
       // A key with no name (`?=`, `{"": 1}`) would be named by nothing: the message says what it is.
       return issue.keys.map((k) => ({ path: base ? `${base}.${k}` : k, message: k === '' ? EMPTY_NAME_REFUSED : 'unknown field' }));
     }
+    // zod says only "Invalid key in record" of a map key it refuses: the key's own issues say why (too long, a prototype key).
+    if (issue.code === 'invalid_key') return [{ path: base, message: issue.issues.map((i) => i.message).join('; ') || issue.message }];
     return [{ path: base, message: issue.message }];
   });
 }

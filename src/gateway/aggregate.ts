@@ -1,7 +1,7 @@
 import { curateTools, toolAllowed, type CuratedTool } from '../core/gateways/tool-curation.js';
 import type { ToolNamingMode } from '../stores/schema.js';
 import type { Catalog, Route } from './catalog.js';
-import { qualify, splitQualified, wasCut } from './namespacing.js';
+import { qualify, splitQualified, wasRewritten } from './namespacing.js';
 
 /**
  * The gateway's lists are unions over its routes, each item named by the gateway's
@@ -172,7 +172,8 @@ export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 
   const prefixedRoute = split ? catalog.bySlug.get(split.slug) : undefined;
   if (split && prefixedRoute) {
     const known = knownItems(prefixedRoute, key);
-    const name = wasCut(hostName) ? (known.items.find((i) => qualify(prefixedRoute.slug, i.name) === hostName)?.name ?? split.name) : split.name;
+    const name = wasRewritten(hostName) ? rewrittenName(prefixedRoute, key, hostName, known) : split.name;
+    if (name === null) return { slug: split.slug };
     return upstreamNameOf(prefixedRoute, key, name, known);
   }
   if (catalog.naming === 'when-needed') {
@@ -182,6 +183,22 @@ export function resolveExposedName(catalog: Pick<Catalog, 'naming' | 'routes' | 
     if (offering.length === 1) return upstreamNameOf(offering[0]!, key, hostName, knownItems(offering[0]!, key));
   }
   return { slug: split?.slug ?? null };
+}
+
+/**
+ * The name a rewritten `<slug>__<name>` (cut, or made of MCP's tool-name alphabet) was made
+ * from: a name the route shows, else one of the server's own names (a filtered-out or
+ * renamed tool, refused with its reason by `upstreamNameOf`), else the name as written when
+ * it was never rewritten (an upstream's own `build-0badcafe`). Null when it names nothing:
+ * a rewritten name cannot be asked of the upstream, which never had it.
+ */
+function rewrittenName(route: Route, key: 'tools' | 'prompts', hostName: string, known: KnownItems): string | null {
+  const shown = known.items.find((i) => qualify(route.slug, i.name) === hostName);
+  if (shown) return shown.name;
+  const own = (route.features?.[key] ?? []).find((i) => typeof i.name === 'string' && qualify(route.slug, i.name) === hostName);
+  if (own) return own.name as string;
+  const written = splitQualified(hostName)!.name;
+  return qualify(route.slug, written) === hostName ? written : null;
 }
 
 const prefixedByRoutes = new WeakMap<readonly Route[], Partial<Record<'tools' | 'prompts', (name: string) => boolean>>>();

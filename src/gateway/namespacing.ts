@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 /**
  * Names the gateway shows: `<server-slug>__<name>`. Slugs are unique within a
  * gateway; qualified names stay within MCP's limit for tool names (128 characters
- * of A-Z a-z 0-9 _ - .), an overlong name being cut and suffixed with a hash of
- * the original so it stays unique and can be resolved back.
+ * of A-Z a-z 0-9 _ - .), which hosts may hold them to: a name outside it is rewritten into it
+ * and suffixed with a hash of the original, so it stays unique and can be resolved back.
  */
 export const SEPARATOR = '__';
 export const MAX_NAME_LENGTH = 128;
@@ -66,20 +66,29 @@ export function uniqueSlugs(assignments: readonly { serverName: string; guid: st
 
 const shortHash = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, HASH_LENGTH);
 
-/** `<slug>__<name>`, cut to the length limit with a hash of the name when too long. */
+/** Characters MCP's tool-name alphabet lacks (2025-11-25: A-Z a-z 0-9 _ - .), one code point at a time. */
+const OUTSIDE_ALPHABET = /[^A-Za-z0-9_.-]/u;
+const EACH_OUTSIDE_ALPHABET = new RegExp(OUTSIDE_ALPHABET.source, 'gu');
+
+/**
+ * `<slug>__<name>`. A name hosts would not accept in it (a character outside MCP's
+ * tool-name alphabet, or too long) has those characters made `_`, is cut to the length
+ * limit, and ends with `-` and a hash of the original name, so it stays unique and is
+ * resolved back by looking it up (`wasRewritten`).
+ */
 export function qualify(slug: string, name: string): string {
   const full = `${slug}${SEPARATOR}${name}`;
-  if (full.length <= MAX_NAME_LENGTH) return full;
+  if (full.length <= MAX_NAME_LENGTH && !OUTSIDE_ALPHABET.test(name)) return full;
   const room = MAX_NAME_LENGTH - slug.length - SEPARATOR.length - HASH_LENGTH - 1;
-  return `${slug}${SEPARATOR}${name.slice(0, room)}-${shortHash(name)}`;
+  return `${slug}${SEPARATOR}${name.replace(EACH_OUTSIDE_ALPHABET, '_').slice(0, room)}-${shortHash(name)}`;
 }
 
-/** Splits a qualified name into slug and name (the name as shown, possibly cut), or null. */
+/** Splits a qualified name into slug and name (the name as shown, possibly rewritten), or null. */
 export function splitQualified(qualified: string): { slug: string; name: string } | null {
   const at = qualified.indexOf(SEPARATOR);
   if (at <= 0 || at + SEPARATOR.length >= qualified.length) return null;
   return { slug: qualified.slice(0, at), name: qualified.slice(at + SEPARATOR.length) };
 }
 
-/** True when a qualified name was cut, so the original must be found among the server's names. */
-export const wasCut = (qualified: string): boolean => qualified.length === MAX_NAME_LENGTH && /-[0-9a-f]{8}$/.test(qualified);
+/** True when a qualified name may have been rewritten by `qualify`, so the original must be found among the server's names. */
+export const wasRewritten = (qualified: string): boolean => /-[0-9a-f]{8}$/.test(qualified);

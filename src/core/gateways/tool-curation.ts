@@ -7,9 +7,15 @@ import type { ToolFilter, ToolNamingMode, ToolOverrides } from '../../stores/sch
  */
 export const TOOL_NAMING_MODES = ['prefixed', 'when-needed'] as const satisfies readonly ToolNamingMode[];
 
-/** MCP's tool-name alphabet (2025-11-25: 1-128 of A-Z a-z 0-9 _ - .); a filter may add `*`. */
+/** MCP's tool-name alphabet (2025-11-25: 1-128 of A-Z a-z 0-9 _ - .): what an override may name a tool for hosts. */
 export const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
-export const TOOL_PATTERN = /^[A-Za-z0-9_.*-]{1,128}$/;
+
+/**
+ * The longest upstream tool name a filter or an override may mention. Upstreams are
+ * held to MCP's alphabet only by a SHOULD, and a tool whose name hosts would refuse
+ * (a space, a slash, 130 characters) is the one most in need of a filter or a new name.
+ */
+export const MAX_UPSTREAM_TOOL_NAME = 1024;
 
 const globCache = new Map<string, RegExp>();
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ConfigDb } from '../../stores/postgres.js';
 import type { IdentityScheme, ToolFilter, ToolOverrides } from '../../stores/schema.js';
 import { conflict, notFound, validationFailed } from '../errors.js';
-import { overrideCollision, shownTools, TOOL_NAME, TOOL_PATTERN, unknownToolNames, type ShownTool } from '../gateways/tool-curation.js';
+import { MAX_UPSTREAM_TOOL_NAME, overrideCollision, shownTools, TOOL_NAME, unknownToolNames, type ShownTool } from '../gateways/tool-curation.js';
 import { isGuid, newGuid } from '../ids.js';
 import { defineOperation, type Principal } from '../operation.js';
 import { deleteAssignment, findAssignment, insertAssignment, listAssignments, updateAssignment, type AssignmentRecord } from '../repositories/assignments.js';
@@ -20,9 +20,9 @@ const ToolFilterSchema = z
   .strictObject({
     mode: z.enum(['allow', 'deny']).describe('allow: only the listed tools; deny: every tool but the listed ones'),
     tools: z
-      .array(z.string().regex(TOOL_PATTERN, 'must be a tool name or a glob with * (letters, digits, _ - . and *)'))
+      .array(z.string().min(1, 'must not be empty').max(MAX_UPSTREAM_TOOL_NAME))
       .max(1000)
-      .describe('Upstream tool names or globs with *'),
+      .describe("Upstream tool names (the server's own, whatever their characters) or globs with *"),
   })
   .describe("Which of the server's tools the gateway exposes, by the upstream's own names; null clears it");
 
@@ -30,7 +30,8 @@ const ToolOverridesSchema = z
   .record(
     z
       .string()
-      .regex(TOOL_NAME, 'must be an upstream tool name')
+      .min(1, 'must not be empty')
+      .max(MAX_UPSTREAM_TOOL_NAME)
       .refine((k) => !PROTOTYPE_KEYS.has(k), 'is not allowed as a tool name here'),
     z.strictObject({
       name: z.string().regex(TOOL_NAME, 'must be 1-128 of A-Z a-z 0-9 _ - .').optional().describe('The name hosts see'),
