@@ -8,6 +8,7 @@ import * as endedGatewaySessions from './2026-11-25-0002-ended-gateway-sessions.
 import * as auditForwarding from './2026-11-25-0003-audit-forwarding.js';
 import * as oauthIssuer from './2026-11-25-0010-oauth-issuer.js';
 import * as endedSessionTimes from './2026-11-29-0001-ended-session-times.js';
+import * as alertGates from './2026-11-29-0002-alert-gates.js';
 
 /**
  * Every Postgres migration, in order. Listed statically (not read from disk) so the
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-25-0003-audit-forwarding': auditForwarding,
   '2026-11-25-0010-oauth-issuer': oauthIssuer,
   '2026-11-29-0001-ended-session-times': endedSessionTimes,
+  '2026-11-29-0002-alert-gates': alertGates,
 };

@@ -3,7 +3,7 @@ import pkg from '../package.json' with { type: 'json' };
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { assertNeverLeaked, closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
 import { until } from './helpers/forwarder-kit.js';
-import { listenLoopback, registerServer } from './helpers/gateway.js';
+import { gatewayForIdentity, listenLoopback, postToolCall, registerServer } from './helpers/gateway.js';
 import { startScriptedPeer, type ScriptedPeer } from './helpers/scripted-peer.js';
 import { validated } from './helpers/servers.js';
 
@@ -66,22 +66,8 @@ describe('debugContext of alerts raised from a peer', () => {
     const upstream = await peer();
     const key = secret('upstream-key');
     const server = await registerServer(t, ws, { name: 'scripted', url: upstream.url, authType: 'headers', headers: { 'X-Api-Key': key } });
-    const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: 'debug-context' });
-    await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
-      gatewayGuid: gw.body.guid,
-      inboundServerGuid: server.serverGuid,
-      identityScheme: 'sharedIdentity',
-      sharedIdentityGuid: server.identityGuid,
-    });
-    const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-    const call = async () => {
-      const res = await fetch(`${base}/gateways/${gw.body.guid}/mcp`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${issued.body.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'scripted__whoami', arguments: {} } }),
-      });
-      seen.push(await res.text());
-    };
+    const gw = await gatewayForIdentity(t, ws, server, 'debug-context');
+    const call = async () => void seen.push(await postToolCall(base, gw, 'scripted__whoami'));
 
     upstream.answer = {
       status: 401,

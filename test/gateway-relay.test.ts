@@ -9,6 +9,7 @@ import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from '
 import { alternatingFetch, gatewayClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
 import { insertServer } from './helpers/fixtures.js';
 import { captureAlerts } from './helpers/servers.js';
+import { until } from './helpers/forwarder-kit.js';
 import { startEverything, startHeaderServer, startSilentServer, type HeaderUpstream, type Upstream } from './helpers/upstreams.js';
 
 let t: TestApp;
@@ -197,6 +198,8 @@ describe('limits and alerts', () => {
       const answer = (await (await post('down__anything')).json()) as { error: { message: string } };
       expect(answer.error.message).toMatch(/Server down failed: could not reach 127.0.0.1:1/);
     }
+    // Raised after the shared alert gate answers, so a moment after the failing call's answer.
+    await until('the upstream_call_failed alert', () => alerts.filter((a) => a.code === 'upstream_call_failed').length > before);
     const raised = alerts.filter((a) => a.code === 'upstream_call_failed').slice(before);
     expect(raised).toHaveLength(1);
     expect(raised[0]!.relatedResourceIds).toEqual(expect.arrayContaining([down, gw.gatewayGuid, gw.connectionGuid]));
@@ -215,8 +218,8 @@ describe('limits and alerts', () => {
     await invoke(t, 'rest', ws.token, 'set_identity_headers', { identityGuid: server.identityGuid, headers: { 'X-Api-Key': WRONG } });
     const err = await client.callTool({ name: 'guarded__whoami', arguments: {} }).catch((e: unknown) => e);
     expect((err as McpError).message).toMatch(/refused the gateway's credentials \(HTTP 401\)/);
+    await until('the upstream_auth_failed alert', () => alerts.some((a) => a.code === 'upstream_auth_failed'));
     const alert = alerts.find((a) => a.code === 'upstream_auth_failed');
-    expect(alert).toBeDefined();
     expect(alert!.relatedResourceIds).toEqual(expect.arrayContaining([server.serverGuid, gw.gatewayGuid, server.identityGuid, gw.connectionGuid]));
     expect(JSON.stringify(alerts)).not.toContain(WRONG);
     expect(JSON.stringify(alerts)).not.toContain(SECRET);

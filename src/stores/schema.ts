@@ -211,6 +211,13 @@ export interface EndedGatewaySessionsTable {
   ended_at: Timestamp;
 }
 
+/** When an alert about one cause was last raised (src/core/alert-gate.ts). */
+export interface AlertGatesTable {
+  organization_guid: string;
+  gate_key: string;
+  raised_at: Timestamp;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   entitlements: EntitlementsTable;
@@ -231,6 +238,7 @@ export interface Database {
   collector_configurations: CollectorConfigurationsTable;
   forwarder_cursors: ForwarderCursorsTable;
   ended_gateway_sessions: EndedGatewaySessionsTable;
+  alert_gates: AlertGatesTable;
 }
 
 export type Organization = Selectable<OrganizationsTable>;

@@ -173,3 +173,31 @@ export function expectWireShape(schema: { safeParse(value: unknown): { success: 
   const parsed = schema.safeParse(value);
   expect(parsed.success, `${String(parsed.error)}\n${JSON.stringify(value)}`).toBe(true);
 }
+
+/** A gateway exposing one server through its shared identity, and a gateway token for it. */
+export async function gatewayForIdentity(
+  t: TestApp,
+  ws: CreatedWorkspace,
+  server: { serverGuid: string; identityGuid: string | null },
+  name: string,
+): Promise<{ gatewayGuid: string; token: string }> {
+  const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name });
+  await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
+    gatewayGuid: gw.body.guid,
+    inboundServerGuid: server.serverGuid,
+    identityScheme: 'sharedIdentity',
+    sharedIdentityGuid: server.identityGuid,
+  });
+  const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+  return { gatewayGuid: gw.body.guid, token: issued.body.token };
+}
+
+/** One stateless tools/call POSTed to the gateway at `base`; the answer's text, whatever it is. */
+export async function postToolCall(base: string, gateway: { gatewayGuid: string; token: string }, tool: string): Promise<string> {
+  const res = await fetch(`${base}/gateways/${gateway.gatewayGuid}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${gateway.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: {} } }),
+  });
+  return res.text();
+}

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { refreshAuthorization, type AuthorizationServerMetadata } from '@modelcontextprotocol/client';
 import type { Identity } from '../repositories/identities.js';
 import type { Services } from '../services.js';
@@ -5,6 +6,7 @@ import type { OAuthTokenSet } from './credentials.js';
 import { egressFetch } from './egress-fetch.js';
 import { redactSecretValues } from '../redaction.js';
 import { engineDetails, responseDebug } from '../alert-debug.js';
+import { mayRaiseAlert } from '../alert-gate.js';
 import { recordFailedResponses, type FailedResponse } from './failed-response-recorder.js';
 import type { OAuthServerSettings } from './oauth-authorize.js';
 
@@ -87,7 +89,7 @@ async function refreshTokenSet(
     const reason =
       `this identity was authorized by ${minted.ofIdentity}, but the server's authorization server is now ${minted.ofServer}: ` +
       'its tokens are not sent there; authorize the server again';
-    throw await refused(services, identity, reason, debugContext());
+    throw await refused(services, identity, set, reason, debugContext());
   }
   // Only the token endpoint is known for a headless identity; that is all a refresh needs.
   const metadata = {
@@ -109,7 +111,7 @@ async function refreshTokenSet(
     });
   } catch (err) {
     const reason = redactSecretValues(err instanceof Error ? err.message : String(err), secrets).slice(0, 500);
-    throw await refused(services, identity, reason, debugContext(await recorder.lastFailure()));
+    throw await refused(services, identity, set, reason, debugContext(await recorder.lastFailure()));
   }
   const next: OAuthTokenSet = {
     ...set,
@@ -139,14 +141,27 @@ async function issuers(services: OAuthRefreshServices, identity: Pick<Identity, 
   return { ofIdentity: row?.oauth_issuer ?? null, ofServer: settings?.metadata?.issuer ?? null };
 }
 
-/** Logs and alerts a refresh that did not happen (the reason holds no secret) and returns the error to throw. */
+/**
+ * Logs and alerts a refresh that did not happen (the reason holds no secret) and returns
+ * the error to throw. The alert is raised once per token set and cooldown by the whole
+ * service (every replica's gateway asks again after REFUSED_REFRESH_BACKOFF_MS); a new
+ * token set refused is a new cause, alerted at once. The gate key names the refresh token
+ * by a short digest, never the token.
+ */
 async function refused(
   services: OAuthRefreshServices,
   identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid'>,
+  set: OAuthTokenSet,
   reason: string,
   debugContext: Record<string, unknown>,
 ): Promise<OAuthRefreshError> {
   services.logger.warn({ identityGuid: identity.guid, inboundServerGuid: identity.inbound_server_guid, reason }, 'OAuth token refresh failed');
+  const tokenSet = createHash('sha256')
+    .update(set.refreshToken ?? '')
+    .digest('hex')
+    .slice(0, 16);
+  const error = new OAuthRefreshError(`the access token could not be refreshed: ${reason}`);
+  if (!(await mayRaiseAlert(services, identity.organization_guid, `oauth_refresh_failed ${identity.guid} ${tokenSet}`))) return error;
   await services.alerts
     .raise({
       organizationGuid: identity.organization_guid,
@@ -163,5 +178,5 @@ async function refused(
       relatedResourceIds: [identity.inbound_server_guid, identity.guid],
     })
     .catch(() => undefined);
-  return new OAuthRefreshError(`the access token could not be refreshed: ${reason}`);
+  return error;
 }
