@@ -124,6 +124,8 @@ type PreparedBatch = EncodedBatch & { kind: BodyKind };
 const answerDebug = (outcome: { status: number | null; headers?: ResponseHeaders | undefined; body?: string | undefined }, headers: Record<string, string>) =>
   responseDebug(outcome.status, outcome.headers, outcome.body, Object.values(headers), Object.keys(headers));
 
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 export class Forwarder {
   readonly owner: string;
   readonly metrics: ForwarderMetrics;
@@ -195,7 +197,7 @@ export class Forwarder {
       try {
         sent = await this.runOnce();
       } catch (err) {
-        this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'forwarder pass failed');
+        this.deps.logger.warn({ err: errorText(err) }, 'forwarder pass failed');
       }
       if (!this.running) break;
       if (sent === 0) {
@@ -232,7 +234,12 @@ export class Forwarder {
       while (next < due.length) {
         const { organization_guid, signal } = due[next++]!;
         const key = `${organization_guid}:${signal}`;
-        const { records, caughtUp } = await this.forwardCursor(organization_guid, signal, horizon);
+        // One workspace's failure must not end the pass while others' batches are on the wire: the
+        // next pass would claim those cursors again (same owner) and send their batches twice.
+        const { records, caughtUp } = await this.forwardCursor(organization_guid, signal, horizon).catch((err: unknown) => {
+          this.deps.logger.warn({ organization: organization_guid, signal, err: errorText(err) }, 'forwarder could not forward a workspace');
+          return { records: 0, caughtUp: false };
+        });
         total += records;
         if (caughtUp) this.caughtUp.add(key);
         else this.caughtUp.delete(key);
@@ -375,6 +382,14 @@ export class Forwarder {
         // No separate lease renewal: advanceCursor just extended the lease it is fenced on.
       }
       return done();
+    } catch (err) {
+      // The batch could not be read, written or its headers opened (a store failing, a secret that no longer
+      // decrypts): held with backoff like a failed send, instead of being tried again on every pass.
+      attempts++;
+      const delayMs = this.backoff(attempts);
+      logger.warn({ organization: organizationGuid, signal, err: errorText(err), attempts, retryInMs: delayMs }, 'forwarder could not prepare a batch');
+      await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: 0, lastError: 'the forwarder could not prepare the batch' });
+      return done();
     } finally {
       // Never leave a ClickHouse read running behind us (closing the store under a running query aborts chDB).
       if (ahead) await ahead.catch(() => undefined);
@@ -420,7 +435,7 @@ export class Forwarder {
         relatedResourceIds: [],
       });
     } catch (err) {
-      this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err), code: 'collector_export_failed' }, 'could not raise alert');
+      this.deps.logger.warn({ err: errorText(err), code: 'collector_export_failed' }, 'could not raise alert');
     }
   }
 

@@ -8,7 +8,9 @@ import type { AddressInfo } from 'node:net';
  */
 export type ScriptedAnswer =
   | { kind: 'status'; status: number; retryAfter?: string; body?: string; headers?: Record<string, string> }
-  | { kind: 'partial'; rejected: number; message?: string };
+  | { kind: 'partial'; rejected: number; message?: string }
+  /** A slow collector: the request is read, then answered as usual once `until` settles. */
+  | { kind: 'hold'; until: Promise<void> };
 
 export interface ReceivedRequest {
   path: string;
@@ -20,6 +22,8 @@ export abstract class ScriptedReceiver {
   readonly requests: ReceivedRequest[] = [];
   /** Requests that broke the wire format, with the reason: a test expects none. */
   readonly invalid: { reason: string; body: string }[] = [];
+  /** Every request read so far, answered or not (a held one counts). */
+  arrived = 0;
   private readonly queue: ScriptedAnswer[] = [];
   private server: http.Server | undefined;
   private readonly sockets = new Set<import('node:net').Socket>();
@@ -62,7 +66,12 @@ export abstract class ScriptedReceiver {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
     const request = { path: req.url ?? '', headers: req.headers, body };
-    const scripted = this.queue.shift();
+    this.arrived++;
+    let scripted = this.queue.shift();
+    if (scripted?.kind === 'hold') {
+      await scripted.until;
+      scripted = undefined;
+    }
     if (scripted?.kind === 'status') {
       res.writeHead(scripted.status, {
         'content-type': 'application/json',
