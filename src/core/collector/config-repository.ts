@@ -44,6 +44,8 @@ export async function deleteCollectorHeadersSecret(db: ConfigDb, organizationGui
  * applies from the next batch on and nothing is sent twice or skipped. A signal that
  * loses its URL loses its cursor. Admin audit records follow the logs URL (contract
  * 8.4) with a cursor of their own, so neither stream holds the other back.
+ * A kept cursor is due at once: a saved configuration (a new URL, a fixed token) is
+ * tried now, not after the backoff or Retry-After the collector it replaces earned.
  */
 export async function syncForwarderCursors(db: ConfigDb, organizationGuid: string, urls: { logs: boolean; traces: boolean }): Promise<void> {
   const enabled: Record<ForwardedSignal, boolean> = { ...urls, audit: urls.logs };
@@ -52,7 +54,7 @@ export async function syncForwarderCursors(db: ConfigDb, organizationGuid: strin
       await db
         .insertInto('forwarder_cursors')
         .values({ organization_guid: organizationGuid, signal, checkpoint_at: sql<Date>`now()`, lease_expires_at: new Date(0), next_attempt_at: new Date(0) })
-        .onConflict((oc) => oc.columns(['organization_guid', 'signal']).doNothing())
+        .onConflict((oc) => oc.columns(['organization_guid', 'signal']).doUpdateSet({ attempts: 0, next_attempt_at: new Date(0) }))
         .execute();
     } else {
       await db.deleteFrom('forwarder_cursors').where('organization_guid', '=', organizationGuid).where('signal', '=', signal).execute();

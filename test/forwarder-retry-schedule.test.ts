@@ -5,6 +5,8 @@ import { forwarderKit, until } from './helpers/forwarder-kit.js';
 import { callLog, writeCallLogs } from './helpers/forwarder-rows.js';
 
 /**
+ * When a cursor is tried again.
+ *
  * One workspace whose batch cannot even be prepared (here: its collector headers no
  * longer decrypt, as after a SECRET_KEY mix-up) must not disturb the others: before,
  * its error ended the pass while the other workspaces' sends were still on the wire,
@@ -64,5 +66,25 @@ describe('a workspace whose batch cannot be prepared', () => {
     expect(c.last_error).toMatch(/could not prepare/);
     expect(brokenReceiver.arrived).toBe(0);
     expect(t.log.text()).not.toContain(HEADER_SECRET);
+  });
+
+  it("a saved configuration is tried at once: a new collector does not wait out the old one's Retry-After", async () => {
+    const ws = await newWorkspace(t);
+    const old = await otlp();
+    const fixed = await otlp();
+    await configure(ws.token, { logsCollectorUrl: old.url('/v1/logs'), tracesCollectorUrl: old.url('/v1/traces') });
+    old.answerNext({ kind: 'status', status: 503, retryAfter: '600' }, { kind: 'status', status: 503, retryAfter: '600' });
+    const written = Array.from({ length: 5 }, () => callLog(ws.organizationGuid));
+    await writeCallLogs(t.runtime.services, written);
+    forwarder();
+    await until('both signals told to come back in 10 minutes', async () => {
+      const cursors = await t.runtime.services.db.selectFrom('forwarder_cursors').selectAll().where('organization_guid', '=', ws.organizationGuid).execute();
+      return cursors.length === 2 && cursors.every((c) => c.attempts === 1);
+    });
+    // The admin points the workspace at a collector that works (logs), and re-saves the traces URL unchanged.
+    await configure(ws.token, { logsCollectorUrl: fixed.url('/v1/logs'), tracesCollectorUrl: old.url('/v1/traces') });
+    await until('the logs at the new collector and the spans at the old one', () => fixed.logs.length >= 5 && old.spans.length >= 5);
+    expect(new Set(fixed.logs.map((l) => String(l.attributes['log.record.uid'])))).toEqual(new Set(written.map((w) => w.guid)));
+    expect(old.logs).toEqual([]);
   });
 });
