@@ -87,4 +87,22 @@ describe('a workspace whose batch cannot be prepared', () => {
     expect(new Set(fixed.logs.map((l) => String(l.attributes['log.record.uid'])))).toEqual(new Set(written.map((w) => w.guid)));
     expect(old.logs).toEqual([]);
   });
+
+  it('a save during a send to the old collector is not undone by that send failing', async () => {
+    const ws = await newWorkspace(t);
+    const old = await otlp();
+    const fixed = await otlp();
+    await configure(ws.token, { logsCollectorUrl: old.url('/v1/logs') });
+    let release!: () => void;
+    const until503 = new Promise<void>((resolve) => (release = resolve));
+    old.answerNext({ kind: 'hold', until: until503, then: { kind: 'status', status: 503, retryAfter: '600' } });
+    const written = Array.from({ length: 5 }, () => callLog(ws.organizationGuid));
+    await writeCallLogs(t.runtime.services, written);
+    forwarder();
+    await until('the batch on the wire to the old collector', () => old.arrived >= 1);
+    await configure(ws.token, { logsCollectorUrl: fixed.url('/v1/logs') });
+    release();
+    await until('the logs at the new collector', () => fixed.logs.length >= 5);
+    expect(new Set(fixed.logs.map((l) => String(l.attributes['log.record.uid'])))).toEqual(new Set(written.map((w) => w.guid)));
+  });
 });

@@ -86,15 +86,21 @@ export async function advanceCursor(
   return Number(res.numUpdatedRows) === 1;
 }
 
-/** Records a failed attempt and when to try again; the checkpoint stays. */
+/**
+ * Records a failed attempt and when to try again; the checkpoint stays. With
+ * `configSavedAt` (the updated_at of the configuration the attempt used), nothing is
+ * recorded when the configuration was saved again since: the save made the cursor due
+ * at once (syncForwarderCursors), and a failure of the collector it replaced must not
+ * put it back into that collector's backoff.
+ */
 export async function postponeCursor(
   db: ConfigDb,
   organizationGuid: string,
   signal: ForwardedSignal,
   owner: string,
-  p: { delayMs: number; attempts: number; retried: number; lastError: string },
+  p: { delayMs: number; attempts: number; retried: number; lastError: string; configSavedAt?: Date },
 ): Promise<void> {
-  await db
+  let q = db
     .updateTable('forwarder_cursors')
     .set((eb) => ({
       attempts: p.attempts,
@@ -105,8 +111,22 @@ export async function postponeCursor(
     }))
     .where('organization_guid', '=', organizationGuid)
     .where('signal', '=', signal)
-    .where('lease_owner', '=', owner)
-    .execute();
+    .where('lease_owner', '=', owner);
+  const savedAt = p.configSavedAt;
+  if (savedAt) {
+    // Read back as a Date, the stored time lost its microseconds: compare at that precision.
+    q = q.where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('collector_configurations')
+            .select(sql`1`.as('one'))
+            .where('organization_guid', '=', organizationGuid)
+            .where(sql<boolean>`date_trunc('milliseconds', updated_at) <> ${savedAt}`),
+        ),
+      ),
+    );
+  }
+  await q.execute();
 }
 
 /** Gives up every lease of this process (graceful stop), so another process takes over at once. */

@@ -346,7 +346,13 @@ export class Forwarder {
           if (outcome.status === 413) this.batchSizes.set(key, Math.max(1, Math.floor(records / 2)));
           const delayMs = Math.min(MAX_RETRY_AFTER_MS, Math.max(outcome.retryAfterMs ?? 0, this.backoff(attempts)));
           this.metrics.retried.inc(labels, records);
-          await postponeCursor(db, organizationGuid, signal, this.owner, { delayMs, attempts, retried: records, lastError: outcome.reason });
+          await postponeCursor(db, organizationGuid, signal, this.owner, {
+            delayMs,
+            attempts,
+            retried: records,
+            lastError: outcome.reason,
+            configSavedAt: config.updated_at,
+          });
           logger.warn(
             { organization: organizationGuid, signal, status: outcome.status, reason: outcome.reason, attempts, retryInMs: delayMs },
             'collector export postponed',

@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 export type ScriptedAnswer =
   | { kind: 'status'; status: number; retryAfter?: string; body?: string; headers?: Record<string, string> }
   | { kind: 'partial'; rejected: number; message?: string }
-  /** A slow collector: the request is read, then answered as usual once `until` settles. */
-  | { kind: 'hold'; until: Promise<void> };
+  /** A slow collector: the request is read, then answered once `until` settles, as usual or with `then`. */
+  | { kind: 'hold'; until: Promise<void>; then?: { kind: 'status'; status: number; retryAfter?: string } };
 
 export interface ReceivedRequest {
   path: string;
@@ -70,7 +70,7 @@ export abstract class ScriptedReceiver {
     let scripted = this.queue.shift();
     if (scripted?.kind === 'hold') {
       await scripted.until;
-      scripted = undefined;
+      scripted = scripted.then;
     }
     if (scripted?.kind === 'status') {
       res.writeHead(scripted.status, {
