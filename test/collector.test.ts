@@ -144,16 +144,23 @@ describe.each(SURFACES)('collector configuration on %s', (surface) => {
       headers: { Authorization: SECRET, 'svc-internal': 'x', 'X-Empty': '' },
     });
     expect(res.body.headerNames).toEqual(['Authorization']);
-    for (const [name, value] of [
-      ['Bad Name', SECRET],
-      ['Content-Type', 'text/plain'],
-      ['X-Evil', `a\r\nX-Injected: ${SECRET}`],
+    for (const [name, value, shown] of [
+      ['Bad Name', SECRET, 'Bad…'],
+      // A whole header line pasted as the name: the name is shown, never what follows it.
+      [`Authorization: ${SECRET}`, 'x', 'Authorization…'],
+      ['Content-Type', 'text/plain', 'Content-Type'],
+      ['X-Evil', `a\r\nX-Injected: ${SECRET}`, 'X-Evil'],
     ] as const) {
       res = await call(ws.token, 'set_otel_configuration', { logsCollectorUrl: LOGS, headers: { [name]: value } });
       expect(res.status).toBe(400);
-      expect(res.body.errors).toContainEqual(expect.objectContaining({ path: `headers.${name}` }));
-      assertNeverLeaked(t, [SECRET], [res.body]);
+      expect(res.body.errors).toContainEqual(expect.objectContaining({ path: `headers.${shown}` }));
+      assertNeverLeaked(t, [SECRET, 'hec-token-5f2b9c0e'], [res.body]);
     }
+    // The refused inputs are audited with the same names: no secret in the record either.
+    await t.runtime.services.audit.flush();
+    const audit = await invoke(t, 'rest', ws.token, 'query_audit_log', { filters: { operation: 'set_otel_configuration' }, take: 100 });
+    expect(JSON.stringify(audit.body)).toContain('Authorization…');
+    assertNeverLeaked(t, [SECRET, 'hec-token-5f2b9c0e'], [audit.body]);
     res = await call(ws.token, 'set_otel_configuration', { logsCollectorUrl: LOGS, headers: { 'X-A': '1', 'x-a': '2' } });
     expect(res.status).toBe(400);
     expect((await call(ws.token, 'get_otel_configuration')).body.headerNames).toEqual(['Authorization']);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { validationFailed, type FieldError } from './errors.js';
+import { shownHeaderName } from './redaction.js';
 
 /** The most headers one map may hold (an identity's, a collector's). */
 export const MAX_HEADERS = 32;
@@ -39,8 +40,8 @@ export const headerMapInput = (description: string) => z.record(z.string().max(M
  * empty are dropped, names are trimmed; a name that is not an HTTP token, is given twice
  * (names are case-insensitive) or is one the exchange owns, a value with control
  * characters or characters beyond Latin-1, and more than MAX_HEADERS headers are
- * refused; a value of spaces alone counts as empty. Errors name the header,
- * never its value.
+ * refused; a value of spaces alone counts as empty. Errors name the header (cut where
+ * its name ends: a pasted header line holds its value after the name), never its value.
  */
 export function checkedHeaderMap(input: Record<string, string>, field = 'headers'): Record<string, string> {
   const kept: Record<string, string> = {};
@@ -49,7 +50,7 @@ export function checkedHeaderMap(input: Record<string, string>, field = 'headers
   for (const [given, value] of Object.entries(input)) {
     const name = given.trim();
     const lower = name.toLowerCase();
-    const path = `${field}.${given}`;
+    const path = `${field}.${shownHeaderName(given)}`;
     // A value of spaces alone is empty once sent (HTTP trims a value): dropped like an empty one.
     if (!name || value.trim() === '' || lower.startsWith(RESERVED_PREFIX)) continue;
     if (!HEADER_NAME.test(name)) errors.push({ path, message: 'is not a valid HTTP header name' });

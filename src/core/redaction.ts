@@ -27,6 +27,19 @@ export function isSensitiveHeaderName(name: string, extraNames: Iterable<string>
   return false;
 }
 
+/** The characters of an HTTP header name (RFC 9110 token): a name is one of these runs. */
+const HEADER_NAME_RUN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]*/;
+
+/**
+ * A header map's key as it may be shown or recorded: a key that is not a header name
+ * is cut where its name ends, since a whole header line pasted as the name
+ * (`Authorization: Splunk <token>`) carries its credential after the name.
+ */
+export function shownHeaderName(key: string): string {
+  const name = HEADER_NAME_RUN.exec(key.trim())?.[0] ?? '';
+  return name === key.trim() ? key : `${name}…`;
+}
+
 /**
  * Fields whose values are secrets (contract section 7), by name, wherever a structure
  * holds them (an operation's input, an alert's debug context): `clientSecret`,
@@ -129,9 +142,11 @@ export function redactInput(value: unknown, depth = 0): unknown {
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (v === null || v === undefined) out[k] = v;
     else if (HEADER_MAP_FIELDS.has(k.toLowerCase()))
-      // Names stay, values go; anything but a map (a string, a list of pairs: refused input, still recorded) goes whole.
+      // Names stay (cut where a name ends), values go; anything but a map (a string, a list of pairs: refused input, still recorded) goes whole.
       out[k] =
-        typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v as Record<string, unknown>).map((name) => [name, REDACTED])) : REDACTED;
+        typeof v === 'object' && !Array.isArray(v)
+          ? Object.fromEntries(Object.keys(v as Record<string, unknown>).map((name) => [shownHeaderName(name), REDACTED]))
+          : REDACTED;
     // A credential header's name as a key (`Authorization`, `X-Api-Key`) holds a secret wherever it sits.
     else if (isSecretField(k, v) || isSensitiveHeaderName(k)) out[k] = REDACTED;
     else out[k] = redactInput(v, depth + 1);
