@@ -230,6 +230,40 @@ describe('get_usage_report exactness', () => {
     await checkReport({ ...window, groupBy: ['outbound_gateway_guid'] });
   });
 
+  it('the partial minutes at both ends of a window the minute rollup serves, with rows on either side of each cut, in a workspace of its own', async () => {
+    const ws = await newWorkspace(t);
+    const random = lcg(11);
+    const gateways = [newGuid(), newGuid()];
+    // A window from 20 s into a minute to 45 s into a minute three hours later: rows in the
+    // minutes around each cut, before and after it, and a few in the whole minutes between.
+    const from = Math.floor((START + 3 * DAY) / 60_000) * 60_000 + 20_000;
+    const to = from + 3 * HOUR + 25_000;
+    const near = (cut: number) => cut - 40_000 + Math.floor(random() * 80_000);
+    const times = [
+      ...Array.from({ length: 80 }, () => near(from)),
+      ...Array.from({ length: 80 }, () => near(to)),
+      ...Array.from({ length: 60 }, () => from + Math.floor(random() * (to - from))),
+    ];
+    const edges = times.map((createdAt, i) => {
+      const status = random() < 0.2 ? 'error' : 'ok';
+      return logRow(ws.organizationGuid, {
+        createdAt,
+        durationMs: Math.floor(1 + 50 * random() + (random() < 0.1 ? 4000 * random() : 0)),
+        requestBytes: Math.floor(random() * 3000),
+        responseBytes: Math.floor(random() * 30_000),
+        status,
+        errorMessage: status === 'error' ? 'boom' : null,
+        outboundGatewayGuid: gateways[i % 2],
+      });
+    });
+    await ingest(t, edges);
+    const of = { rows: edges, token: ws.token };
+    const window = { fromMs: from, toMs: to };
+    await checkReport({ ...window, interval: 'minute', filters: { outbound_gateway_guid: gateways[0]! } }, of);
+    await checkReport({ ...window, interval: 'minute', groupBy: ['outbound_gateway_guid'] }, of);
+    await checkReport(window, of);
+  });
+
   it('filters, including ones only the raw rows hold (trace_id, server_container_guid)', async () => {
     const row = rows[100]!;
     const win = { fromMs: START - DAY, toMs: START + SPAN + DAY };

@@ -101,6 +101,17 @@ const measures = (to: UsageStateNames, from: Omit<UsageStateNames, 'durations'>,
 export const usageMeasuresOfBuckets = (to: UsageStateNames, as: DurationsAs): string =>
   measures(to, BUCKET_SUMS, `sumForEach${suffix(as)}(arrayPushBack(arrayWithConstant(duration_bucket, toUInt64(0)), ${BUCKET_SUMS.calls}))`);
 
+/**
+ * A rollup's states straight from call_logs rows, one array a row, grouped once: for a
+ * report's raw parts that are each under a minute (the ends of a window the minute
+ * rollup serves), where the rows are few and the bucket counting of BUCKET_COUNTS_OF_ROWS,
+ * a grouping level more to plan and run, cost more than it saved (docs/call-logs.md,
+ * "Session 23").
+ */
+export const USAGE_STATES_OF_ROWS = `count() AS ${n.calls}, countIf(status = 'error') AS ${n.errors},
+    sumForEachState(arrayPushBack(arrayWithConstant(${DURATION_BUCKET_SQL}, toUInt64(0)), toUInt64(1))) AS ${n.durations},
+    sum(toUInt64(request_bytes)) AS ${n.requestBytes}, sum(toUInt64(response_bytes)) AS ${n.responseBytes}`;
+
 /** A rollup's rows merged: into coarser states (a coarser rollup fed by a finer one), or arrays (a report's groups). */
 export const usageMeasuresOfStates = (to: UsageStateNames, as: DurationsAs): string => measures(to, n, `sumForEachMerge${suffix(as)}(${n.durations})`);
 

@@ -5,6 +5,7 @@ import {
   quantilesOfBuckets,
   ROLLUP_STATE_NAMES,
   USAGE_STATE_COLUMNS,
+  USAGE_STATES_OF_ROWS,
   usageMeasuresOfBuckets,
   usageMeasuresOfStates,
   type UsageStateNames,
@@ -111,8 +112,9 @@ const TOTAL_MEASURES = `sum(calls_total) AS calls_total, sum(errors_total) AS er
  * parts read from one source (up to two, one at each end of the window) share a
  * SELECT, each SELECT yields measures as a rollup stores them (a rollup's own rows, raw
  * parts' groups), and one grouping merges them. Raw rows are counted by duration bucket
- * first (BUCKET_COUNTS_OF_ROWS). A window read raw alone is grouped into the report's
- * groups at once.
+ * first (BUCKET_COUNTS_OF_ROWS), but for raw parts each under a minute, whose few rows
+ * make their states at once (USAGE_STATES_OF_ROWS). A window read raw alone is grouped
+ * into the report's groups at once.
  */
 function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string; params: Record<string, unknown> } {
   const keys = q.groupBy.map((k, i) => `${keyExpr(k)} AS g${i}`);
@@ -146,6 +148,8 @@ function plan(q: UsageQuery, rollups: readonly UsageRollup[]): { groups: string;
     const bucket = q.interval ? [`${bucketExpr(q.interval, timeColumn(from))} AS b`] : [];
     const filter = `WHERE ${['organization_guid = {org:String}', time, ...where].join(' AND ')}`;
     if (from !== 'raw') return `SELECT ${[...bucket, ...keys, USAGE_STATE_COLUMNS].join(', ')} FROM ${from.table} ${filter}`;
+    if (sources.length > 1 && ofSource.every(([, part]) => part.toMs - part.fromMs < GRAIN_MS.minute))
+      return `SELECT ${[...bucket, ...keys, USAGE_STATES_OF_ROWS].join(', ')} FROM call_logs ${filter} ${groupBy}`;
     const buckets = `SELECT ${[...bucket, ...keys, BUCKET_COUNTS_OF_ROWS].join(', ')} FROM call_logs ${filter} GROUP BY ${[...groupCols, 'duration_bucket'].join(', ')}`;
     return `SELECT ${[...groupCols, sources.length === 1 ? RAW_GROUP_MEASURES : RAW_MEASURES].join(', ')} FROM (${buckets}) ${groupBy}`;
   });
