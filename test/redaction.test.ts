@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { alertText, responseDebug } from '../src/core/alert-debug.js';
-import { REDACTED, redactSecretValues, redactSecretValuesOfCutText } from '../src/core/redaction.js';
+import { isSensitiveHeaderName, lowerCaseName, REDACTED, redactHeaders, redactSecretValues, redactSecretValuesOfCutText } from '../src/core/redaction.js';
 
 /**
  * Known secret values masked in what a peer answers, in the forms a careless peer
@@ -57,5 +57,25 @@ describe('secret values in peer text', () => {
     // Its first few characters (fewer than 8) at the end of a text give nothing away.
     const text = 'tools/call search ok in 42 ms; nothing secret here, not even Sup3rS3';
     expect(redactSecretValues(text, [SECRET])).toBe(text);
+  });
+});
+
+describe('sensitive header names', () => {
+  // Names are compared in lower case whatever their case; one already in lower case is used as it is (no copy).
+  it('matches the fixed list, svc- names and the extra names in any case, from an array or any iterable', () => {
+    for (const name of ['authorization', 'Authorization', 'COOKIE', 'Svc-Anything', 'svc-x']) expect(isSensitiveHeaderName(name)).toBe(true);
+    for (const name of ['content-type', 'Accept', 'x-api-keys', 'mcp-session-id']) expect(isSensitiveHeaderName(name)).toBe(false);
+    expect(isSensitiveHeaderName('x-tenant-key', ['X-Tenant-Key'])).toBe(true);
+    expect(isSensitiveHeaderName('X-TENANT-KEY', new Set(['x-tenant-key']))).toBe(true);
+    expect(isSensitiveHeaderName('x-tenant', ['X-Tenant-Key'])).toBe(false);
+    expect(isSensitiveHeaderName('\u00C5-Key', ['\u00E5-key'])).toBe(true);
+    const name = ['mcp', 'protocol', 'version'].join('-');
+    expect(lowerCaseName(name)).toBe(name);
+    expect(lowerCaseName('Mcp-Session-Id')).toBe('mcp-session-id');
+    expect(redactHeaders({ Authorization: 'Bearer x', 'X-Tenant-Key': 'k', accept: '*/*' }, ['x-tenant-key'])).toEqual({
+      Authorization: REDACTED,
+      'X-Tenant-Key': REDACTED,
+      accept: '*/*',
+    });
   });
 });

@@ -19,11 +19,30 @@ const SENSITIVE_HEADER_NAMES = new Set([
   'mcp-gateway-token',
 ]);
 
+const NO_NAMES: readonly string[] = [];
+
+/**
+ * A header name in lower case, the name itself when it is already (Node hands every request's names so): every
+ * call-log row's headers are named twice over, and toLowerCase makes a new string each time.
+ */
+export function lowerCaseName(name: string): string {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if ((c >= 65 && c <= 90) || c > 127) return name.toLowerCase();
+  }
+  return name;
+}
+
 /** True when a header of this name carries a credential: the fixed list, any `svc-` name, or one of `extraNames`. */
-export function isSensitiveHeaderName(name: string, extraNames: Iterable<string> = []): boolean {
-  const lower = name.toLowerCase();
+export function isSensitiveHeaderName(name: string, extraNames: Iterable<string> = NO_NAMES): boolean {
+  const lower = lowerCaseName(name);
   if (SENSITIVE_HEADER_NAMES.has(lower) || lower.startsWith('svc-')) return true;
-  for (const extra of extraNames) if (extra.toLowerCase() === lower) return true;
+  // Most calls name no extra: an array is walked by index, without an iterator a header.
+  if (Array.isArray(extraNames)) {
+    for (let i = 0; i < extraNames.length; i++) if (lowerCaseName(extraNames[i] as string) === lower) return true;
+    return false;
+  }
+  for (const extra of extraNames) if (lowerCaseName(extra) === lower) return true;
   return false;
 }
 

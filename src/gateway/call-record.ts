@@ -1,6 +1,6 @@
 import { SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { CallLogInput, LogType } from '../core/logs/call-log-row.js';
-import { isSensitiveHeaderName, REDACTED, redactSecretValues } from '../core/redaction.js';
+import { isSensitiveHeaderName, lowerCaseName, REDACTED, redactSecretValues } from '../core/redaction.js';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import type { GatewaySession } from './session-id.js';
@@ -149,7 +149,7 @@ function keptRequestHeaders(
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined) continue;
-    const lower = name.toLowerCase();
+    const lower = lowerCaseName(name);
     if (isSensitiveHeaderName(lower)) out[name] = REDACTED;
     else if (lower === 'mcp-session-id' && sessionId) out[name] = sessionId;
     else out[name] = redactSecretValues(Array.isArray(value) ? value.join(', ') : value, secrets);

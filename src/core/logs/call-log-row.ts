@@ -88,6 +88,8 @@ const refuse = (message: string): never => {
   throw new TypeError(message);
 };
 
+const QUOTES = /"/g;
+
 /** What the generated row writers call (their only free variable). */
 const helpers = {
   optionalGuid,
@@ -98,8 +100,12 @@ const helpers = {
   headers: (value: Record<string, string> | null | undefined, sensitive: readonly string[]): string =>
     value ? JSON.stringify(redactHeaders(value, sensitive)) : '',
   patterns: [] as RegExp[],
-  /** A CSV field of any text: quoted, its quotes doubled (ClickHouse's CSV has no other escape). */
-  csv: (text: string): string => (text.includes('"') ? `"${text.replaceAll('"', '""')}"` : `"${text}"`),
+  /**
+   * A CSV field of any text: quoted, its quotes doubled (ClickHouse's CSV has no other escape). A global regex, not
+   * replaceAll: every row's JSON bodies and headers are full of quotes, and V8 replaces a one-character regex for
+   * about a quarter less CPU (docs/gateway.md, "Session 28").
+   */
+  csv: (text: string): string => (text.includes('"') ? `"${text.replace(QUOTES, '""')}"` : `"${text}"`),
 };
 
 /** The format encodeCallLog's lines are in. */
