@@ -147,6 +147,21 @@ describe('JSON-RPC batches (revision 2025-03-26)', () => {
     expect(calls.map((row) => JSON.parse(row.request_body as string).params.arguments.message)).toEqual(['served']);
   });
 
+  it('refuses every request of a batch that shares its id with another (5 and "5" are two ids), and serves the rest', async () => {
+    const host = await openSession('2025-03-26');
+    const res = await host.post([call(5, 'first'), call(5, 'second'), call('5', 'string id'), { jsonrpc: '2.0', id: 5, method: 'ping' }]);
+    expect(res.status).toBe(200);
+    const answers = JSON.parse(res.text) as { id: unknown; error?: { code: number; message: string } }[];
+    expect(answers).toHaveLength(4);
+    const refused = answers.filter((a) => a.id === 5);
+    expect(refused).toHaveLength(3);
+    for (const answer of refused)
+      expect(answer.error).toMatchObject({ code: -32600, message: expect.stringMatching(/The id 5 is carried by more than one request/) });
+    expect(textOf(answers.find((a) => a.id === '5') as never)).toBe('Echo: string id');
+    const calls = (await rowsOf(host.connectionGuid)).filter((row) => row.type === 'tool_call');
+    expect(calls.map((row) => JSON.parse(row.request_body as string).params.arguments.message)).toEqual(['string id']);
+  });
+
   it('answers a host that takes only event streams with one stream carrying every answer', async () => {
     const host = await openSession('2025-03-26', { accept: 'text/event-stream' });
     const res = await host.post([call('a', 'first'), call('b', 'second')]);

@@ -59,7 +59,7 @@ interface Part extends Omit<Reply, 'reply'> {
  * otherwise an event stream carrying everything each call sends the host (progress,
  * log messages, an upstream's requests for input) and every answer, which ends after
  * the last one. A message of the batch that is not a valid request, notification or
- * response, and an initialize, are answered -32600 in the array on their own.
+ * response, an initialize, and requests that share an id, are answered -32600 in the array on their own.
  */
 export async function replyToBatch(
   reply: FastifyReply,
@@ -67,9 +67,10 @@ export async function replyToBatch(
   handle: BatchMessageHandler,
   options: BatchReplyOptions,
 ): Promise<FastifyReply> {
+  const shared = sharedRequestIds(batch);
   const replies = await Promise.all(
     batch.map(async (message): Promise<Reply> => {
-      const refusal = messageProblem(message);
+      const refusal = messageProblem(message, shared);
       if (refusal) return { id: refusal.id, refused: true, reply: { kind: 'json', message: errorAnswer(refusal.id, refusal.reason) } };
       return { id: requestIdOf(message), refused: false, reply: await handle(message as JSONRPCMessage) };
     }),
@@ -110,10 +111,34 @@ export async function replyToBatch(
   return reply;
 }
 
+/**
+ * The request ids more than one request of the batch carries (keyed with their type: 5 and "5" are two ids). MCP
+ * asks a requester never to use an id twice in a session: answers the host could not tell apart, and a cancellation
+ * or progress of one id that would reach every request bearing it, so none of them is served.
+ */
+function sharedRequestIds(batch: readonly unknown[]): Set<string> {
+  const seen = new Set<string>();
+  const shared = new Set<string>();
+  for (const message of batch) {
+    if (envelopeProblem(message)) continue;
+    const id = requestIdOf(message);
+    if (id === null) continue;
+    const key = idKey(id);
+    if (seen.has(key)) shared.add(key);
+    seen.add(key);
+  }
+  return shared;
+}
+
+const idKey = (id: RequestId): string => `${typeof id}:${id}`;
+
 /** Why one message of a batch is refused on its own, with the id its error answer carries. */
-function messageProblem(message: unknown): { id: RequestId | null; reason: string } | null {
+function messageProblem(message: unknown, sharedIds: ReadonlySet<string>): { id: RequestId | null; reason: string } | null {
   const invalid = envelopeProblem(message);
   if (invalid) return { id: null, reason: invalid };
+  const id = requestIdOf(message);
+  if (id !== null && sharedIds.has(idKey(id)))
+    return { id, reason: `The id ${JSON.stringify(id).slice(0, 100)} is carried by more than one request of this batch: give each request its own id.` };
   if ((message as { method?: unknown }).method === 'initialize')
     return { id: requestIdOf(message), reason: 'initialize must not be part of a JSON-RPC batch: send it on its own.' };
   return null;
