@@ -195,7 +195,7 @@ describe('prompts and resources requests whose params are malformed', () => {
     {
       method: 'tools/call',
       params: { name: 'echo-json__echo_credential', arguments: {}, _meta: { progressToken: { x: 1 } } },
-      message: /params\._meta\.progressToken must be a string or an integer, not a object/,
+      message: /params\._meta\.progressToken must be a string or an integer, not an object/,
     },
     { method: 'tools/list', params: { _meta: 'x' }, message: /params\._meta must be an object, not a string/ },
     { method: 'completion/complete', params: { ref: { type: 'ref/prompt' }, argument: { name: 'a', value: 'b' } }, message: /needs params\.ref/ },

@@ -12,6 +12,7 @@ import type { GatewaySession } from './session-id.js';
 import { GATEWAY_ROUTE_OPTIONS } from './rate-limits.js';
 import { followHostEvents } from './event-stream.js';
 import { envelopeProblem } from './message-envelope.js';
+import { bodyTypeProblem } from './body-type.js';
 import { sseMessage } from './sse.js';
 import { hostTraceContext } from './trace-context.js';
 import type { UpstreamFetch } from './upstream-client.js';
@@ -99,6 +100,8 @@ export function registerLegacyGatewayRoutes(
           .code(404)
           .send(deps.rpcError(ERRORS.sessionNotFound, 'Session not found: open a new stream at /sse (the stream may be held by another replica).'));
       }
+      const wrongType = bodyTypeProblem(request.headers);
+      if (wrongType) return reply.code(415).send(deps.rpcError(ERRORS.invalidRequest, wrongType));
       const body = request.body as unknown;
       const invalid = envelopeProblem(body);
       if (invalid) return reply.code(400).send(deps.rpcError(ERRORS.invalidRequest, invalid));

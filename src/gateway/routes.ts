@@ -34,6 +34,7 @@ import { isStoreUnreachable } from '../stores/store-errors.js';
 import { EndedSessions } from './ended-sessions.js';
 import { envelopeProblem } from './message-envelope.js';
 import { batchProblem, replyToBatch } from './batch.js';
+import { bodyTypeProblem } from './body-type.js';
 
 const SESSION_HEADER = 'mcp-session-id';
 const rpcError = (code: number, message: string, data?: Record<string, unknown>) => ({
@@ -177,6 +178,9 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
       return reply.code(413).send(rpcError(ERRORS.invalidRequest, `The message exceeds the limit of ${maxRequestBytes} bytes.`));
     const unreadable = unreadableBody(err);
+    // A body that could not be read because it was declared as something else: the declaration is what is wrong.
+    const wrongType = unreadable ? bodyTypeProblem(request.headers) : null;
+    if (wrongType) return reply.code(415).send(rpcError(ERRORS.invalidRequest, wrongType));
     if (unreadable) return reply.code(unreadable.status).send(rpcError(ERRORS.parse, `The body is not a valid JSON-RPC message: ${unreadable.reason}.`));
     if (isStoreUnreachable(err)) {
       request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'gateway request failed: a store cannot be reached');
@@ -193,6 +197,8 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
   app.post<{ Params: { gatewayGuid: string } }>(path, postOptions, async (request, reply) => {
     const caller = await admit(request, reply);
     if (!caller) return reply;
+    const wrongType = bodyTypeProblem(request.headers);
+    if (wrongType) return reply.code(415).send(rpcError(ERRORS.invalidRequest, wrongType));
     const body = request.body as unknown;
     if (Array.isArray(body)) return serveBatch(request, reply, caller, body);
     const invalid = envelopeProblem(body);

@@ -2,7 +2,9 @@ import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 
 type Params = Record<string, unknown>;
 
-const kindOf = (value: unknown): string => (Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`);
+/** What a JSON value is, as a message names a wrong one ("not an array"). */
+export const kindOf = (value: unknown): string =>
+  Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 /** A JSON object: not null, not an array. */
 export const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -72,6 +74,19 @@ function metaProblem(meta: unknown): string | null {
 }
 
 /**
+ * What a 2026-07-28 retry carries (input_required): the host's answers keyed as the inputRequests were, and the
+ * requestState it was given, echoed. Of another type, the SDK would drop the answers without a word (and ask again)
+ * or call the state expired.
+ */
+function retryProblem(p: Params): string | null {
+  if (p.inputResponses !== undefined && !isPlainObject(p.inputResponses))
+    return `params.inputResponses must be an object of the answers, keyed as the inputRequests were, not ${kindOf(p.inputResponses)}.`;
+  if (p.requestState !== undefined && typeof p.requestState !== 'string')
+    return `params.requestState must be the string the input_required result carried, not ${kindOf(p.requestState)}.`;
+  return null;
+}
+
+/**
  * Every list of both MCP surfaces comes whole, in one page with no nextCursor (a
  * gateway merges its upstreams' lists, the admin endpoint lists the registry), so any
  * cursor is one it did not issue: invalid params, as the revisions' pagination says,
@@ -129,6 +144,6 @@ export function malformedRequestParams(
     ? rule
       ? `${m.method} params must be an object, not ${kindOf(m.params)}.`
       : null
-    : (metaProblem(params._meta) ?? (rule ? rule(params) : null));
+    : (metaProblem(params._meta) ?? (revision === '2026-07-28' ? retryProblem(params) : null) ?? (rule ? rule(params) : null));
   return problem ? { jsonrpc: '2.0', id: m.id, error: { code: ProtocolErrorCode.InvalidParams, message: problem } } : null;
 }
