@@ -161,3 +161,20 @@ describe('a 2026-07-28 retry of an input_required call', () => {
     for (const row of refused) expect(row.status).toBe('error');
   });
 });
+
+describe('a HEAD request', () => {
+  it('opens no event stream, on the legacy endpoint or in a session, and a GET still does', async () => {
+    const auth = { authorization: `Bearer ${g.token}` };
+    for (const [url, headers] of [
+      [g.url.replace(/\/mcp$/, '/sse'), auth],
+      [g.url, { ...auth, ...session, accept: 'text/event-stream' }],
+    ] as const) {
+      const res = await fetch(url, { method: 'HEAD', headers, signal: AbortSignal.timeout(10_000) });
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type') ?? '').not.toContain('text/event-stream');
+    }
+    const stream = await legacyStream();
+    expect(stream.messageUrl).toContain('/message');
+    stream.close();
+  });
+});

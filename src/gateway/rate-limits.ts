@@ -72,6 +72,7 @@ export class GatewayRateLimits {
  * Options of every gateway route: the admin interface's rate limit (a plugin hook
  * on every route, which hashes the token) does not apply; the gateway has its own
  * limits per connection and workspace (GatewayRateLimits above). As an MCP endpoint
- * it checks Origin (src/http/origin-check.ts).
+ * it checks Origin (src/http/origin-check.ts). No HEAD twin of a GET route: fastify's
+ * would open the event stream of a HEAD request, which MCP does not define.
  */
-export const GATEWAY_ROUTE_OPTIONS = { config: { rateLimit: false as const, mcpEndpoint: true } };
+export const GATEWAY_ROUTE_OPTIONS = { config: { rateLimit: false as const, mcpEndpoint: true }, exposeHeadRoute: false };
