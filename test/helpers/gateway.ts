@@ -48,6 +48,25 @@ export async function gatewayServing(
   return { gatewayGuid: gw.body.guid, token: issued.body.token, url: issued.body.url.replace(t.config.publicBaseUrl, base) };
 }
 
+/** A new gateway serving `serverGuid` with one identity shared by every caller, and a gateway token; `path` is its MCP endpoint's. */
+export async function sharedIdentityGateway(
+  t: TestApp,
+  ws: CreatedWorkspace,
+  name: string,
+  serverGuid: string,
+  identityGuid: string,
+): Promise<{ gatewayGuid: string; token: string; path: string }> {
+  const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name });
+  await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
+    gatewayGuid: gw.body.guid,
+    inboundServerGuid: serverGuid,
+    identityScheme: 'sharedIdentity',
+    sharedIdentityGuid: identityGuid,
+  });
+  const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
+  return { gatewayGuid: gw.body.guid, token: issued.body.token, path: new URL(issued.body.url).pathname };
+}
+
 /** An SDK client connected to a gateway with a gateway token; `fetch` lets a test steer requests (e.g. across replicas). */
 export async function gatewayClient(
   url: string,

@@ -305,6 +305,8 @@ export interface OAuthUpstream extends Upstream {
   fetchedClientMetadata: string[];
   /** Every token request's form fields, in order (grant_type, refresh_token, client_id, ...). */
   tokenRequests: Record<string, string>[];
+  /** Awaited before a token request is answered (a slow authorization server, or something done meanwhile). */
+  beforeTokenAnswer?: (fields: Record<string, string>) => Promise<void>;
   /** Makes its MCP endpoint accept the access tokens of another authorization server too. */
   trust(other: RefreshingAuthProvider): void;
 }
@@ -393,7 +395,7 @@ export async function startOAuthServer(initial: Partial<OAuthServerModes> = {}):
   });
   app.post('/token', express.urlencoded({ extended: false }), (req: any, _res: any, next: any) => {
     upstream.tokenRequests.push({ ...req.body });
-    next();
+    Promise.resolve(upstream.beforeTokenAnswer?.({ ...req.body })).then(() => next(), next);
   });
   app.use(mcpAuthRouter(options));
   const verifier = {
