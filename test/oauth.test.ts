@@ -3,7 +3,8 @@ import { freshTokenSet } from '../src/core/servers/oauth-refresh.js';
 import type { OAuthTokenSet } from '../src/core/servers/credentials.js';
 import { assertNeverLeaked, closeClients, invoke, newWorkspace, SURFACES, startTestApp, type TestApp } from './helpers/harness.js';
 import { newMember } from './helpers/members.js';
-import { gatewayClient, listenLoopback } from './helpers/gateway.js';
+import { gatewayClient, listenLoopback, sharedIdentityGateway } from './helpers/gateway.js';
+import { expireSoon, headlessOAuthIdentity, headlessOAuthInput } from './helpers/oauth-identities.js';
 import { captureAlerts, validated } from './helpers/servers.js';
 import { startHeaderServer, startOAuthServer, type HeaderUpstream, type OAuthUpstream } from './helpers/upstreams.js';
 import type { NewAlert } from '../src/core/alerts.js';
@@ -22,15 +23,8 @@ const loopback = async () => (base ??= await listenLoopback(t));
 /** A 1.x SDK host on a new gateway of its own serving `serverGuid` with the server's first identity, shared. */
 async function hostThroughGateway(serverGuid: string, name: string) {
   const [identity] = (await invoke(t, 'rest', ws.token, 'list_identities', { inboundServerGuid: serverGuid })).body.items;
-  const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name });
-  await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', {
-    gatewayGuid: gw.body.guid,
-    inboundServerGuid: serverGuid,
-    identityScheme: 'sharedIdentity',
-    sharedIdentityGuid: identity.guid,
-  });
-  const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-  return gatewayClient(issued.body.url.replace(t.config.publicBaseUrl, await loopback()), issued.body.token);
+  const gateway = await sharedIdentityGateway(t, ws, name, serverGuid, identity.guid);
+  return gatewayClient((await loopback()) + gateway.path, gateway.token);
 }
 const responses: unknown[] = [];
 /** Every token and secret the tests handed out or the upstream issued. */
@@ -152,14 +146,7 @@ describe.each(SURFACES)('OAuth servers on %s', (surface) => {
     const { clientId, tokens } = await upstream.provider.issueDirect(3600);
     secrets.push(tokens.access_token, tokens.refresh_token!);
     const res = await call(surface, ws.token, 'create_inbound_server', {
-      name: 'oauth-h',
-      url: upstream.url,
-      authType: 'oauth',
-      oauthAccessToken: tokens.access_token,
-      oauthRefreshToken: tokens.refresh_token,
-      oauthExpiresAt: Date.now() + 3_600_000,
-      oauthTokenEndpoint: upstream.tokenEndpoint,
-      oauthClientId: clientId,
+      ...headlessOAuthInput(upstream, 'oauth-h', clientId, tokens),
       oauthScope: 'mcp:tools',
     });
     expect(res.status).toBe(surface === 'rest' ? 201 : 200);
@@ -306,34 +293,49 @@ describe('the callback and the refresh function', () => {
   });
 
   it('freshTokenSet refreshes ahead of expiry and shares one refresh between concurrent callers', async () => {
-    const { clientId, tokens } = await upstream.provider.issueDirect(3600);
+    const { identity, tokens } = await headlessOAuthIdentity(t, ws, upstream, 'refresh-fn');
     secrets.push(tokens.access_token, tokens.refresh_token!);
-    const { body: server } = await call('rest', ws.token, 'create_inbound_server', {
-      name: 'refresh-fn',
-      url: upstream.url,
-      authType: 'oauth',
-      oauthAccessToken: tokens.access_token,
-      oauthRefreshToken: tokens.refresh_token,
-      oauthExpiresAt: Date.now() + 3_600_000,
-      oauthTokenEndpoint: upstream.tokenEndpoint,
-      oauthClientId: clientId,
-    });
-    await validated(t, server.guid);
     const services = t.runtime.services;
-    const identity = await services.db.selectFrom('identities').selectAll().where('inbound_server_guid', '=', server.guid).executeTakeFirstOrThrow();
     const before = upstream.provider.refreshCount;
     // Far from expiry: nothing to do.
     expect((await freshTokenSet(services, identity)).accessToken).toBe(tokens.access_token);
     expect(upstream.provider.refreshCount).toBe(before);
     // Within the margin: one refresh, however many callers ask at once.
-    const set = await issuedTokenSet(identity.guid);
-    await services.secrets.replace(services.db, identity.organization_guid, identity.secret_guid!, { ...set, expiresAt: Date.now() + 1_000 });
+    await expireSoon(t, identity);
     const [a, b] = await Promise.all([freshTokenSet(services, identity), freshTokenSet(services, identity)]);
     secrets.push(a.accessToken, a.refreshToken!);
     expect(upstream.provider.refreshCount).toBe(before + 1);
     expect(a.accessToken).toBe(b.accessToken);
     expect(a.accessToken).not.toBe(tokens.access_token);
     expect((await issuedTokenSet(identity.guid)).accessToken).toBe(a.accessToken);
+  });
+
+  it('a refresh refused because the token set was refreshed meanwhile elsewhere uses the stored set, without an alert', async () => {
+    const { identity, clientId, tokens } = await headlessOAuthIdentity(t, ws, upstream, 'refreshed-elsewhere');
+    secrets.push(tokens.access_token, tokens.refresh_token!);
+    const services = t.runtime.services;
+    const set = await expireSoon(t, identity);
+    // Another process outside the store lock (an older version's, during an upgrade) redeems the refresh token first and stores its tokens.
+    let elsewhere: OAuthTokenSet | undefined;
+    upstream.beforeTokenAnswer = async (fields) => {
+      upstream.beforeTokenAnswer = undefined;
+      const client = (await upstream.provider.clientsStore.getClient(clientId))!;
+      const minted = await upstream.provider.exchangeRefreshToken(client, fields.refresh_token!);
+      secrets.push(minted.access_token, minted.refresh_token!);
+      elsewhere = { ...set, accessToken: minted.access_token, refreshToken: minted.refresh_token, expiresAt: Date.now() + 3_600_000 };
+      await services.secrets.replace(services.db, identity.organization_guid, identity.secret_guid!, elsewhere);
+    };
+    const alertCount = alerts.length;
+    const requests = upstream.tokenRequests.length;
+    try {
+      expect((await freshTokenSet(services, identity)).accessToken).toBe(elsewhere?.accessToken);
+    } finally {
+      upstream.beforeTokenAnswer = undefined;
+    }
+    // The request went out with the refresh token just redeemed elsewhere, and was refused.
+    expect(upstream.tokenRequests.slice(requests).map((r) => r.refresh_token)).toEqual([set.refreshToken]);
+    expect(alerts.slice(alertCount)).toEqual([]);
+    expect((await issuedTokenSet(identity.guid)).accessToken).toBe(elsewhere!.accessToken);
   });
 
   it('a gateway whose server cannot refresh its token says so to the host, not that the server could not be reached', async () => {

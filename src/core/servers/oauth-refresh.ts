@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { refreshAuthorization, type AuthorizationServerMetadata } from '@modelcontextprotocol/client';
+import { OAuthError, OAuthErrorCode, refreshAuthorization, type AuthorizationServerMetadata } from '@modelcontextprotocol/client';
+import { withStoreLock } from '../../stores/store-lock.js';
 import type { Identity } from '../repositories/identities.js';
 import type { Services } from '../services.js';
 import type { OAuthTokenSet } from './credentials.js';
@@ -12,12 +13,19 @@ import type { OAuthServerSettings } from './oauth-authorize.js';
 
 /** Refresh this long before the access token expires, so a call never races the expiry. */
 export const REFRESH_MARGIN_MS = 60_000;
+/**
+ * How long the token endpoint has to answer a refresh: the refresh holds the identity's
+ * store lock meanwhile, and other processes wait for it (less than STORE_LOCK_WAIT_MS).
+ */
+export const REFRESH_TIMEOUT_MS = 20_000;
 
 export class OAuthRefreshError extends Error {}
 
 /** What a refresh uses: the sealed token set, the egress rule, and the alert a failure raises. */
 export type OAuthRefreshServices = Pick<Services, 'db' | 'secrets' | 'egress' | 'alerts' | 'logger'>;
+type RefreshedIdentity = Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>;
 
+/** This process's refresh in flight per identity; the store lock (refreshOnce) is the same guard across processes. */
 const inFlight = new Map<string, Promise<OAuthTokenSet>>();
 
 /** A refused refresh is not tried again with the same refresh token for this long (a storm of calls would each ask, and alert). */
@@ -33,28 +41,23 @@ export const needsRefresh = (set: OAuthTokenSet, now = Date.now()): boolean =>
  * The identity's OAuth token set with an access token that is good for now:
  * refreshed at the token endpoint (RFC 6749 section 6) when it expires within
  * REFRESH_MARGIN_MS, the new set sealed back in place. Used by server validation
- * and by the gateway. Concurrent callers for one identity share one refresh. The
+ * and by the gateway. Concurrent callers for one identity share one refresh, in this
+ * process and across the processes of one Postgres server (refreshOnce). The
  * refresh goes to the authorization server that minted the tokens, with the client it
  * knows; when the server's authorization server has changed since (another issuer),
  * the tokens are not sent anywhere and the identity must be authorized again. A
  * failed refresh raises the `oauth_refresh_failed` alert (no secret in it) and
  * throws OAuthRefreshError.
  */
-export async function freshTokenSet(
-  services: OAuthRefreshServices,
-  identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>,
-  opts: { force?: boolean } = {},
-): Promise<OAuthTokenSet> {
-  if (!identity.secret_guid) throw new OAuthRefreshError('the identity holds no OAuth tokens');
-  const set = await services.secrets.get<OAuthTokenSet>(services.db, identity.organization_guid, identity.secret_guid);
-  if (!set) throw new OAuthRefreshError('the identity holds no OAuth tokens');
+export async function freshTokenSet(services: OAuthRefreshServices, identity: RefreshedIdentity, opts: { force?: boolean } = {}): Promise<OAuthTokenSet> {
+  const set = await storedTokenSet(services, identity);
   if (!(opts.force ? Boolean(set.refreshToken) : needsRefresh(set))) return set;
   const running = inFlight.get(identity.guid);
   if (running) return running;
   // The same refresh token refused a moment ago: the same answer, without asking (or alerting) again; a new token set is tried at once.
   const refusal = refusals.get(identity.guid);
   if (refusal && refusal.refreshToken === set.refreshToken && Date.now() - refusal.at < REFUSED_REFRESH_BACKOFF_MS) throw refusal.error;
-  const refresh = refreshTokenSet(services, identity, set)
+  const refresh = refreshOnce(services, identity, set)
     .then(
       (next) => {
         refusals.delete(identity.guid);
@@ -70,11 +73,32 @@ export async function freshTokenSet(
   return refresh;
 }
 
-async function refreshTokenSet(
-  services: OAuthRefreshServices,
-  identity: Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>,
-  set: OAuthTokenSet,
-): Promise<OAuthTokenSet> {
+async function storedTokenSet(services: OAuthRefreshServices, identity: RefreshedIdentity): Promise<OAuthTokenSet> {
+  const set = identity.secret_guid ? await services.secrets.get<OAuthTokenSet>(services.db, identity.organization_guid, identity.secret_guid) : undefined;
+  if (!set) throw new OAuthRefreshError('the identity holds no OAuth tokens');
+  return set;
+}
+
+/** True when the stored token set is no longer the one `seen`: another process refreshed it, or it was authorized again. */
+const replaced = (seen: OAuthTokenSet, stored: OAuthTokenSet): boolean => stored.accessToken !== seen.accessToken || stored.refreshToken !== seen.refreshToken;
+
+/**
+ * One refresh across every process on the store: under the identity's store lock the
+ * token set is read again, and one that another process refreshed since `seen` was
+ * read is used as it is. Without it two replicas would both send the same refresh
+ * token, and an authorization server that rotates refresh tokens (OAuth 2.1) refuses
+ * the second with invalid_grant: a failed call and a false alert.
+ */
+function refreshOnce(services: OAuthRefreshServices, identity: RefreshedIdentity, seen: OAuthTokenSet): Promise<OAuthTokenSet> {
+  return withStoreLock(services.db, `oauth-refresh:${identity.guid}`, async (db) => {
+    const locked = { ...services, db };
+    const current = await storedTokenSet(locked, identity);
+    if (replaced(seen, current) && !needsRefresh(current)) return current;
+    return refreshTokenSet(locked, identity, current);
+  });
+}
+
+async function refreshTokenSet(services: OAuthRefreshServices, identity: RefreshedIdentity, set: OAuthTokenSet): Promise<OAuthTokenSet> {
   const tokenEndpoint = new URL(set.tokenEndpoint);
   const endpoint = tokenEndpoint.origin + tokenEndpoint.pathname;
   const secrets = [set.accessToken, set.refreshToken ?? '', set.clientSecret ?? ''];
@@ -99,7 +123,8 @@ async function refreshTokenSet(
     response_types_supported: ['code'],
     ...(set.tokenEndpointAuthMethods ? { token_endpoint_auth_methods_supported: set.tokenEndpointAuthMethods } : {}),
   } as AuthorizationServerMetadata;
-  const recorder = recordFailedResponses(egressFetch(services.egress, 'oauthTokenEndpoint'));
+  const egress = egressFetch(services.egress, 'oauthTokenEndpoint');
+  const recorder = recordFailedResponses((input, init) => egress(input, { ...init, signal: AbortSignal.timeout(REFRESH_TIMEOUT_MS) }));
   let tokens;
   try {
     tokens = await refreshAuthorization(tokenEndpoint.origin, {
@@ -110,6 +135,11 @@ async function refreshTokenSet(
       fetchFn: recorder.fetch,
     });
   } catch (err) {
+    // Refused because the token set was refreshed meanwhile by a process outside the store lock (or authorized again): the stored one is good.
+    if (err instanceof OAuthError && err.code === OAuthErrorCode.InvalidGrant) {
+      const stored = await storedTokenSet(services, identity);
+      if (replaced(set, stored)) return stored;
+    }
     const reason = redactSecretValues(err instanceof Error ? err.message : String(err), secrets).slice(0, 500);
     throw await refused(services, identity, set, reason, debugContext(await recorder.lastFailure()));
   }
