@@ -89,13 +89,30 @@ const replaced = (seen: OAuthTokenSet, stored: OAuthTokenSet): boolean => stored
  * token, and an authorization server that rotates refresh tokens (OAuth 2.1) refuses
  * the second with invalid_grant: a failed call and a false alert.
  */
-function refreshOnce(services: OAuthRefreshServices, identity: RefreshedIdentity, seen: OAuthTokenSet): Promise<OAuthTokenSet> {
-  return withStoreLock(services.db, `oauth-refresh:${identity.guid}`, async (db) => {
-    const locked = { ...services, db };
-    const current = await storedTokenSet(locked, identity);
-    if (replaced(seen, current) && !needsRefresh(current)) return current;
-    return refreshTokenSet(locked, identity, current);
-  });
+async function refreshOnce(services: OAuthRefreshServices, identity: RefreshedIdentity, seen: OAuthTokenSet): Promise<OAuthTokenSet> {
+  try {
+    return await withStoreLock(services.db, `oauth-refresh:${identity.guid}`, async (db) => {
+      const locked = { ...services, db };
+      const current = await storedTokenSet(locked, identity);
+      if (replaced(seen, current) && !needsRefresh(current)) return current;
+      return refreshTokenSet(locked, identity, current);
+    });
+  } catch (err) {
+    // Alerted once the lock is given up: what the alert gate writes would go back with the lock's transaction.
+    if (err instanceof RefreshRefusal) throw await refused(services, identity, err.set, err.reason, err.debugContext);
+    throw err;
+  }
+}
+
+/** A refresh that did not happen, as refreshTokenSet reports it under the store lock. */
+class RefreshRefusal extends Error {
+  constructor(
+    readonly set: OAuthTokenSet,
+    readonly reason: string,
+    readonly debugContext: Record<string, unknown>,
+  ) {
+    super(reason);
+  }
 }
 
 async function refreshTokenSet(services: OAuthRefreshServices, identity: RefreshedIdentity, set: OAuthTokenSet): Promise<OAuthTokenSet> {
@@ -113,7 +130,7 @@ async function refreshTokenSet(services: OAuthRefreshServices, identity: Refresh
     const reason =
       `this identity was authorized by ${minted.ofIdentity}, but the server's authorization server is now ${minted.ofServer}: ` +
       'its tokens are not sent there; authorize the server again';
-    throw await refused(services, identity, set, reason, debugContext());
+    throw new RefreshRefusal(set, reason, debugContext());
   }
   // Only the token endpoint is known for a headless identity; that is all a refresh needs.
   const metadata = {
@@ -141,7 +158,7 @@ async function refreshTokenSet(services: OAuthRefreshServices, identity: Refresh
       if (replaced(set, stored)) return stored;
     }
     const reason = redactSecretValues(err instanceof Error ? err.message : String(err), secrets).slice(0, 500);
-    throw await refused(services, identity, set, reason, debugContext(await recorder.lastFailure()));
+    throw new RefreshRefusal(set, reason, debugContext(await recorder.lastFailure()));
   }
   const next: OAuthTokenSet = {
     ...set,
