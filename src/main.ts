@@ -22,9 +22,12 @@ async function main(): Promise<void> {
   if (created) {
     // Printed once, on the very first start; later starts say nothing of it.
     process.stdout.write(`Initial admin token: ${created.token}\n`);
+    // Where to use it: the log below names only addresses, at a level LOG_LEVEL may hide.
+    process.stdout.write(`Sign in at ${config.publicBaseUrl}/console/ with it.\n`);
   }
   const adminSocket = await listenAdminSocket(services, config.dataDir);
   app.log.info(`Admin interface: ${config.publicBaseUrl}/api/v1/svc-admin (MCP at /api/v1/svc-admin/mcp, reference at /api/v1/svc-admin/reference)`);
+  app.log.info(`Console: ${config.publicBaseUrl}/console/`);
 
   let stopping = false;
   const stop = async (signal: string) => {

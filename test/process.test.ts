@@ -40,6 +40,8 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
       .find((l) => l.startsWith('Initial admin token: '));
     expect(tokenLine).toMatch(/^Initial admin token: svcp_[A-Za-z0-9]{8}_[A-Za-z0-9]{43}$/);
     const token = tokenLine!.slice('Initial admin token: '.length);
+    // The first start says where to use it, whatever LOG_LEVEL (here warn) hides.
+    expect(first.output()).toContain(`\nSign in at http://127.0.0.1:${port}/console/ with it.\n`);
     const tokenFile = path.join(dataDir(), 'initial-admin-token');
     expect(fs.readFileSync(tokenFile, 'utf8').trim()).toBe(token);
     expect(fs.statSync(tokenFile).mode & 0o777).toBe(0o600);
