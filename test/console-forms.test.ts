@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Locator, Page, Route } from 'playwright-core';
-import { chromiumInstalled, launchChromium } from './helpers/chromium.js';
+import type { Locator, Page, Route } from 'playwright-core';
+import { chromiumInstalled } from './helpers/chromium.js';
+import { signedInPage, startConsoleApp, stopConsoleApp, type ConsoleApp } from './helpers/console-app.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
-import { invoke, newWorkspace, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
-import { freePort } from './helpers/ports.js';
+import { invoke, storeKind, type TestApp } from './helpers/harness.js';
 
 /** The console's forms: a refused input's errors tied to their fields; the reload after a save does not undo what was typed since. */
 const run = chromiumInstalled() && storeKind() === 'pglite';
 
+let app: ConsoleApp;
 let t: TestApp;
 let base: string;
 let ws: CreatedWorkspace;
-let browser: Browser;
 let page: Page;
 
 /** The texts of the elements a control's aria-describedby names, in order. */
@@ -25,24 +25,13 @@ const descriptions = (l: Locator) =>
 
 describe.runIf(run)("the console's forms", () => {
   beforeAll(async () => {
-    const port = await freePort();
-    t = await startTestApp({ PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
-    await t.app.listen({ port, host: '127.0.0.1' });
-    base = `http://127.0.0.1:${port}`;
-    ws = await newWorkspace(t);
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.setDefaultTimeout(20_000);
-    await page.goto(`${base}/console/#/settings`);
-    await page.getByLabel('Access token').fill(ws.token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    app = await startConsoleApp();
+    ({ t, base, ws } = app);
+    page = await signedInPage(app, '#/settings', ws.token);
     await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
   }, 180_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
-  });
+  afterAll(() => stopConsoleApp(app));
 
   it("marks the field a refusal's error is about invalid, described by its message, until the next submit", async () => {
     const form = page.getByRole('form', { name: 'Create an access token' });
