@@ -626,6 +626,20 @@ export function useNames(ops) {
   return names;
 }
 
+/** The [guid, name] pairs of `names` (useNames) that the list `op` named, in the order of their names. */
+export const choicesOf = (names, op) => [...names.entries()].filter(([guid]) => names.listOf(guid) === op).sort((a, b) => a[1].localeCompare(b[1]));
+
+/**
+ * A filter on a guid: a choice by name when its list named anything the caller may read
+ * (the value a link brought is kept among the choices), else a box for the id.
+ */
+export function NamedFilter({ label, value, onInput, choices }) {
+  if (choices.length === 0) return html`<${Field} label=${label} value=${value} onInput=${onInput} />`;
+  const options = [['', 'any'], ...choices];
+  if (value && !choices.some(([guid]) => guid === value)) options.push([value, short(value)]);
+  return html`<${Field} label=${label} as="select" value=${value} options=${options} onInput=${onInput} />`;
+}
+
 /** A guid-to-name map of [guid, name, list] entries, which also says which list named a guid. */
 function namesFrom(entries) {
   const lists = new Map(entries.map(([guid, , list]) => [guid, list]));

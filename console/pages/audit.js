@@ -5,10 +5,12 @@ import {
   ErrorBox,
   Field,
   Loading,
+  NamedFilter,
   Pager,
   RANGES,
   Table,
   TimeZoneNote,
+  choicesOf,
   fmtTime,
   rangeMs,
   short,
@@ -27,6 +29,15 @@ const FILTERS = [
   ['target_guid', 'Target'],
   ['outcome', 'Outcome'],
 ];
+/** The lists that name what a record's targets may be (an operation's targets are of any of these kinds). */
+const TARGET_NAMES = [
+  ['list_inbound_servers', (s) => s.name],
+  ['list_gateways', (g) => g.name],
+  ['list_users', (u) => u.emailAddress],
+  ['list_teams', (t) => t.name],
+  ['list_hosts', (h) => h.name],
+  ['list_roles', (r) => r.name],
+];
 
 export function Audit({ params }) {
   const range = params.range ?? '7d';
@@ -37,7 +48,9 @@ export function Audit({ params }) {
   const filters = Object.fromEntries([...FILTERS.map(([k]) => k), 'surface'].filter((k) => params[k]).map((k) => [k, params[k]]));
   const skip = Number(params.skip ?? 0);
   const { data, error, loading } = useCall('query_audit_log', { filters, fromMs: now - rangeMs(range), toMs: now, skip, take: PAGE });
-  const users = useNames([['list_users', (u) => u.emailAddress]]);
+  // An actor is picked by email, as the table shows it (a guid box took an email and found nothing); targets are shown by name.
+  const names = useNames(TARGET_NAMES);
+  const name = (guid) => names.get(guid) ?? short(guid);
   // A role that may not read the audit log gets why, not a range and filters that could only be refused.
   if (!useAllowed('query_audit_log'))
     return html`<section aria-labelledby="audit-title">
@@ -58,7 +71,11 @@ export function Audit({ params }) {
     </div>
     <${TimeZoneNote} />
     <form class="filters card" aria-label="Audit filters" onSubmit=${(e) => (e.preventDefault(), navigate('audit', { ...draft, range }))}>
-      ${FILTERS.map(([k, label]) => html`<${Field} label=${label} value=${draft[k]} onInput=${(v) => setDraft({ ...draft, [k]: v })} />`)}
+      ${FILTERS.map(([k, label]) =>
+        k === 'actor_user_guid'
+          ? html`<${NamedFilter} label=${label} value=${draft[k]} choices=${choicesOf(names, 'list_users')} onInput=${(v) => setDraft({ ...draft, [k]: v })} />`
+          : html`<${Field} label=${label} value=${draft[k]} onInput=${(v) => setDraft({ ...draft, [k]: v })} />`,
+      )}
       <${Field}
         label="Surface"
         as="select"
@@ -89,9 +106,9 @@ export function Audit({ params }) {
                 { label: 'Operation', render: (r) => r.operation },
                 { label: 'Outcome', render: (r) => html`<span class=${`status ${r.outcome === 'ok' ? 'ok' : 'error'}`}>${r.outcome}</span>` },
                 { label: 'Surface', render: (r) => r.surface },
-                { label: 'Actor', render: (r) => (r.actor_user_guid ? (users.get(r.actor_user_guid) ?? short(r.actor_user_guid)) : 'operator') },
+                { label: 'Actor', render: (r) => (r.actor_user_guid ? name(r.actor_user_guid) : 'operator') },
                 { label: 'From', render: (r) => r.source_ip ?? '—' },
-                { label: 'Targets', render: (r) => r.target_guids.map(short).join(', ') || '—' },
+                { label: 'Targets', render: (r) => r.target_guids.map(name).join(', ') || '—' },
               ]}
             />
             <${Pager} page="audit" params=${params} skip=${skip} size=${PAGE} nextSkip=${data.nextSkip} />`

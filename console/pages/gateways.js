@@ -159,19 +159,20 @@ function GatewayDetail({ gateway, archived, servers, onChange, onClose, archived
   const [chosen, setChosen] = useState({});
   const [editing, setEditing] = useState(null);
   const serverName = (guid) => servers.get(guid) ?? guid;
+  // An archived gateway's paragraph goes above its buttons, not among them: beside it they shrank to a letter a line at 375 px.
   return html`<div class="card" ref=${panel.ref} onKeyDown=${panel.onKeyDown}>
     <div class="page-head">
       <h2 tabindex="-1">${gateway.name}</h2>
       <button type="button" onClick=${onClose}>Close gateway</button>
     </div>
     <p>Connect URL: <code>${gateway.url}</code></p>
+    ${archived ? html`<p>This gateway is archived: nothing new attaches to it until it is unarchived (it stays disabled then).</p>` : null}
     <div class="buttons">
       ${
         archived
-          ? html`<p>This gateway is archived: nothing new attaches to it until it is unarchived (it stays disabled then).</p>
-              <span ref=${unarchive}
-                ><${ActionButton} label="Unarchive gateway" action=${act('unarchive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange}
-              /></span>`
+          ? html`<span ref=${unarchive}
+              ><${ActionButton} label="Unarchive gateway" action=${act('unarchive_gateway', { gatewayGuid: gateway.guid })} onDone=${onChange}
+            /></span>`
           : html`<${EnableToggle}
                 name="gateway"
                 enabled=${gateway.enabled}
@@ -183,6 +184,7 @@ function GatewayDetail({ gateway, archived, servers, onChange, onClose, archived
               <${ActionButton}
                 label="Archive gateway"
                 danger
+                warning="Every connection through it stops working, and it takes nothing new until unarchived."
                 action=${act('archive_gateway', { gatewayGuid: gateway.guid })}
                 onDone=${() => ((archivedHere.current = gateway.guid), onChange())}
               />`
@@ -322,27 +324,33 @@ function GatewayDetail({ gateway, archived, servers, onChange, onClose, archived
       archived || !(canProvision || canUnprovision)
         ? null
         : html` <h3>Teams</h3>
+            <p>
+              Provisioning records which teams this gateway is for: their members' calls count under the team in Logs and the Overview. It grants nothing:
+              whoever holds a gateway token for it may call it.
+            </p>
             ${
-              teams.data
-                ? html`<ul class="checks" aria-label="Teams provisioned">
-                    ${teams.data.items.map(
-                      (team) =>
-                        html`<li>
-                          <${ActionButton}
-                            label=${`Provision ${team.name}`}
-                            action=${act('assign_team_to_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
-                            done=${`${team.name} is provisioned to this gateway.`}
-                          />
-                          <${ActionButton}
-                            label=${`Unprovision ${team.name}`}
-                            danger
-                            action=${act('remove_team_from_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
-                            done=${(result) => (result.removed ? `${team.name} is no longer provisioned to this gateway.` : `${team.name} was not provisioned to this gateway.`)}
-                          />
-                        </li>`,
-                    )}
-                  </ul>`
-                : null
+              teams.data?.items.length === 0
+                ? html`<p>No teams yet: create one on the <a href=${hrefOf('people')}>People</a> page, then provision it here.</p>`
+                : teams.data
+                  ? html`<ul class="checks" aria-label="Teams provisioned">
+                      ${teams.data.items.map(
+                        (team) =>
+                          html`<li>
+                            <${ActionButton}
+                              label=${`Provision ${team.name}`}
+                              action=${act('assign_team_to_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                              done=${`${team.name} is provisioned to this gateway.`}
+                            />
+                            <${ActionButton}
+                              label=${`Unprovision ${team.name}`}
+                              danger
+                              action=${act('remove_team_from_gateway', { gatewayGuid: gateway.guid, teamGuid: team.guid })}
+                              done=${(result) => (result.removed ? `${team.name} is no longer provisioned to this gateway.` : `${team.name} was not provisioned to this gateway.`)}
+                            />
+                          </li>`,
+                      )}
+                    </ul>`
+                  : null
             }`
     }
     ${

@@ -5,10 +5,12 @@ import {
   ErrorBox,
   Field,
   Loading,
+  NamedFilter,
   Pager,
   RANGES,
   Table,
   TimeZoneNote,
+  choicesOf,
   fmtMs,
   fmtTime,
   fromLocalInput,
@@ -39,16 +41,6 @@ const FILTERS = [
 ];
 const NAMED = FILTERS.filter((f) => f[2]);
 
-/**
- * One filter: a choice by name when its list named anything the caller may read (the
- * value a link brought is kept among the choices), else a box for the id.
- */
-function FilterField({ label, value, onInput, choices }) {
-  if (choices.length === 0) return html`<${Field} label=${label} value=${value} onInput=${onInput} />`;
-  const options = [['', 'any'], ...choices];
-  if (value && !choices.some(([guid]) => guid === value)) options.push([value, short(value)]);
-  return html`<${Field} label=${label} as="select" value=${value} options=${options} onInput=${onInput} />`;
-}
 const TYPES = ['', 'tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'];
 const PAGE = 50;
 
@@ -162,8 +154,6 @@ export function Logs({ params }) {
   const toMs = custom ? Number(params.toMs) : now;
   const { data, error, loading } = useCall('query_logs', { filters, fromMs, toMs, skip, take: PAGE });
   const names = useNames(NAMED.map((f) => f[2]));
-  // The guids each named filter can pick from, by name.
-  const choicesFor = (op) => [...names.entries()].filter(([guid]) => names.listOf(guid) === op).sort((a, b) => a[1].localeCompare(b[1]));
   // Filters change, the window stays.
   const windowParams = { range, fromMs: custom ? params.fromMs : '', toMs: custom ? params.toMs : '' };
   const apply = (e) => {
@@ -185,10 +175,10 @@ export function Logs({ params }) {
     <form class="filters card" onSubmit=${apply} aria-label="Log filters">
       ${FILTERS.map(
         ([key, label, list]) =>
-          html`<${FilterField}
+          html`<${NamedFilter}
             label=${label}
             value=${draft[key]}
-            choices=${list ? choicesFor(list[0]) : []}
+            choices=${list ? choicesOf(names, list[0]) : []}
             onInput=${(v) => setDraft({ ...draft, [key]: v })}
           />`,
       )}

@@ -58,6 +58,13 @@ function CallsChart({ items, fromMs, toMs, interval }) {
   return html`<figure class="chart" aria-label="Calls and errors over time" role="img"><div ref=${box}></div></figure>`;
 }
 
+/** What a row without the grouped column stands for: calls that are no tool call (initialize, lists), that the gateway answered itself (no one server: an unknown tool, a list of all), or that no user made. */
+const NO_GROUP = {
+  tool_name: 'not a tool call',
+  inbound_server_guid: 'the gateway itself',
+  user_guid: 'no user',
+};
+
 function Top({ title, groupBy, window, range, names }) {
   const { data, error } = useCall('get_usage_report', { ...window, groupBy: [groupBy], take: 10 });
   // A row links to its calls only for a role that may read them (a role that may see usage only would find a refusal there).
@@ -73,7 +80,7 @@ function Top({ title, groupBy, window, range, names }) {
         label: title.replace(/^Top (\w)(\w*)s$/, (_, a, rest) => a.toUpperCase() + rest),
         render: (r) =>
           r[groupBy] === null
-            ? html`<em>none</em>`
+            ? html`<em>${NO_GROUP[groupBy]}</em>`
             : groupBy === 'tool_name'
               ? r[groupBy]
               : !canReadLogs

@@ -199,6 +199,8 @@ function Users({ roles, reloadRoles, teams, reloadTeams }) {
   const choices = roles ?? rolesOfUsers(users.data?.items ?? []);
   const [invite, setInvite] = useState({ email: '', roleGuid: '' });
   const [editingTeams, setEditingTeams] = useState(null);
+  // The user last invited: the interface gives nobody a token for someone else, so the page says how they get one.
+  const [invited, setInvited] = useState(null);
   const teamName = (guid) => teams?.find((t) => t.guid === guid)?.name ?? guid;
   return html`<section aria-labelledby="users-title">
     <h2 id="users-title">Users</h2>
@@ -266,7 +268,7 @@ function Users({ roles, reloadRoles, teams, reloadTeams }) {
             title="Invite a user"
             submit="Invite user"
             action=${act('invite_user', { email: invite.email, ...(invite.roleGuid ? { roleGuid: invite.roleGuid } : {}) })}
-            onDone=${() => (setInvite({ email: '', roleGuid: '' }), users.reload(), reloadRoles())}
+            onDone=${(r) => (setInvite({ email: '', roleGuid: '' }), setInvited(r), users.reload(), reloadRoles())}
           >
             <${Field} label="Email" name="email" type="email" value=${invite.email} onInput=${(v) => setInvite({ ...invite, email: v })} required />
             <${Field}
@@ -281,7 +283,17 @@ function Users({ roles, reloadRoles, teams, reloadTeams }) {
           <//>`
         : null
     }
+    ${invited ? html`<${Invited} email=${invited.email} userGuid=${invited.userGuid} />` : null}
   </section>`;
+}
+
+/** After an invitation: nothing is sent, and only the operator's CLI makes a first token for another user. */
+function Invited({ email, userGuid }) {
+  return html`<div class="notice" role="status">
+    <p>${email} is invited. Nothing is sent to them: they sign in with an access token of their own, which the operator of this service makes with</p>
+    <pre><code>npm run admin -- create-token --user ${userGuid} --label console</code></pre>
+    <p>Once signed in, they make further tokens under Settings, and gateway tokens on a gateway's page.</p>
+  </div>`;
 }
 
 export function People() {

@@ -293,6 +293,7 @@ export function Servers({ params }) {
                     <${ActionButton}
                       label=${`Delete ${s.name}`}
                       danger
+                      warning="Its tools leave every gateway it is assigned to, for good: it cannot be restored."
                       action=${act('delete_inbound_server', { inboundServerGuid: s.guid })}
                       onDone=${() => (open?.guid === s.guid && navigate('servers'), reload())}
                     />`,

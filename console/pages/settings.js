@@ -22,7 +22,9 @@ function Collector() {
     };
     setF(untouched.current);
   }, [config.data]);
-  const set = (k) => (v) => setF({ ...f, [k]: v });
+  // A save changes nothing on screen but the headers' hint: it says so, until the form is changed again.
+  const [saved, setSaved] = useState(false);
+  const set = (k) => (v) => (setSaved(false), setF({ ...f, [k]: v }));
   const action = act('set_otel_configuration', () => {
     untouched.current = f;
     return {
@@ -38,7 +40,7 @@ function Collector() {
     <${ErrorBox} error=${config.error} />
     ${
       config.data && f
-        ? html`<${Form} title="Forward call logs and traces" submit="Save collector" action=${action} onDone=${config.reload}>
+        ? html`<${Form} title="Forward call logs and traces" submit="Save collector" action=${action} onDone=${() => (setSaved(true), config.reload())}>
             <${Field} label="Logs collector URL" name="logsCollectorUrl" type="url" value=${f.logsCollectorUrl} onInput=${set('logsCollectorUrl')} />
             <${Field}
               label="Logs format"
@@ -68,6 +70,7 @@ function Collector() {
           <//>`
         : null
     }
+    ${saved ? html`<div class="notice" role="status">Collector saved: new call logs and traces go to it from now on.</div>` : null}
   </section>`;
 }
 
