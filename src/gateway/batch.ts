@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
+import { echoed } from '../core/echoed.js';
 import { ERRORS, type HostReply } from './call-model.js';
 import { envelopeProblem } from './message-envelope.js';
 import { isAnswerTo } from './relay.js';
@@ -138,7 +139,7 @@ function messageProblem(message: unknown, sharedIds: ReadonlySet<string>): { id:
   if (invalid) return { id: null, reason: invalid };
   const id = requestIdOf(message);
   if (id !== null && sharedIds.has(idKey(id)))
-    return { id, reason: `The id ${JSON.stringify(id).slice(0, 100)} is carried by more than one request of this batch: give each request its own id.` };
+    return { id, reason: `The id ${echoed(JSON.stringify(id))} is carried by more than one request of this batch: give each request its own id.` };
   if ((message as { method?: unknown }).method === 'initialize')
     return { id: requestIdOf(message), reason: 'initialize must not be part of a JSON-RPC batch: send it on its own.' };
   return null;

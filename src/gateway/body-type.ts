@@ -1,7 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-
-/** A header value as a message names it: the host's text, so cut. */
-const named = (value: string): string => (value.length > 100 ? `${value.slice(0, 100)}…` : value);
+import { echoed } from '../core/echoed.js';
 
 /**
  * Why a POST's body is not one a gateway reads (HTTP 415), or null: the transport sends each message as
@@ -12,9 +10,9 @@ export function bodyTypeProblem(headers: IncomingHttpHeaders): string | null {
   const type = headers['content-type'];
   if (type?.split(';')[0]!.trim().toLowerCase() !== 'application/json')
     return type
-      ? `Content-Type ${named(type)} is not accepted: send the message as application/json.`
+      ? `Content-Type ${echoed(type)} is not accepted: send the message as application/json.`
       : 'Content-Type is missing: send the message as application/json.';
   const coding = headers['content-encoding']?.trim().toLowerCase();
-  if (coding && coding !== 'identity') return `Content-Encoding ${named(coding)} is not accepted: send the message uncompressed.`;
+  if (coding && coding !== 'identity') return `Content-Encoding ${echoed(coding)} is not accepted: send the message uncompressed.`;
   return null;
 }

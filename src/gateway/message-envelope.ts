@@ -1,3 +1,4 @@
+import { echoed } from '../core/echoed.js';
 import { kindOf } from '../mcp/request-params.js';
 
 /**
@@ -28,8 +29,7 @@ export function requestIdProblem(message: object): string | null {
  */
 function notificationProblem(method: string): string | null {
   if (method.startsWith('notifications/')) return null;
-  const named = method.length > 100 ? `${method.slice(0, 100)}…` : method;
-  return `${named} is a request, and has no id: send it with an id (string or integer) to have it answered; a notification's method starts with notifications/.`;
+  return `${echoed(method)} is a request, and has no id: send it with an id (string or integer) to have it answered; a notification's method starts with notifications/.`;
 }
 
 /**
