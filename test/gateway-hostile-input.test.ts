@@ -5,9 +5,10 @@ import { startTwoEraGateway, type TwoEraGateway } from './helpers/two-era-gatewa
 
 /**
  * Hostile input at a gateway's host-facing endpoints that the fuzz (fuzz-gateway.test.ts) answers well-formed but
- * not in the words it needs: a request method without an id, a body declared as something else than JSON or
- * compressed, a 2026-07-28 retry whose answers or state are of the wrong type. Raw HTTP against a gateway in front of
- * server-everything (behind a tap, to see what reaches it) and a 2026-07-28 v2 SDK upstream that asks for input.
+ * not in the words it needs: a request method without an id, a body declared as something else than JSON (or in
+ * another charset than UTF-8) or compressed, a 2026-07-28 retry whose answers or state are of the wrong
+ * type. Raw HTTP against a gateway in front of server-everything (behind a tap, to see what reaches it) and a
+ * 2026-07-28 v2 SDK upstream that asks for input.
  */
 let g: TwoEraGateway;
 let session: Record<string, string>;
@@ -114,6 +115,13 @@ describe('a body that is not declared application/json, or is compressed', () =>
       [{ 'content-type': undefined }, new TextEncoder().encode(message), /^Content-Type is missing/],
       [{ 'content-type': 'application/xml' }, '<call/>', /^Content-Type application\/xml is not accepted/],
       [{ 'content-encoding': 'gzip' }, gzipSync(message), /^Content-Encoding gzip is not accepted: send the message uncompressed\.$/],
+      // Read as UTF-8 before: bytes of Latin-1 beyond ASCII were "not valid UTF-8" (-32700), ASCII ones served as if UTF-8.
+      [
+        { 'content-type': 'application/json; charset=ISO-8859-1' },
+        Buffer.from(JSON.stringify(echoCall('café')), 'latin1'),
+        /^Content-Type application\/json; charset=ISO-8859-1 is not accepted: send the message as application\/json in UTF-8 \(charset=utf-8, or no charset\)\.$/,
+      ],
+      [{ 'content-type': 'application/json;charset="utf-16"' }, message, /^Content-Type application\/json;charset="utf-16" is not accepted/],
     ];
     for (const [headers, body, words] of cases) {
       const res = await post(body, { ...session, ...headers });
@@ -125,10 +133,24 @@ describe('a body that is not declared application/json, or is compressed', () =>
       const res = await post(message, { 'content-type': 'text/plain' }, legacy.messageUrl);
       expect(res.status).toBe(415);
       expect(res.json().error).toMatchObject({ code: -32600, message: expect.stringMatching(/^Content-Type text\/plain is not accepted/) });
+      const latin1 = await post(message, { 'content-type': 'application/json; charset=latin1' }, legacy.messageUrl);
+      expect(latin1.status).toBe(415);
+      expect(latin1.json().error).toMatchObject({
+        code: -32600,
+        message: expect.stringMatching(/^Content-Type application\/json; charset=latin1 is not accepted/),
+      });
     } finally {
       legacy.close();
     }
     await expectStillServed();
+  });
+
+  it('is served when its charset is UTF-8, in any case, quoted or spelled utf8', async () => {
+    for (const type of ['application/json; charset=UTF-8', 'application/json;charset="utf-8"', 'application/json; charset=utf8']) {
+      const res = await post(echoCall('café'), { ...session, 'content-type': type });
+      expect(res.status, type).toBe(200);
+      expect(res.json().result.content[0].text).toBe('Echo: café');
+    }
   });
 });
 
