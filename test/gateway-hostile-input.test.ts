@@ -1,14 +1,15 @@
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { MAX_OPEN_STREAMS_PER_CONNECTION } from '../src/gateway/rate-limits.js';
 import { invoke } from './helpers/harness.js';
 import { startTwoEraGateway, type TwoEraGateway } from './helpers/two-era-gateway.js';
 
 /**
  * Hostile input at a gateway's host-facing endpoints that the fuzz (fuzz-gateway.test.ts) answers well-formed but
  * not in the words it needs: a request method without an id, a body declared as something else than JSON (or in
- * another charset than UTF-8) or compressed, a 2026-07-28 retry whose answers or state are of the wrong
- * type. Raw HTTP against a gateway in front of server-everything (behind a tap, to see what reaches it) and a
- * 2026-07-28 v2 SDK upstream that asks for input.
+ * another charset than UTF-8) or compressed, more event streams than a host ever opens, a 2026-07-28 retry whose
+ * answers or state are of the wrong type. Raw HTTP against a gateway in front of server-everything (behind a tap, to
+ * see what reaches it) and a 2026-07-28 v2 SDK upstream that asks for input.
  */
 let g: TwoEraGateway;
 let session: Record<string, string>;
@@ -198,5 +199,91 @@ describe('a HEAD request', () => {
     const stream = await legacyStream();
     expect(stream.messageUrl).toContain('/message');
     stream.close();
+  });
+});
+
+describe('open event streams', () => {
+  /** Opens an event stream (a GET in a session, or the legacy /sse) as far as its headers; `close` drops it as a host does. */
+  async function openStream(url: string, headers: Record<string, string>) {
+    const abort = new AbortController();
+    const res = await fetch(url, { headers: { accept: 'text/event-stream', ...headers }, signal: abort.signal });
+    return { res, close: () => abort.abort() };
+  }
+
+  /** Opens one stream once a slot is free: a slot comes back when the gateway sees the stream close, a moment after the host does. */
+  async function openOnceFree(url: string, headers: Record<string, string>) {
+    return vi.waitFor(
+      async () => {
+        const stream = await openStream(url, headers);
+        if (stream.res.status !== 200) await stream.res.text();
+        expect(stream.res.status).toBe(200);
+        return stream;
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+  }
+
+  it('are at most MAX_OPEN_STREAMS_PER_CONNECTION a connection, GET in a session and the legacy /sse together; a slot comes back when a stream closes', async () => {
+    // A connection of its own, so the other tests' streams are not counted against it.
+    const gatewayGuid = /\/gateways\/([^/]+)\/mcp$/.exec(g.url)![1]!;
+    const issued = await invoke(g.t, 'rest', g.ws.token, 'issue_gateway_token', { gatewayGuid });
+    const auth = { authorization: `Bearer ${issued.body.token as string}` };
+    const init = await post(
+      {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'greedy-host', version: '1' } },
+      },
+      auth,
+    );
+    const own = { ...auth, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
+    const sse = g.url.replace(/\/mcp$/, '/sse');
+    const half = MAX_OPEN_STREAMS_PER_CONNECTION / 2;
+    const gets = await Promise.all(Array.from({ length: half }, () => openStream(g.url, own)));
+    const legacy = await Promise.all(Array.from({ length: half }, () => openStream(sse, auth)));
+    for (const { res } of [...gets, ...legacy]) expect(res.status).toBe(200);
+
+    const expectRefused = async () => {
+      for (const [url, headers] of [
+        [g.url, own],
+        [sse, auth],
+      ] as const) {
+        const { res } = await openStream(url, headers);
+        expect(res.status, url).toBe(429);
+        expect(res.headers.get('retry-after')).toBe('5');
+        expect(await res.json()).toEqual({
+          jsonrpc: '2.0',
+          id: null,
+          error: {
+            code: -32029,
+            message: `Too many open event streams: at most ${MAX_OPEN_STREAMS_PER_CONNECTION} per connection. Close one, or retry after 5 s.`,
+            data: { code: 'rate_limited', retryAfterSeconds: 5 },
+          },
+        });
+      }
+    };
+    await expectRefused();
+    // Another connection is not held back, and a POST of this one is served.
+    const other = await legacyStream();
+    other.close();
+    const call = await post(echoCall('streams full'), own);
+    expect(call.json().result.content[0].text).toBe('Echo: streams full');
+
+    // The host drops a stream: its slot comes back (to a GET in the session), and no more.
+    legacy.pop()!.close();
+    gets.push(await openOnceFree(g.url, own));
+    await expectRefused();
+
+    // The session ends: its GET streams end, and their slots come back.
+    const ended = await fetch(g.url, { method: 'DELETE', headers: own });
+    expect(ended.status).toBe(200);
+    for (const { res } of gets) await res.text();
+    for (let i = 0; i < gets.length; i++) legacy.push(await openOnceFree(sse, auth));
+    expect(legacy).toHaveLength(MAX_OPEN_STREAMS_PER_CONNECTION);
+    const { res } = await openStream(sse, auth);
+    expect(res.status).toBe(429);
+    await res.text();
+    for (const stream of legacy) stream.close();
   });
 });

@@ -30,6 +30,8 @@ interface LegacyStream {
 
 export interface LegacyRouteDeps {
   admit(request: FastifyRequest<{ Params: { gatewayGuid: string } }>, reply: FastifyReply): Promise<GatewayCaller | null>;
+  /** Takes one of the caller's open-stream slots until the stream closes; answers the refusal itself and returns false. */
+  holdStream(caller: GatewayCaller, reply: FastifyReply): Promise<boolean>;
   /** Ends the stream once the request's token no longer admits its caller (access-watch.ts). */
   endWhenAccessEnds(request: FastifyRequest, caller: GatewayCaller, out: ServerResponse): void;
   rpcError(code: number, message: string, data?: Record<string, unknown>): unknown;
@@ -64,7 +66,7 @@ export function registerLegacyGatewayRoutes(
 
   app.get<{ Params: { gatewayGuid: string } }>('/gateways/:gatewayGuid/sse', GATEWAY_ROUTE_OPTIONS, async (request, reply) => {
     const caller = await deps.admit(request, reply);
-    if (!caller) return reply;
+    if (!caller || !(await deps.holdStream(caller, reply))) return reply;
     const id = randomBytes(16).toString('hex');
     const stream: LegacyStream = { caller, out: reply.raw, session: null, abort: new AbortController() };
     streams.set(id, stream);

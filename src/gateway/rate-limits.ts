@@ -1,3 +1,5 @@
+import type { ServerResponse } from 'node:http';
+
 /**
  * Per-connection and per-workspace request budgets (token buckets refilled
  * continuously, capacity one minute's worth). Each process keeps its own buckets:
@@ -65,6 +67,37 @@ export class GatewayRateLimits {
         limitPerMinute: this.limits.perWorkspacePerMinute,
       };
     return { allowed: true, retryAfterSeconds: 0 };
+  }
+}
+
+/**
+ * Event streams one connection may hold open at once in a process: a GET in a 2025 session (a resumption too) and
+ * the legacy `/sse`. A host opens one or two; without a cap one token could open them without bound, and each 2025
+ * GET follows its session's upstreams (host-event-streams.ts). Behind N replicas, N times this.
+ */
+export const MAX_OPEN_STREAMS_PER_CONNECTION = 32;
+/** What a host refused a stream is told to wait: a slot frees when one of its streams closes, which no clock says. */
+export const OPEN_STREAMS_RETRY_AFTER_SECONDS = 5;
+
+/** The event streams each connection holds open in this process (MAX_OPEN_STREAMS_PER_CONNECTION). */
+export class OpenStreams {
+  private readonly open = new Map<string, number>();
+
+  constructor(private readonly max = MAX_OPEN_STREAMS_PER_CONNECTION) {}
+
+  /** Takes a slot of the connection until `out` closes (however it ends); false when all are taken. */
+  hold(connectionGuid: string, out: ServerResponse): boolean {
+    // A host gone before its stream opened: 'close' came already, and nothing is held.
+    if (out.closed) return true;
+    const held = this.open.get(connectionGuid) ?? 0;
+    if (held >= this.max) return false;
+    this.open.set(connectionGuid, held + 1);
+    out.once('close', () => {
+      const left = this.open.get(connectionGuid)! - 1;
+      if (left === 0) this.open.delete(connectionGuid);
+      else this.open.set(connectionGuid, left);
+    });
+    return true;
   }
 }
 

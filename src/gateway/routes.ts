@@ -10,7 +10,7 @@ import { Catalogs } from './catalog.js';
 import { ERRORS, GatewayProxy, type HostReply } from './proxy.js';
 import { settle } from './call-outcome.js';
 import { isAnswerTo, isCancelledAnswer } from './relay.js';
-import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits } from './rate-limits.js';
+import { GATEWAY_ROUTE_OPTIONS, GatewayRateLimits, MAX_OPEN_STREAMS_PER_CONNECTION, OPEN_STREAMS_RETRY_AFTER_SECONDS, OpenStreams } from './rate-limits.js';
 import { SessionIds, type GatewaySession } from './session-id.js';
 import { sseMessage } from './sse.js';
 import { StreamReplay } from './stream-replay.js';
@@ -76,6 +76,7 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     perConnectionPerMinute: services.config.gateway.rateLimitPerConnectionPerMinute,
     perWorkspacePerMinute: services.config.gateway.rateLimitPerWorkspacePerMinute,
   });
+  const openStreams = new OpenStreams();
   app.addHook('onClose', async () => {
     proxy.close();
     hostEvents.close();
@@ -109,15 +110,27 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     });
   };
 
+  /** A refusal by one of the gateway's limits: HTTP 429 with Retry-After, -32029 with data.code rate_limited. */
+  const rateLimited = (reply: FastifyReply, message: string, retryAfterSeconds: number) =>
+    reply
+      .code(429)
+      .header('retry-after', String(retryAfterSeconds))
+      .send(rpcError(ERRORS.rateLimited, message, { code: 'rate_limited', retryAfterSeconds }));
+
   /** Counts one message against the caller's rate limits; answers the refusal itself and returns false. */
   const withinRateLimits = async (caller: GatewayCaller, reply: FastifyReply): Promise<boolean> => {
     const decision = limits.check(caller.organizationGuid, caller.connectionGuid);
     if (decision.allowed) return true;
     const message = `Rate limit exceeded: at most ${decision.limitPerMinute} requests a minute per ${decision.scope}. Retry after ${decision.retryAfterSeconds} s.`;
-    await reply
-      .code(429)
-      .header('retry-after', String(decision.retryAfterSeconds))
-      .send(rpcError(ERRORS.rateLimited, message, { code: 'rate_limited', retryAfterSeconds: decision.retryAfterSeconds }));
+    await rateLimited(reply, message, decision.retryAfterSeconds);
+    return false;
+  };
+
+  /** Takes one of the caller's open-stream slots until the stream closes (OpenStreams); answers the refusal itself and returns false. */
+  const holdStream = async (caller: GatewayCaller, reply: FastifyReply): Promise<boolean> => {
+    if (openStreams.hold(caller.connectionGuid, reply.raw)) return true;
+    const message = `Too many open event streams: at most ${MAX_OPEN_STREAMS_PER_CONNECTION} per connection. Close one, or retry after ${OPEN_STREAMS_RETRY_AFTER_SECONDS} s.`;
+    await rateLimited(reply, message, OPEN_STREAMS_RETRY_AFTER_SECONDS);
     return false;
   };
 
@@ -337,11 +350,11 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     return reply;
   };
 
-  registerLegacyGatewayRoutes(app, services, { admit, endWhenAccessEnds, rpcError, proxy, catalogs, fetch: upstreams.fetch, postOptions });
+  registerLegacyGatewayRoutes(app, services, { admit, holdStream, endWhenAccessEnds, rpcError, proxy, catalogs, fetch: upstreams.fetch, postOptions });
 
   app.get<{ Params: { gatewayGuid: string } }>(path, routeOptions, async (request, reply) => {
     const found = await admitSession(request, reply);
-    if (!found) return reply;
+    if (!found || !(await holdStream(found.caller, reply))) return reply;
     const lastEventId = header(request, 'last-event-id');
     // An id of the session's GET stream is that stream's to resume; any other, a POST stream's.
     const resumed = lastEventId && !hostEvents.holds(found.session.id, lastEventId) ? replay.resume(found.session.id, lastEventId) : null;
