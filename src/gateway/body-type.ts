@@ -18,7 +18,7 @@ export function bodyTypeProblem(headers: IncomingHttpHeaders): string | null {
       : 'Content-Type is missing: send the message as application/json.';
   const charset = CHARSET.exec(type)?.[1]!.trim().toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
-    return `Content-Type ${named(type)} is not accepted: send the message as application/json in UTF-8 (charset=utf-8, or no charset).`;
+    return `Content-Type ${echoed(type)} is not accepted: send the message as application/json in UTF-8 (charset=utf-8, or no charset).`;
   const coding = headers['content-encoding']?.trim().toLowerCase();
   if (coding && coding !== 'identity') return `Content-Encoding ${echoed(coding)} is not accepted: send the message uncompressed.`;
   return null;
