@@ -210,7 +210,7 @@ describe.each(SURFACES)('inbound servers on %s', (surface) => {
     await bad({ url: 'http://user:url-password@127.0.0.1/mcp' }, 'url');
     await bad({ authType: 'headers' }, 'headers');
     await bad({ authType: 'headers', headers: { 'svc-only': 'x', Empty: '' } }, 'headers');
-    await bad({ authType: 'headers', headers: { 'bad name': 'x' } }, 'headers.bad name');
+    await bad({ authType: 'headers', headers: { 'bad name': 'x' } }, 'headers.bad…');
     // Header maps follow one rule, an identity's as a collector's: headers the exchange owns, a name twice, control characters, more than 32.
     await bad({ authType: 'headers', headers: { a: 'b', Host: 'elsewhere.example' } }, 'headers.Host');
     await bad({ authType: 'headers', headers: { 'X-Key': 'b', 'x-key': 'c' } }, 'headers.x-key');
