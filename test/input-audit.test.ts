@@ -109,7 +109,7 @@ describe('a list request whose cursor is not a string', () => {
       const answer = messageOf(res.payload);
       expect(answer.error, url).toEqual({
         code: -32602,
-        message: `tools/list params.cursor must be a string, not ${cursor === null ? 'null' : `a ${typeof cursor}`}.`,
+        message: `tools/list params.cursor must be a string, not ${cursor === null ? 'null' : typeof cursor === 'object' ? 'an object' : `a ${typeof cursor}`}.`,
       });
     }
   });
