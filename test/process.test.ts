@@ -201,6 +201,13 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
         }),
         days,
       ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('expiresInDays: Invalid input: expected number, received string') });
+    // Bad input is answered before the stores are opened: a DATA_DIR that has none is left empty.
+    const untouched = fs.mkdtempSync(path.join(dataDir(), 'untouched-'));
+    await expect(run(TSX, ['src/cli/admin.ts', 'create-token', '--user', 'nope', '--label', 'x'], { env: serviceEnv(untouched, port) })).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('user: must be a guid'),
+    });
+    expect(fs.readdirSync(untouched)).toEqual([]);
     // On a DATA_DIR with no stores yet (not the running service's, most likely), it says so before making them.
     const elsewhere = fs.mkdtempSync(path.join(dataDir(), 'elsewhere-'));
     const made = await run(TSX, ['src/cli/admin.ts', 'migrate', '--json'], { env: serviceEnv(elsewhere, port) });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { ConfigError, loadConfig } from '../config.js';
-import { runAdminCommand } from '../core/admin-commands.js';
+import { adminCommandRefusal, runAdminCommand } from '../core/admin-commands.js';
 import { toAppError } from '../core/errors.js';
 import { sendAdminCommand, type AdminResponse } from '../runtime/admin-socket.js';
 import { openRuntime } from '../runtime/open.js';
@@ -119,6 +119,10 @@ async function main(): Promise<number> {
   } finally {
     progress.stop();
   }
+  // No service answers on this DATA_DIR: bad input is answered before the stores are opened (a refusal there changes
+  // nothing, so nothing is audited; through the service it is, as its interface's refusals are).
+  const refused = response ? null : adminCommandRefusal(command, args);
+  if (refused) response = { ok: false, error: { code: refused.code, detail: refused.message, errors: refused.extras.errors } };
   if (!response) {
     // No service answers on this DATA_DIR: the CLI works on its stores itself. Where there are none yet, it is most
     // likely another directory than the running service's, whose data this command would never reach.

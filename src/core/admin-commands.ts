@@ -105,13 +105,26 @@ const handlers: Handlers = {
   },
 };
 
+const unknownCommand = () => validationFailed([{ path: 'command', message: `unknown command; one of ${ADMIN_COMMANDS.join(', ')}` }]);
+
+/**
+ * Why the command or its arguments are refused, or null: the check runAdminCommand
+ * makes, for a CLI that answers bad input before it opens the stores (seconds, and a
+ * DATA_DIR made for nothing).
+ */
+export function adminCommandRefusal(name: string, rawArgs: Record<string, unknown>): AppError | null {
+  if (!(name in commandSchemas)) return unknownCommand();
+  const parsed = commandSchemas[name as AdminCommandName].safeParse(rawArgs);
+  return parsed.success ? null : validationFailed(zodFieldErrors(parsed.error));
+}
+
 export async function runAdminCommand(
   services: AdminCommandServices,
   name: string,
   rawArgs: Record<string, unknown>,
   hooks: AdminCommandHooks = {},
 ): Promise<Record<string, unknown>> {
-  if (!(name in commandSchemas)) throw validationFailed([{ path: 'command', message: `unknown command; one of ${ADMIN_COMMANDS.join(', ')}` }]);
+  if (!(name in commandSchemas)) throw unknownCommand();
   const command = name as AdminCommandName;
   const parsed = commandSchemas[command].safeParse(rawArgs);
   let result: Record<string, unknown>;
