@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { validationFailed, type FieldError } from './errors.js';
+import { HTTP_TOKEN } from './http-token.js';
 import { shownHeaderName } from './redaction.js';
 
 /** The most headers one map may hold (an identity's, a collector's). */
 export const MAX_HEADERS = 32;
 const MAX_NAME_LENGTH = 256;
 const MAX_VALUE_LENGTH = 8_192;
-/** RFC 9110 field-name token. */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Control characters but tab: Node refuses to send them in a header value, and CR/LF would split the header. */
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTER = /[\u0000-\u0008\u000a-\u001f\u007f]/;
@@ -53,7 +52,7 @@ export function checkedHeaderMap(input: Record<string, string>, field = 'headers
     const path = `${field}.${shownHeaderName(given)}`;
     // A value of spaces alone is empty once sent (HTTP trims a value): dropped like an empty one.
     if (!name || value.trim() === '' || lower.startsWith(RESERVED_PREFIX)) continue;
-    if (!HEADER_NAME.test(name)) errors.push({ path, message: 'is not a valid HTTP header name' });
+    if (!HTTP_TOKEN.test(name)) errors.push({ path, message: 'is not a valid HTTP header name' });
     else if (EXCHANGE_HEADERS.has(lower)) errors.push({ path, message: 'is set by the service on each request and cannot be configured' });
     else if (seen.has(lower)) errors.push({ path, message: 'is given twice (header names are case-insensitive)' });
     else if (CONTROL_CHARACTER.test(value)) errors.push({ path, message: 'value must be one line without control characters' });

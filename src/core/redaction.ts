@@ -1,3 +1,5 @@
+import { LEADING_HTTP_TOKEN } from './http-token.js';
+
 /**
  * The one redaction module: every secret that could reach a stored or returned text
  * (call-log headers and bodies, alert context, audit records, service logs, collector
@@ -46,16 +48,13 @@ export function isSensitiveHeaderName(name: string, extraNames: Iterable<string>
   return false;
 }
 
-/** The characters of an HTTP header name (RFC 9110 token): a name is one of these runs. */
-const HEADER_NAME_RUN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]*/;
-
 /**
  * A header map's key as it may be shown or recorded: a key that is not a header name
  * is cut where its name ends, since a whole header line pasted as the name
  * (`Authorization: Splunk <token>`) carries its credential after the name.
  */
 export function shownHeaderName(key: string): string {
-  const name = HEADER_NAME_RUN.exec(key.trim())?.[0] ?? '';
+  const name = LEADING_HTTP_TOKEN.exec(key.trim())?.[0] ?? '';
   return name === key.trim() ? key : `${name}…`;
 }
 

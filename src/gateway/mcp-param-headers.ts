@@ -2,6 +2,7 @@ import { ERRORS } from './call-model.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import { resolveExposedName } from './aggregate.js';
 import type { Catalog } from './catalog.js';
+import { HTTP_TOKEN } from '../core/http-token.js';
 
 /**
  * SEP-2243 (revision 2026-07-28): a tool's inputSchema may mark properties with
@@ -23,8 +24,6 @@ export interface ParamHeaderDeclaration {
 
 const PREFIX = 'Mcp-Param-';
 const MARK = 'x-mcp-header';
-/** RFC 9110 token. */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const PRIMITIVE = new Set(['string', 'integer', 'boolean']);
 /** Keywords under which a mark is not "statically reachable through properties": it makes the tool invalid. */
 const UNREACHABLE = [
@@ -69,7 +68,7 @@ export function scanParamHeaderDeclarations(inputSchema: unknown): readonly Para
     const schema = node as Record<string, unknown>;
     if (MARK in schema) {
       const name = schema[MARK];
-      if (!reachable || path.length === 0 || typeof name !== 'string' || !TOKEN.test(name)) return true;
+      if (!reachable || path.length === 0 || typeof name !== 'string' || !HTTP_TOKEN.test(name)) return true;
       const type = typeof schema.type === 'string' ? schema.type : undefined;
       if (type === undefined || !PRIMITIVE.has(type)) {
         if (type !== 'number') return true;
