@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { listenAdminSocket, adminSocketPath } from '../src/runtime/admin-socket.js';
+import { listenAdminSocket } from '../src/runtime/admin-socket.js';
+import { adminSocketPath } from '../src/runtime/admin-socket-client.js';
 import { invoke, newWorkspace, type TestApp } from './helpers/harness.js';
 import { useTestApp } from './helpers/lifecycle.js';
 import { countRows } from './helpers/call-logs.js';

@@ -3,10 +3,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { ConfigError, loadConfig } from '../config.js';
-import { adminCommandRefusal, runAdminCommand } from '../core/admin-commands.js';
-import { toAppError } from '../core/errors.js';
-import { sendAdminCommand, type AdminResponse } from '../runtime/admin-socket.js';
-import { openRuntime } from '../runtime/open.js';
+import { adminCommandRefusal } from '../core/admin-command-input.js';
+import { sendAdminCommand, type AdminResponse } from '../runtime/admin-socket-client.js';
 
 const USAGE = `Usage: npm run admin -- <command> [options] [--json]
 
@@ -130,6 +128,12 @@ async function main(): Promise<number> {
       process.stderr.write(
         `note: DATA_DIR=${config.dataDir} holds no stores yet: new ones are made there. A service running with another DATA_DIR will not see this command's result.\n`,
       );
+    // Loaded only here: a command handed to the running service, or refused, needs none of the stores' modules.
+    const [{ openRuntime }, { runAdminCommand }, { toAppError }] = await Promise.all([
+      import('../runtime/open.js'),
+      import('../core/admin-commands.js'),
+      import('../core/errors.js'),
+    ]);
     const runtime = await openRuntime(config, { backgroundJobs: false, logger: { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) } });
     try {
       response = {

@@ -1,6 +1,7 @@
-import { z } from 'zod';
-import { ADMIN_ENTITLEMENT, zodFieldErrors } from './executor.js';
+import type { z } from 'zod';
+import { zodFieldErrors } from './executor.js';
 import { AppError, notFound, toAppError, validationFailed } from './errors.js';
+import { commandSchemas, unknownCommand, type AdminCommandName } from './admin-command-input.js';
 import { targetGuidsOf } from './audit/audit-record.js';
 import { isGuid } from './ids.js';
 import { issueAccessToken } from './auth/issue-access-token.js';
@@ -17,26 +18,7 @@ import { seedCallLogs } from './logs/seed.js';
  * (handed over DATA_DIR/admin.sock) or in the CLI's own process; both call this,
  * so the output is the same either way.
  */
-const Guid = z.string().refine(isGuid, 'must be a guid');
 
-const commandSchemas = {
-  'create-workspace': z.strictObject({ name: z.string().trim().min(1), adminEmail: z.email(), partner: z.boolean().default(false) }),
-  entitlement: z.strictObject({ action: z.enum(['grant', 'revoke']), org: Guid, key: z.literal(ADMIN_ENTITLEMENT) }),
-  'create-token': z.strictObject({ user: Guid, label: z.string().trim().min(1).max(200), expiresInDays: z.number().int().min(0).max(90).default(0) }),
-  migrate: z.strictObject({}),
-  'rotate-secret-key': z.strictObject({ org: Guid.optional() }),
-  'seed-logs': z.strictObject({
-    org: Guid,
-    rows: z.number().int().min(1).max(1_000_000_000),
-    days: z.number().int().min(1).max(3650).default(7),
-    users: z.number().int().min(1).max(100_000).optional(),
-  }),
-} as const;
-
-export type AdminCommandName = keyof typeof commandSchemas;
-export const ADMIN_COMMANDS = Object.keys(commandSchemas) as AdminCommandName[];
-
-/** What a command may report while it runs (seed-logs: rows written so far). */
 /** What the operator's commands use: the stores, secrets, the spooled logs (seed-logs) and the change notices. */
 export type AdminCommandServices = Pick<Services, 'db' | 'clickhouse' | 'config' | 'secrets' | 'audit' | 'callLogs' | 'alerts' | 'configChanges'>;
 
@@ -104,19 +86,6 @@ const handlers: Handlers = {
     return seedCallLogs(services, { organizationGuid: a.org, rows: a.rows, days: a.days, users: a.users, onProgress: hooks.onProgress, signal: hooks.signal });
   },
 };
-
-const unknownCommand = () => validationFailed([{ path: 'command', message: `unknown command; one of ${ADMIN_COMMANDS.join(', ')}` }]);
-
-/**
- * Why the command or its arguments are refused, or null: the check runAdminCommand
- * makes, for a CLI that answers bad input before it opens the stores (seconds, and a
- * DATA_DIR made for nothing).
- */
-export function adminCommandRefusal(name: string, rawArgs: Record<string, unknown>): AppError | null {
-  if (!(name in commandSchemas)) return unknownCommand();
-  const parsed = commandSchemas[name as AdminCommandName].safeParse(rawArgs);
-  return parsed.success ? null : validationFailed(zodFieldErrors(parsed.error));
-}
 
 export async function runAdminCommand(
   services: AdminCommandServices,

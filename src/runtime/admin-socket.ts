@@ -1,12 +1,10 @@
 import fs from 'node:fs';
 import net from 'node:net';
-import path from 'node:path';
 import { ConfigError } from '../config.js';
 import { runAdminCommand, type AdminCommandServices } from '../core/admin-commands.js';
 import { toAppError } from '../core/errors.js';
 import type { Services } from '../core/services.js';
-
-export const adminSocketPath = (dataDir: string): string => path.join(dataDir, 'admin.sock');
+import { adminSocketPath, type AdminRequest, type AdminResponse } from './admin-socket-client.js';
 
 /** The longest path a Unix socket may have (sun_path less its final NUL): 103 bytes on macOS and the BSDs, 107 elsewhere. */
 const MAX_SOCKET_PATH_BYTES = process.platform === 'darwin' || process.platform.endsWith('bsd') ? 103 : 107;
@@ -24,12 +22,6 @@ export function ensureAdminSocketPath(dataDir: string): void {
       `DATA_DIR: ${dataDir} is too long for its admin socket (${socketPath} is ${bytes} bytes; a Unix socket's path may have at most ${MAX_SOCKET_PATH_BYTES}); choose a shorter path.`,
     );
 }
-
-export interface AdminRequest {
-  command: string;
-  args: Record<string, unknown>;
-}
-export type AdminResponse = { ok: true; result: Record<string, unknown> } | { ok: false; error: { code: string; detail: string; errors?: unknown } };
 
 /**
  * Serves operator commands over a Unix socket (mode 0600) so `npm run admin` can
@@ -75,45 +67,6 @@ export async function listenAdminSocket(services: AdminCommandServices & Pick<Se
   });
   fs.chmodSync(socketPath, 0o600);
   return server;
-}
-
-/** Sends one command to a running service; null when none listens on DATA_DIR. */
-export function sendAdminCommand(
-  dataDir: string,
-  request: AdminRequest,
-  timeoutMs = 120_000,
-  onProgress?: (done: number, total: number) => void,
-): Promise<AdminResponse | null> {
-  const socketPath = adminSocketPath(dataDir);
-  if (!fs.existsSync(socketPath)) return Promise.resolve(null);
-  return new Promise((resolve, reject) => {
-    let answer = '';
-    let connected = false;
-    const socket = net.connect(socketPath, () => {
-      connected = true;
-      socket.write(JSON.stringify(request) + '\n');
-    });
-    socket.setEncoding('utf8');
-    socket.setTimeout(timeoutMs, () => socket.destroy(new Error('The running service did not answer the admin command in time.')));
-    socket.on('data', (chunk) => {
-      answer += chunk;
-      // Every complete line but the answer is a progress report.
-      let nl: number;
-      while ((nl = answer.indexOf('\n')) >= 0 && answer.startsWith('{"progress"')) {
-        const { progress } = JSON.parse(answer.slice(0, nl)) as { progress: { done: number; total: number } };
-        onProgress?.(progress.done, progress.total);
-        answer = answer.slice(nl + 1);
-      }
-    });
-    socket.on('end', () => {
-      try {
-        resolve(JSON.parse(answer) as AdminResponse);
-      } catch (err) {
-        reject(err instanceof Error ? err : new Error(String(err)));
-      }
-    });
-    socket.on('error', (err) => (connected ? reject(err) : resolve(null)));
-  });
 }
 
 /** Another service process holds the data directory. */
