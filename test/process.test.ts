@@ -180,14 +180,14 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
     const port = await freePort();
     await expect(run(TSX, ['src/cli/admin.ts', 'create-token', '--user', 'nope', '--label', 'x'], { env: baseEnv(port) })).rejects.toMatchObject({
       code: 1,
-      stderr: expect.stringContaining('user: must be a guid'),
+      stderr: expect.stringContaining('--user: must be a guid'),
     });
     // Several invalid parameters: each one's reason, not only their names.
     await expect(
       run(TSX, ['src/cli/admin.ts', 'create-workspace', '--name', '', '--admin-email', 'not-an-email'], { env: baseEnv(port) }),
     ).rejects.toMatchObject({
       code: 1,
-      stderr: expect.stringMatching(/2 invalid parameters: name, adminEmail\n {2}name: .+\n {2}adminEmail: Invalid email address\n/),
+      stderr: expect.stringMatching(/2 invalid parameters: --name, --admin-email\n {2}--name: .+\n {2}--admin-email: Invalid email address\n/),
     });
     // A word the command does not take is refused (it was ignored, and the workspace made).
     await expect(
@@ -200,12 +200,12 @@ describe.runIf(storeKind() === 'pglite')('the service process', () => {
           env: baseEnv(port),
         }),
         days,
-      ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('expiresInDays: Invalid input: expected number, received string') });
+      ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('--expires-in-days: Invalid input: expected number, received string') });
     // Bad input is answered before the stores are opened: a DATA_DIR that has none is left empty.
     const untouched = fs.mkdtempSync(path.join(dataDir(), 'untouched-'));
     await expect(run(TSX, ['src/cli/admin.ts', 'create-token', '--user', 'nope', '--label', 'x'], { env: serviceEnv(untouched, port) })).rejects.toMatchObject({
       code: 1,
-      stderr: expect.stringContaining('user: must be a guid'),
+      stderr: expect.stringContaining('--user: must be a guid'),
     });
     expect(fs.readdirSync(untouched)).toEqual([]);
     // On a DATA_DIR with no stores yet (not the running service's, most likely), it says so before making them.

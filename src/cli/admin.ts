@@ -23,41 +23,47 @@ Commands:
 While the service runs on the same DATA_DIR, the command is carried out by it
 (over DATA_DIR/admin.sock); otherwise this process opens the stores itself.`;
 
+/**
+ * The command flags: each one's argument key (camelCase, as the commands' schemas
+ * name it) and kind. One table for reading the command line and for naming a refused
+ * argument by the flag the operator typed.
+ */
+const FLAGS = {
+  name: { key: 'name', kind: 'text' },
+  'admin-email': { key: 'adminEmail', kind: 'text' },
+  partner: { key: 'partner', kind: 'switch' },
+  org: { key: 'org', kind: 'text' },
+  key: { key: 'key', kind: 'text' },
+  user: { key: 'user', kind: 'text' },
+  label: { key: 'label', kind: 'text' },
+  'expires-in-days': { key: 'expiresInDays', kind: 'number' },
+  rows: { key: 'rows', kind: 'number' },
+  days: { key: 'days', kind: 'number' },
+  users: { key: 'users', kind: 'number' },
+} as const satisfies Record<string, { key: string; kind: 'text' | 'switch' | 'number' }>;
+
+/** The flag that sets an argument (`adminEmail` is `--admin-email`); other names (command, action) as they are. */
+const flagOf = (key: string): string => {
+  const flag = Object.entries(FLAGS).find(([, f]) => f.key === key)?.[0];
+  return flag ? `--${flag}` : key;
+};
+
 /** Turns argv into the command's name and arguments (camelCase keys). */
 function parseCommandLine(argv: string[]): { command: string; args: Record<string, unknown>; json: boolean } {
+  const flagOptions = Object.fromEntries(Object.entries(FLAGS).map(([flag, f]) => [flag, { type: f.kind === 'switch' ? 'boolean' : 'string' } as const]));
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: {
-      name: { type: 'string' },
-      'admin-email': { type: 'string' },
-      partner: { type: 'boolean' },
-      org: { type: 'string' },
-      key: { type: 'string' },
-      user: { type: 'string' },
-      label: { type: 'string' },
-      'expires-in-days': { type: 'string' },
-      rows: { type: 'string' },
-      days: { type: 'string' },
-      users: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: { ...flagOptions, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   });
   const [command = 'help', ...rest] = positionals;
   if (values.help) return { command: 'help', args: {}, json: false };
   const args: Record<string, unknown> = {};
-  if (values.name !== undefined) args.name = values.name;
-  if (values['admin-email'] !== undefined) args.adminEmail = values['admin-email'];
-  if (values.partner) args.partner = true;
-  if (values.org !== undefined) args.org = values.org;
-  if (values.key !== undefined) args.key = values.key;
-  if (values.user !== undefined) args.user = values.user;
-  if (values.label !== undefined) args.label = values.label;
-  if (values['expires-in-days'] !== undefined) args.expiresInDays = wholeNumber(values['expires-in-days']);
-  if (values.rows !== undefined) args.rows = wholeNumber(values.rows);
-  if (values.days !== undefined) args.days = wholeNumber(values.days);
-  if (values.users !== undefined) args.users = wholeNumber(values.users);
+  for (const [flag, f] of Object.entries(FLAGS)) {
+    const value = (values as Record<string, string | boolean | undefined>)[flag];
+    if (value === undefined || value === false) continue;
+    args[f.key] = f.kind === 'number' ? wholeNumber(String(value)) : value;
+  }
   // Words a command does not take are refused, as parseArgs refuses an unknown option (they were ignored).
   const extra = command === 'entitlement' ? rest.slice(1) : rest;
   if (extra.length > 0) throw new Error(`Unexpected argument${extra.length > 1 ? 's' : ''} '${extra.join(' ')}' for ${command}: see --help.`);
@@ -92,6 +98,19 @@ function progressBar(): { update: (done: number, total: number) => void; stop: (
       bar = null;
     },
   };
+}
+
+/**
+ * A refusal's detail with each argument named by its flag: the commands' schemas (and
+ * a running service, which answers the same) name `adminEmail` where the operator
+ * typed `--admin-email`.
+ */
+function refusalInFlags(detail: string, fieldErrors: { path: string }[]): string {
+  if (fieldErrors.length === 0) return detail;
+  const paths = fieldErrors.map((e) => e.path);
+  if (fieldErrors.length === 1 && detail.startsWith(`${paths[0]}: `)) return `${flagOf(paths[0]!)}${detail.slice(paths[0]!.length)}`;
+  const listed = paths.join(', ');
+  return detail.endsWith(`: ${listed}`) ? `${detail.slice(0, -listed.length)}${paths.map(flagOf).join(', ')}` : detail;
 }
 
 function print(result: Record<string, unknown>, json: boolean): void {
@@ -151,10 +170,10 @@ async function main(): Promise<number> {
   }
   if (!response.ok) {
     if (json) process.stdout.write(JSON.stringify({ error: response.error }) + '\n');
-    process.stderr.write(`error (${response.error.code}): ${response.error.detail}\n`);
-    // With several invalid parameters the detail lists only their names: each one's reason follows on its own line.
     const fieldErrors = Array.isArray(response.error.errors) ? (response.error.errors as { path: string; message: string }[]) : [];
-    if (fieldErrors.length > 1) for (const e of fieldErrors) process.stderr.write(`  ${e.path}: ${e.message}\n`);
+    process.stderr.write(`error (${response.error.code}): ${refusalInFlags(response.error.detail, fieldErrors)}\n`);
+    // With several invalid parameters the detail lists only their names: each one's reason follows on its own line.
+    if (fieldErrors.length > 1) for (const e of fieldErrors) process.stderr.write(`  ${flagOf(e.path)}: ${e.message}\n`);
     if (response.error.code === 'validation_failed') process.stderr.write(USAGE + '\n');
     return 1;
   }
