@@ -44,7 +44,7 @@ export function serviceEnv(dataDir: string, port: number): NodeJS.ProcessEnv {
 }
 
 /**
- * Starts the service and resolves once /healthz answers; `children` collects it for
+ * Starts the service and resolves once it has started (/healthz answers and the admin socket listens); `children` collects it for
  * the caller's cleanup. `cwd`: the directory it runs from (the checkout by default).
  */
 export async function startService(
@@ -66,10 +66,14 @@ export async function startService(
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
   for (let i = 0; i < 240; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
+    // Started: /healthz answers once the service listens, which comes before the first start's bootstrap (and the
+    // token it prints); the admin socket comes last.
+    const ok =
+      fs.existsSync(path.join(dataDir, 'admin.sock')) &&
+      (await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ));
     if (ok) return { child, output: () => out };
     if (child.exitCode !== null) throw new Error(`service exited: ${out}`);
     await new Promise((r) => setTimeout(r, 250));
