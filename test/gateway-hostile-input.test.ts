@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MAX_OPEN_STREAMS_PER_CONNECTION } from '../src/gateway/rate-limits.js';
+import { rawListen } from './helpers/gateway.js';
 import { invoke } from './helpers/harness.js';
 import { startTwoEraGateway, type TwoEraGateway } from './helpers/two-era-gateway.js';
 
@@ -210,6 +211,13 @@ describe('open event streams', () => {
     return { res, close: () => abort.abort() };
   }
 
+  /** Opens a 2026-07-28 `subscriptions/listen` stream as far as its headers; `close` drops it as a host does. */
+  async function openListen(token: string) {
+    const abort = new AbortController();
+    const res = await rawListen(g.url, token, 'listen', abort.signal);
+    return { res, close: () => abort.abort() };
+  }
+
   /** Opens one stream once a slot is free: a slot comes back when the gateway sees the stream close, a moment after the host does. */
   async function openOnceFree(url: string, headers: Record<string, string>) {
     return vi.waitFor(
@@ -223,7 +231,7 @@ describe('open event streams', () => {
     );
   }
 
-  it('are at most MAX_OPEN_STREAMS_PER_CONNECTION a connection, GET in a session and the legacy /sse together; a slot comes back when a stream closes', async () => {
+  it('are at most MAX_OPEN_STREAMS_PER_CONNECTION a connection, GET in a session, the legacy /sse and subscriptions/listen together; a slot comes back when a stream closes', async () => {
     // A connection of its own, so the other tests' streams are not counted against it.
     const gatewayGuid = /\/gateways\/([^/]+)\/mcp$/.exec(g.url)![1]!;
     const issued = await invoke(g.t, 'rest', g.ws.token, 'issue_gateway_token', { gatewayGuid });
@@ -239,18 +247,22 @@ describe('open event streams', () => {
     );
     const own = { ...auth, 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
     const sse = g.url.replace(/\/mcp$/, '/sse');
-    const half = MAX_OPEN_STREAMS_PER_CONNECTION / 2;
+    const listening = 10;
+    const half = (MAX_OPEN_STREAMS_PER_CONNECTION - listening) / 2;
     const gets = await Promise.all(Array.from({ length: half }, () => openStream(g.url, own)));
     const legacy = await Promise.all(Array.from({ length: half }, () => openStream(sse, auth)));
-    for (const { res } of [...gets, ...legacy]) expect(res.status).toBe(200);
+    const listens = await Promise.all(Array.from({ length: listening }, () => openListen(issued.body.token as string)));
+    for (const { res } of [...gets, ...legacy, ...listens]) expect(res.status).toBe(200);
+    for (const { res } of listens) expect(res.headers.get('content-type')).toContain('text/event-stream');
 
     const expectRefused = async () => {
-      for (const [url, headers] of [
-        [g.url, own],
-        [sse, auth],
+      for (const [kind, open] of [
+        ['GET', () => openStream(g.url, own)],
+        ['/sse', () => openStream(sse, auth)],
+        ['subscriptions/listen', () => openListen(issued.body.token as string)],
       ] as const) {
-        const { res } = await openStream(url, headers);
-        expect(res.status, url).toBe(429);
+        const { res } = await open();
+        expect(res.status, kind).toBe(429);
         expect(res.headers.get('retry-after')).toBe('5');
         expect(await res.json()).toEqual({
           jsonrpc: '2.0',
@@ -275,15 +287,20 @@ describe('open event streams', () => {
     gets.push(await openOnceFree(g.url, own));
     await expectRefused();
 
+    // A listen stream dropped gives its slot back too.
+    listens.pop()!.close();
+    legacy.push(await openOnceFree(sse, auth));
+    await expectRefused();
+
     // The session ends: its GET streams end, and their slots come back.
     const ended = await fetch(g.url, { method: 'DELETE', headers: own });
     expect(ended.status).toBe(200);
     for (const { res } of gets) await res.text();
     for (let i = 0; i < gets.length; i++) legacy.push(await openOnceFree(sse, auth));
-    expect(legacy).toHaveLength(MAX_OPEN_STREAMS_PER_CONNECTION);
+    expect(legacy.length + listens.length).toBe(MAX_OPEN_STREAMS_PER_CONNECTION);
     const { res } = await openStream(sse, auth);
     expect(res.status).toBe(429);
     await res.text();
-    for (const stream of legacy) stream.close();
+    for (const stream of [...legacy, ...listens]) stream.close();
   });
 });

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { listenLoopback, registerServer, startRelayedReplica } from './helpers/gateway.js';
+import { listenLoopback, rawListen, registerServer, startRelayedReplica } from './helpers/gateway.js';
 import { startToolServer, type Upstream } from './helpers/upstreams.js';
 
 /**
@@ -144,30 +144,7 @@ describe.each(Object.entries(STREAMS))('%s', (_name, open) => {
 describe('a 2026-07-28 listen ended by the gateway', () => {
   it('says so first: notifications/cancelled naming the listen request, with the reason', async () => {
     const cut = await issued();
-    const res = await fetch(base + cut.path, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${cut.token}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'subscriptions/listen',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 'listen-7',
-        method: 'subscriptions/listen',
-        params: {
-          notifications: { toolsListChanged: true },
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-            'io.modelcontextprotocol/clientInfo': { name: 'raw-listener', version: '1' },
-            'io.modelcontextprotocol/clientCapabilities': {},
-          },
-        },
-      }),
-      signal: streams.signal,
-    });
+    const res = await rawListen(base + cut.path, cut.token, 'listen-7', streams.signal);
     expect(res.status).toBe(200);
     let text = '';
     const reading = (async () => {

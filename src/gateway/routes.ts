@@ -316,13 +316,16 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     }
     const direct = directRequest(request.body, request.headers);
     if (direct) return serveDirect(reply, modernHost, direct);
+    const listen = request.body as { method?: unknown; id?: RequestId };
+    // A listen stream stays open as a GET stream does, and takes one of the same slots.
+    const listens = listen.method === 'subscriptions/listen';
+    if (listens && !(await holdStream(caller, reply))) return reply;
     const response = await modern.fetch(toWebRequest(request), {
       parsedBody: request.body,
       authInfo: { token: 'verified', clientId: caller.connectionGuid, scopes: [], extra: { modernHost } },
     });
-    const listen = request.body as { method?: unknown; id?: RequestId };
     // The revision asks a server ending a listen stream to say so: notifications/cancelled naming the listen request.
-    if (listen.method === 'subscriptions/listen')
+    if (listens)
       endWhenAccessEnds(request, caller, reply.raw, (reason) =>
         sseMessage({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: listen.id!, reason } } as JSONRPCMessage),
       );

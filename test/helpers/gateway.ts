@@ -105,6 +105,34 @@ export async function startReplica(services: Services): Promise<{ app: FastifyIn
   return { app, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }
 
+/** A raw 2026-07-28 `subscriptions/listen` POST (tools list changes), as far as the response's headers; `signal` drops it. */
+export function rawListen(url: string, token: string, id: string, signal: AbortSignal): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'subscriptions/listen',
+      params: {
+        notifications: { toolsListChanged: true },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientInfo': { name: 'raw-listener', version: '1' },
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    }),
+    signal,
+  });
+}
+
 /**
  * Another replica with its own notice board, which hears of the first's configuration
  * changes only through a relay (in production, Postgres LISTEN/NOTIFY:
