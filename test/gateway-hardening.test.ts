@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -14,7 +15,7 @@ import { sealSession } from '../src/gateway/session-id.js';
 import { SESSION_MAX_AGE_MS } from '../src/gateway/ended-sessions.js';
 import { withoutEchoedSecrets } from '../src/gateway/echoed-secrets.js';
 import { openPostgres, type PostgresStore } from '../src/stores/postgres.js';
-import { assertNeverLeaked, closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
+import { assertNeverLeaked, closeClients, copyStoreTemplate, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
 import { gatewayClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
 import { startSecretEchoUpstream, type SecretEchoUpstream } from './helpers/secret-echo-upstream.js';
 
@@ -422,10 +423,19 @@ describe('failures that are not the host request', () => {
   afterAll(() => {
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
-  async function freshStore(): Promise<PostgresStore> {
+  /** A configuration store of its own: a copy of the run's migrated one (a fresh PGlite spends seconds in initdb). */
+  async function migratedStore(): Promise<PostgresStore> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpgw-hardening-'));
     dirs.push(dir);
+    copyStoreTemplate(dir, 'pg');
     return openPostgres({ dataDir: dir });
+  }
+  /** A configuration store without its tables. */
+  async function storeWithoutTables(): Promise<PostgresStore> {
+    const store = await migratedStore();
+    await sql`DROP SCHEMA public CASCADE`.execute(store.db);
+    await sql`CREATE SCHEMA public`.execute(store.db);
+    return store;
   }
   const injectPost = (app: FastifyInstance) =>
     app.inject({
@@ -436,7 +446,7 @@ describe('failures that are not the host request', () => {
     });
 
   it('answers 503 with -32603 while the configuration store is closed, on every method, without its internals', async () => {
-    const store = await freshStore();
+    const store = await migratedStore();
     await store.close();
     const app = await appOver(store);
     const res = await injectPost(app);
@@ -463,7 +473,7 @@ describe('failures that are not the host request', () => {
   });
 
   it('answers 500 with -32603 for a failure that is a defect (a store without its tables), without its internals', async () => {
-    const store = await freshStore();
+    const store = await storeWithoutTables();
     closers.push(() => store.close());
     const app = await appOver(store);
     const res = await injectPost(app);

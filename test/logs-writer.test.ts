@@ -495,7 +495,7 @@ describe('reads before writes (embedded store)', () => {
     if (process.platform !== 'linux' || !hasSysNice()) ctx.skip();
     expect(threadsAtNice(WRITE_NICE).filter((name) => name !== 'MergeMutate')).toEqual([]);
     const org = newGuid();
-    const rows = 200_000;
+    const rows = 50_000;
     const line = encodeCallLog(logRow(org)).thin;
     const seen = new Set<string>();
     const sampler = setInterval(() => threadsAtNice(WRITE_NICE).forEach((name) => seen.add(name)), 2);

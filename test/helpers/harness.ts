@@ -70,7 +70,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { own
       : {}),
     ...env,
   });
-  copyStoreTemplate(config);
+  copyStoreTemplates(config);
   const log = new CapturedLog();
   const runtime = await openRuntime(config, { logger: log });
   const httpLog: string[] = [];
@@ -98,13 +98,18 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { own
  * is the config's: openRuntime then finds every migration applied, as on a restart.
  * Without a template (a helper run by hand) the stores start empty.
  */
-function copyStoreTemplate(config: Config): void {
+function copyStoreTemplates(config: Config): void {
   const dir = process.env.TEST_STORE_TEMPLATE;
   if (!dir) return;
   const made = JSON.parse(fs.readFileSync(path.join(dir, STORE_TEMPLATE_MANIFEST), 'utf8')) as StoreTemplateManifest;
-  const copy = (store: string) => fs.cpSync(path.join(dir, store), path.join(config.dataDir, store), { recursive: true });
-  if (!config.databaseUrl) copy('pg');
-  if (!config.clickhouse && config.logRetentionDays === made.logRetentionDays) copy('clickhouse');
+  if (!config.databaseUrl) copyStoreTemplate(config.dataDir, 'pg');
+  if (!config.clickhouse && config.logRetentionDays === made.logRetentionDays) copyStoreTemplate(config.dataDir, 'clickhouse');
+}
+
+/** One of the run's migrated embedded stores copied into `dataDir` (nothing without a template: the store starts empty). */
+export function copyStoreTemplate(dataDir: string, store: 'pg' | 'clickhouse'): void {
+  const dir = process.env.TEST_STORE_TEMPLATE;
+  if (dir) fs.cpSync(path.join(dir, store), path.join(dataDir, store), { recursive: true });
 }
 
 /**
