@@ -474,6 +474,45 @@ describe.runIf(run)('the web console', () => {
     await other.close();
   });
 
+  it('Alerts narrows the list to when they were raised, the range kept in the URL', async () => {
+    const ranged = await newWorkspace(t);
+    await t.runtime.services.alerts.raise({
+      organizationGuid: ranged.organizationGuid,
+      code: 'recent_alert',
+      messageType: 'info',
+      subject: 'Raised just now',
+      message: 'New.',
+    });
+    // One raised ten days ago: a row of the alerts table with an older time, as the store keeps them.
+    await t.runtime.services.clickhouse.client.command({
+      query: `INSERT INTO alerts (organization_guid, guid, created_at, code, message_type, subject, message)
+              VALUES ('${ranged.organizationGuid}', '${newGuid()}', now64(3) - INTERVAL 10 DAY, 'old_alert', 'warning', 'Raised ten days ago', 'Old.')`,
+    });
+    const other = await newPage(1280);
+    await signIn(other, ranged.token);
+    await goTo('Alerts', other);
+    const subjects = () =>
+      other
+        .getByRole('table', { name: /^Alerts, newest first/ })
+        .locator('tbody tr td:nth-child(4)')
+        .allTextContents();
+    // Every alert by default, newest first.
+    await expect.poll(async () => (await subjects()).map((s) => s.trim())).toEqual(['Raised just now', 'Raised ten days ago']);
+    await other.getByLabel('Time range').selectOption('7d');
+    await expect.poll(async () => (await subjects()).map((s) => s.trim())).toEqual(['Raised just now']);
+    expect(new URL(other.url()).hash).toContain('range=7d');
+    // Filters applied keep the range; a reload shows the same.
+    await other.getByLabel('Severity').selectOption('warning');
+    await other.getByRole('button', { name: 'Apply filters' }).click();
+    await other.getByText('No alerts in this range.').waitFor();
+    expect(new URL(other.url()).hash).toContain('range=7d');
+    await other.getByLabel('Time range').selectOption('30d');
+    await expect.poll(async () => (await subjects()).map((s) => s.trim())).toEqual(['Raised ten days ago']);
+    await other.reload();
+    await expect.poll(async () => (await subjects()).map((s) => s.trim())).toEqual(['Raised ten days ago']);
+    await other.close();
+  });
+
   it('People creates a team, and a role from capability checkboxes (list_capabilities)', async () => {
     await goTo('People');
     await page.getByLabel('Team name').fill('Platform');

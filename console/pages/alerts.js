@@ -1,9 +1,28 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { hrefOf, navigate } from '../nav.js';
-import { ErrorBox, Field, Loading, Pager, Table, fmtTime, useAllowed, useCall, useDetailPanel, useNames, useOpener } from '../ui.js';
+import {
+  ErrorBox,
+  Field,
+  Loading,
+  Pager,
+  RANGES,
+  Table,
+  TimeZoneNote,
+  fmtTime,
+  rangeMs,
+  useAllowed,
+  useCall,
+  useDetailPanel,
+  useNames,
+  useOpener,
+  useWindowEnd,
+} from '../ui.js';
 
 const PAGE = 50;
+/** Alerts are few: by default every one is listed, newest first; a range narrows the list to when they were raised. */
+const ANY_TIME = 'all';
+const ALERT_RANGES = [[ANY_TIME, 'Any time'], ...RANGES.map(([key, label]) => [key, label])];
 
 /** Where a related resource id leads: its calls in the logs, by what kind of resource it is. */
 function ResourceLink({ id, kinds }) {
@@ -70,7 +89,10 @@ export function Alerts({ params }) {
     Object.entries({ code: params.code, messageType: params.messageType, relatedResourceGuid: params.relatedResourceGuid }).filter(([, v]) => v),
   );
   const skip = Number(params.skip ?? 0);
-  const { data, error, loading } = useCall('list_alerts', { filters, skip, take: PAGE });
+  const range = params.range ?? ANY_TIME;
+  const [now, refresh] = useWindowEnd(params);
+  const span = range === ANY_TIME ? {} : { fromMs: now - rangeMs(range), toMs: now };
+  const { data, error, loading } = useCall('list_alerts', { filters, ...span, skip, take: PAGE });
   const opener = useOpener();
   const servers = useNames([['list_inbound_servers', (s) => s.name]]);
   const gateways = useNames([['list_gateways', (g) => g.name]]);
@@ -85,8 +107,13 @@ export function Alerts({ params }) {
       <${ErrorBox} error=${error} />
     </section>`;
   return html`<section aria-labelledby="alerts-title">
-    <h1 id="alerts-title">Alerts</h1>
-    <form class="filters card" aria-label="Alert filters" onSubmit=${(e) => (e.preventDefault(), navigate('alerts', draft))}>
+    <div class="page-head">
+      <h1 id="alerts-title">Alerts</h1>
+      <${Field} label="Time range" as="select" value=${range} options=${ALERT_RANGES} onInput=${(v) => navigate('alerts', { ...params, range: v, skip: '' })} />
+      <button type="button" onClick=${refresh}>Refresh</button>
+    </div>
+    <${TimeZoneNote} />
+    <form class="filters card" aria-label="Alert filters" onSubmit=${(e) => (e.preventDefault(), navigate('alerts', { ...draft, range: params.range ?? '' }))}>
       <${Field} label="Code" value=${draft.code} onInput=${(v) => setDraft({ ...draft, code: v })} />
       <${Field}
         label="Severity"
@@ -110,7 +137,7 @@ export function Alerts({ params }) {
         ? html`<${Table}
               caption=${`Alerts, newest first${data.items.length ? `: ${skip + 1}–${skip + data.items.length}` : ''}`}
               rows=${data.items}
-              empty="No alerts."
+              empty=${range === ANY_TIME ? 'No alerts.' : 'No alerts in this range.'}
               columns=${[
                 { label: 'Time', render: (a) => fmtTime(a.createdAt) },
                 { label: 'Severity', render: (a) => html`<span class=${`status ${a.messageType}`}>${a.messageType}</span>` },
