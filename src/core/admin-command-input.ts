@@ -8,6 +8,7 @@ import { isGuid } from './ids.js';
  * (src/core/admin-commands.ts): the CLI checks a command's input with these before it
  * loads the stores' modules.
  */
+
 const Guid = z.string().refine(isGuid, 'must be a guid');
 
 export const commandSchemas = {

@@ -72,8 +72,9 @@ export class GatewayRateLimits {
 
 /**
  * Event streams one connection may hold open at once in a process: a GET in a 2025 session (a resumption too), the
- * legacy `/sse` and a 2026-07-28 `subscriptions/listen`. A host opens one or two; without a cap one token could open them without bound, and each 2025
- * GET follows its session's upstreams (host-event-streams.ts). Behind N replicas, N times this.
+ * legacy `/sse` and a 2026-07-28 `subscriptions/listen`. A host opens one or two; without a cap one token could open
+ * them without bound, and each follows upstreams (host-event-streams.ts, listen-upstreams.ts). Behind N replicas, N times
+ * this.
  */
 export const MAX_OPEN_STREAMS_PER_CONNECTION = 32;
 /** What a host refused a stream is told to wait: a slot frees when one of its streams closes, which no clock says. */
