@@ -44,8 +44,9 @@ export function serviceEnv(dataDir: string, port: number): NodeJS.ProcessEnv {
 }
 
 /**
- * Starts the service and resolves once it has started (/healthz answers and the admin socket listens); `children` collects it for
- * the caller's cleanup. `cwd`: the directory it runs from (the checkout by default).
+ * Starts the service and resolves once it has started (/healthz answers and the admin
+ * socket listens); `children` collects it for the caller's cleanup. `cwd`: the
+ * directory it runs from (the checkout by default).
  */
 export async function startService(
   dataDir: string,
