@@ -510,6 +510,20 @@ describe.runIf(run)('the web console', () => {
     await expect.poll(async () => (await subjects()).map((s) => s.trim())).toEqual(['Raised ten days ago']);
     await other.reload();
     await expect.poll(async () => (await subjects()).map((s) => s.trim())).toEqual(['Raised ten days ago']);
+    // Any time lists what was raised until the page opened; Refresh brings a newer one.
+    await other.getByLabel('Severity').selectOption('');
+    await other.getByLabel('Time range').selectOption('all');
+    await other.getByRole('button', { name: 'Apply filters' }).click();
+    await expect.poll(async () => (await subjects()).map((s) => s.trim())).toEqual(['Raised just now', 'Raised ten days ago']);
+    await t.runtime.services.alerts.raise({
+      organizationGuid: ranged.organizationGuid,
+      code: 'newer_alert',
+      messageType: 'info',
+      subject: 'Raised after the page opened',
+      message: 'Newer.',
+    });
+    await other.getByRole('button', { name: 'Refresh' }).click();
+    await expect.poll(async () => (await subjects()).map((s) => s.trim())).toEqual(['Raised after the page opened', 'Raised just now', 'Raised ten days ago']);
     await other.close();
   });
 

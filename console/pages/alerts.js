@@ -91,7 +91,8 @@ export function Alerts({ params }) {
   const skip = Number(params.skip ?? 0);
   const range = params.range ?? ANY_TIME;
   const [now, refresh] = useWindowEnd(params);
-  const span = range === ANY_TIME ? {} : { fromMs: now - rangeMs(range), toMs: now };
+  // Up to when the page was opened or refreshed, as Logs and Audit (Refresh brings the newer ones).
+  const span = range === ANY_TIME ? { toMs: now } : { fromMs: now - rangeMs(range), toMs: now };
   const { data, error, loading } = useCall('list_alerts', { filters, ...span, skip, take: PAGE });
   const opener = useOpener();
   const servers = useNames([['list_inbound_servers', (s) => s.name]]);
