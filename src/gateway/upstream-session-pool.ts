@@ -17,6 +17,14 @@ interface Entry {
 /** A session nobody used for this long is ended upstream (DELETE) and forgotten. */
 export const POOLED_SESSION_IDLE_MS = 60_000;
 const MAX_SESSIONS = 10_000;
+/**
+ * The digests of the host identities seen, by their JSON (keyOf): a host sends the same identity with every request,
+ * and hashing it costs about 20 µs a call, more than the rest of the pool's work. Bounded in count and in the length
+ * of the identities kept (a host's capabilities are its own to make large; one that large is hashed each call).
+ */
+const identityDigests = new Map<string, string>();
+const MAX_KEPT_DIGESTS = 1_000;
+const MAX_KEPT_IDENTITY_CHARS = 4_096;
 
 /**
  * 2025 upstream sessions shared by the session-less requests of one caller: a
@@ -38,7 +46,16 @@ export class UpstreamSessionPool {
 
   /** The key of a pooled session: who calls, which assignment, and the host identity the upstream was told. */
   static keyOf(connectionGuid: string, assignmentGuid: string, host: unknown): string {
-    return `${connectionGuid}|${assignmentGuid}|${createHash('sha256').update(JSON.stringify(host)).digest('base64url')}`;
+    const identity = JSON.stringify(host);
+    let digest = identityDigests.get(identity);
+    if (digest === undefined) {
+      digest = createHash('sha256').update(identity).digest('base64url');
+      if (identity.length <= MAX_KEPT_IDENTITY_CHARS) {
+        if (identityDigests.size >= MAX_KEPT_DIGESTS) identityDigests.clear();
+        identityDigests.set(identity, digest);
+      }
+    }
+    return `${connectionGuid}|${assignmentGuid}|${digest}`;
   }
 
   /**
