@@ -64,6 +64,7 @@ const ONCE = [
   'test/forwarder-encoding.test.ts',
   'test/collector-client.test.ts',
   // Rules with no store under them.
+  'test/bounded-memo.test.ts',
   'test/egress.test.ts',
   'test/egress-connect.test.ts',
   'test/redaction.test.ts',

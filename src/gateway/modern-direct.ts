@@ -12,6 +12,7 @@ import { isPlainObject, malformedRequestParams } from '../mcp/request-params.js'
 import { ERRORS } from './call-model.js';
 import { TASKS_EXTENSION } from './host-tasks.js';
 import { MODERN_REVISION } from './modern-upstream.js';
+import { BoundedMemo } from '../core/bounded-memo.js';
 
 /** The envelope's keys, which the SDK lifts out of `params._meta` before a handler sees the params. */
 const ENVELOPE_KEYS: ReadonlySet<string> = new Set([PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY]);
@@ -21,8 +22,7 @@ const CONTENTLESS_RESULT_KEYS = ['task', 'inputRequests', 'requestState'];
 /** The members of a JSON-RPC request (the SDK's schema is strict: anything else is not a request). */
 const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
 /** The SDK's verdicts on the envelopes seen, by their JSON (isModernEnvelope). */
-const envelopeVerdicts = new Map<string, boolean>();
-const MAX_KEPT_VERDICTS = 1_000;
+const envelopeVerdicts = new BoundedMemo<boolean>();
 
 /**
  * The requests served directly, each with the params it may carry besides `_meta` and
@@ -115,20 +115,15 @@ export function directRequest(body: unknown, headers: IncomingHttpHeaders): Dire
  * the same envelope with every request, so it is kept: classifying costs about 12 µs.
  */
 function isModernEnvelope(method: string, named: string | undefined, envelope: Record<string, unknown>): boolean {
-  const key = `${method} ${JSON.stringify(envelope)}`;
-  let verdict = envelopeVerdicts.get(key);
-  if (verdict === undefined) {
+  return envelopeVerdicts.get(`${method} ${JSON.stringify(envelope)}`, () => {
     const outcome = classifyInboundRequest({
       httpMethod: 'POST',
       protocolVersionHeader: MODERN_REVISION,
       mcpMethodHeader: method,
       body: { jsonrpc: '2.0', id: 0, method, params: { ...(named ? { [named]: 'x' } : {}), _meta: envelope } },
     });
-    verdict = outcome.kind === 'modern' && outcome.messageKind === 'request' && outcome.classification.revision === MODERN_REVISION;
-    if (envelopeVerdicts.size >= MAX_KEPT_VERDICTS) envelopeVerdicts.clear();
-    envelopeVerdicts.set(key, verdict);
-  }
-  return verdict;
+    return outcome.kind === 'modern' && outcome.messageKind === 'request' && outcome.classification.revision === MODERN_REVISION;
+  });
 }
 
 /**

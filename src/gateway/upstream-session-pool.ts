@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { BoundedMemo } from '../core/bounded-memo.js';
 
 /** An upstream session as the proxy keeps it. */
 export interface PooledSession {
@@ -19,12 +20,9 @@ export const POOLED_SESSION_IDLE_MS = 60_000;
 const MAX_SESSIONS = 10_000;
 /**
  * The digests of the host identities seen, by their JSON (keyOf): a host sends the same identity with every request,
- * and hashing it costs about 20 µs a call, more than the rest of the pool's work. Bounded in count and in the length
- * of the identities kept (a host's capabilities are its own to make large; one that large is hashed each call).
+ * and hashing it costs about 20 µs a call, more than the rest of the pool's work.
  */
-const identityDigests = new Map<string, string>();
-const MAX_KEPT_DIGESTS = 1_000;
-const MAX_KEPT_IDENTITY_CHARS = 4_096;
+const identityDigests = new BoundedMemo<string>();
 
 /**
  * 2025 upstream sessions shared by the session-less requests of one caller: a
@@ -47,14 +45,7 @@ export class UpstreamSessionPool {
   /** The key of a pooled session: who calls, which assignment, and the host identity the upstream was told. */
   static keyOf(connectionGuid: string, assignmentGuid: string, host: unknown): string {
     const identity = JSON.stringify(host);
-    let digest = identityDigests.get(identity);
-    if (digest === undefined) {
-      digest = createHash('sha256').update(identity).digest('base64url');
-      if (identity.length <= MAX_KEPT_IDENTITY_CHARS) {
-        if (identityDigests.size >= MAX_KEPT_DIGESTS) identityDigests.clear();
-        identityDigests.set(identity, digest);
-      }
-    }
+    const digest = identityDigests.get(identity, () => createHash('sha256').update(identity).digest('base64url'));
     return `${connectionGuid}|${assignmentGuid}|${digest}`;
   }
 
