@@ -3,7 +3,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { ConfigError, loadConfig } from '../config.js';
-import { adminCommandRefusal } from '../core/admin-command-input.js';
+import { parseAdminCommand } from '../core/admin-command-input.js';
+import { toAppError, validationFailed } from '../core/errors.js';
 import { sendAdminCommand, type AdminResponse } from '../runtime/admin-socket-client.js';
 
 const USAGE = `Usage: npm run admin -- <command> [options] [--json]
@@ -100,19 +101,6 @@ function progressBar(): { update: (done: number, total: number) => void; stop: (
   };
 }
 
-/**
- * A refusal's detail with each argument named by its flag: the commands' schemas (and
- * a running service, which answers the same) name `adminEmail` where the operator
- * typed `--admin-email`.
- */
-function refusalInFlags(detail: string, fieldErrors: { path: string }[]): string {
-  if (fieldErrors.length === 0) return detail;
-  const paths = fieldErrors.map((e) => e.path);
-  if (fieldErrors.length === 1 && detail.startsWith(`${paths[0]}: `)) return `${flagOf(paths[0]!)}${detail.slice(paths[0]!.length)}`;
-  const listed = paths.join(', ');
-  return detail.endsWith(`: ${listed}`) ? `${detail.slice(0, -listed.length)}${paths.map(flagOf).join(', ')}` : detail;
-}
-
 function print(result: Record<string, unknown>, json: boolean): void {
   if (json) {
     process.stdout.write(JSON.stringify(result) + '\n');
@@ -138,7 +126,7 @@ async function main(): Promise<number> {
   }
   // No service answers on this DATA_DIR: bad input is answered before the stores are opened (a refusal there changes
   // nothing, so nothing is audited; through the service it is, as its interface's refusals are).
-  const refused = response ? null : adminCommandRefusal(command, args);
+  const refused = response ? undefined : parseAdminCommand(command, args).refusal;
   if (refused) response = { ok: false, error: { code: refused.code, detail: refused.message, errors: refused.extras.errors } };
   if (!response) {
     // No service answers on this DATA_DIR: the CLI works on its stores itself. Where there are none yet, it is most
@@ -148,11 +136,7 @@ async function main(): Promise<number> {
         `note: DATA_DIR=${config.dataDir} holds no stores yet: new ones are made there. A service running with another DATA_DIR will not see this command's result.\n`,
       );
     // Loaded only here: a command handed to the running service, or refused, needs none of the stores' modules.
-    const [{ openRuntime }, { runAdminCommand }, { toAppError }] = await Promise.all([
-      import('../runtime/open.js'),
-      import('../core/admin-commands.js'),
-      import('../core/errors.js'),
-    ]);
+    const [{ openRuntime }, { runAdminCommand }] = await Promise.all([import('../runtime/open.js'), import('../core/admin-commands.js')]);
     const runtime = await openRuntime(config, { backgroundJobs: false, logger: { info() {}, warn() {}, debug() {}, error: (o: unknown) => console.error(o) } });
     try {
       response = {
@@ -171,7 +155,9 @@ async function main(): Promise<number> {
   if (!response.ok) {
     if (json) process.stdout.write(JSON.stringify({ error: response.error }) + '\n');
     const fieldErrors = Array.isArray(response.error.errors) ? (response.error.errors as { path: string; message: string }[]) : [];
-    process.stderr.write(`error (${response.error.code}): ${refusalInFlags(response.error.detail, fieldErrors)}\n`);
+    // The arguments named by the flags typed (the schemas, and a running service, name `adminEmail` for `--admin-email`).
+    const detail = fieldErrors.length > 0 ? validationFailed(fieldErrors.map((e) => ({ ...e, path: flagOf(e.path) }))).message : response.error.detail;
+    process.stderr.write(`error (${response.error.code}): ${detail}\n`);
     // With several invalid parameters the detail lists only their names: each one's reason follows on its own line.
     if (fieldErrors.length > 1) for (const e of fieldErrors) process.stderr.write(`  ${flagOf(e.path)}: ${e.message}\n`);
     if (response.error.code === 'validation_failed') process.stderr.write(USAGE + '\n');

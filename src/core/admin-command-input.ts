@@ -28,15 +28,18 @@ export const commandSchemas = {
 export type AdminCommandName = keyof typeof commandSchemas;
 export const ADMIN_COMMANDS = Object.keys(commandSchemas) as AdminCommandName[];
 
-export const unknownCommand = () => validationFailed([{ path: 'command', message: `unknown command; one of ${ADMIN_COMMANDS.join(', ')}` }]);
+/** A command's input: its name known and its arguments parsed, or why they are refused (`command` set when only the arguments are). */
+export type AdminCommandInput =
+  { command: AdminCommandName; args: Record<string, unknown>; refusal?: undefined } | { command?: AdminCommandName; args?: undefined; refusal: AppError };
 
 /**
- * Why the command or its arguments are refused, or null: the check runAdminCommand
- * makes, for a CLI that answers bad input before it opens the stores (seconds, and a
- * DATA_DIR made for nothing).
+ * The one check of a command's input: runAdminCommand makes it before it runs the
+ * command, and a CLI with no service to hand it to before it opens the stores (seconds,
+ * and a DATA_DIR made for nothing).
  */
-export function adminCommandRefusal(name: string, rawArgs: Record<string, unknown>): AppError | null {
-  if (!(name in commandSchemas)) return unknownCommand();
-  const parsed = commandSchemas[name as AdminCommandName].safeParse(rawArgs);
-  return parsed.success ? null : validationFailed(zodFieldErrors(parsed.error));
+export function parseAdminCommand(name: string, rawArgs: Record<string, unknown>): AdminCommandInput {
+  if (!(name in commandSchemas)) return { refusal: validationFailed([{ path: 'command', message: `unknown command; one of ${ADMIN_COMMANDS.join(', ')}` }]) };
+  const command = name as AdminCommandName;
+  const parsed = commandSchemas[command].safeParse(rawArgs);
+  return parsed.success ? { command, args: parsed.data } : { command, refusal: validationFailed(zodFieldErrors(parsed.error)) };
 }

@@ -1,7 +1,6 @@
 import type { z } from 'zod';
-import { zodFieldErrors } from './executor.js';
-import { AppError, notFound, toAppError, validationFailed } from './errors.js';
-import { commandSchemas, unknownCommand, type AdminCommandName } from './admin-command-input.js';
+import { AppError, notFound, toAppError } from './errors.js';
+import { parseAdminCommand, type AdminCommandName, type commandSchemas } from './admin-command-input.js';
 import { targetGuidsOf } from './audit/audit-record.js';
 import { isGuid } from './ids.js';
 import { issueAccessToken } from './auth/issue-access-token.js';
@@ -93,15 +92,16 @@ export async function runAdminCommand(
   rawArgs: Record<string, unknown>,
   hooks: AdminCommandHooks = {},
 ): Promise<Record<string, unknown>> {
-  if (!(name in commandSchemas)) throw unknownCommand();
-  const command = name as AdminCommandName;
-  const parsed = commandSchemas[command].safeParse(rawArgs);
+  const input = parseAdminCommand(name, rawArgs);
+  // An unknown command is not audited: there is nothing it could have done.
+  if (!input.command) throw input.refusal;
+  const { command } = input;
   let result: Record<string, unknown>;
   try {
-    if (!parsed.success) throw validationFailed(zodFieldErrors(parsed.error));
+    if (input.refusal) throw input.refusal;
     result = await (handlers[command] as (s: AdminCommandServices, a: unknown, h: AdminCommandHooks) => Promise<Record<string, unknown>>)(
       services,
-      parsed.data,
+      input.args,
       hooks,
     );
   } catch (err) {
@@ -111,7 +111,7 @@ export async function runAdminCommand(
   }
   await auditCommand(services, command, rawArgs, result, 'ok', 200);
   // Commands change workspaces behind the interface (e.g. an entitlement): caches must hear of it, like after an operation.
-  const org = (parsed.data as { org?: string }).org;
+  const org = (input.args as { org?: string }).org;
   if (org) services.configChanges.changed(org);
   return result;
 }
