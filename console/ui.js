@@ -570,6 +570,21 @@ export const RANGES = [
 export const rangeMs = (key) => (RANGES.find((r) => r[0] === key) ?? RANGES[2])[2];
 
 /**
+ * A page's time range and its Refresh: a range chosen goes into the page's URL, back
+ * to its first page. `choices`: the ranges offered (RANGES, or more).
+ */
+export function RangePicker({ page, params, range, onRefresh, choices = RANGES }) {
+  return html`<${Field}
+      label="Time range"
+      as="select"
+      value=${range}
+      options=${choices.map(([key, label]) => [key, label])}
+      onInput=${(v) => navigate(page, { ...params, range: v, skip: '' })}
+    />
+    <button type="button" onClick=${onRefresh}>Refresh</button>`;
+}
+
+/**
  * Epoch milliseconds as a datetime-local input's value (the browser's time zone, to
  * the minute) and back; an empty or invalid value gives null.
  */

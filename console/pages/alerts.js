@@ -7,6 +7,7 @@ import {
   Loading,
   Pager,
   RANGES,
+  RangePicker,
   Table,
   TimeZoneNote,
   fmtTime,
@@ -22,7 +23,7 @@ import {
 const PAGE = 50;
 /** Alerts are few: by default every one is listed, newest first; a range narrows the list to when they were raised. */
 const ANY_TIME = 'all';
-const ALERT_RANGES = [[ANY_TIME, 'Any time'], ...RANGES.map(([key, label]) => [key, label])];
+const ALERT_RANGES = [[ANY_TIME, 'Any time'], ...RANGES];
 
 /** Where a related resource id leads: its calls in the logs, by what kind of resource it is. */
 function ResourceLink({ id, kinds }) {
@@ -110,8 +111,7 @@ export function Alerts({ params }) {
   return html`<section aria-labelledby="alerts-title">
     <div class="page-head">
       <h1 id="alerts-title">Alerts</h1>
-      <${Field} label="Time range" as="select" value=${range} options=${ALERT_RANGES} onInput=${(v) => navigate('alerts', { ...params, range: v, skip: '' })} />
-      <button type="button" onClick=${refresh}>Refresh</button>
+      <${RangePicker} page="alerts" params=${params} range=${range} onRefresh=${refresh} choices=${ALERT_RANGES} />
     </div>
     <${TimeZoneNote} />
     <form class="filters card" aria-label="Alert filters" onSubmit=${(e) => (e.preventDefault(), navigate('alerts', { ...draft, range: params.range ?? '' }))}>

@@ -7,7 +7,7 @@ import {
   Loading,
   NamedFilter,
   Pager,
-  RANGES,
+  RangePicker,
   Table,
   TimeZoneNote,
   choicesOf,
@@ -60,14 +60,7 @@ export function Audit({ params }) {
   return html`<section aria-labelledby="audit-title">
     <div class="page-head">
       <h1 id="audit-title">Audit</h1>
-      <${Field}
-        label="Time range"
-        as="select"
-        value=${range}
-        options=${RANGES.map(([k, l]) => [k, l])}
-        onInput=${(v) => navigate('audit', { ...params, range: v, skip: '' })}
-      />
-      <button type="button" onClick=${refresh}>Refresh</button>
+      <${RangePicker} page="audit" params=${params} range=${range} onRefresh=${refresh} />
     </div>
     <${TimeZoneNote} />
     <form class="filters card" aria-label="Audit filters" onSubmit=${(e) => (e.preventDefault(), navigate('audit', { ...draft, range }))}>
