@@ -3,7 +3,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, listenLoopback, modernRequest, registerServer } from './helpers/gateway.js';
+import { gatewayClient, listenLoopback, modernEnvelope, modernHeaders, modernRequest, registerServer } from './helpers/gateway.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
 
@@ -116,25 +116,8 @@ describe('a 2026-07-28 host at a gateway', () => {
   it('refuses a request whose Mcp-Method header contradicts its body (HeaderMismatch)', async () => {
     const res = await fetch(url, {
       method: 'POST',
-      headers: {
-        authorization: `Bearer ${token}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/list',
-        params: {
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-            'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-            'io.modelcontextprotocol/clientCapabilities': {},
-          },
-        },
-      }),
+      headers: modernHeaders(token, 'tools/call'),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernEnvelope('raw') } }),
     });
     const body = (await res.json()) as { error: { code: number } };
     expect(body.error.code).toBe(-32020);

@@ -5,7 +5,7 @@ import { Client as Client2025 } from '@modelcontextprotocol/sdk/client/index.js'
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
-import { gatewayClient, legacySseClient, listenLoopback, registerServer, startReplica } from './helpers/gateway.js';
+import { gatewayClient, legacySseClient, listenLoopback, modernEnvelope, modernHeaders, registerServer, startReplica } from './helpers/gateway.js';
 import { startAskingUpstream, type AskingUpstream } from './helpers/asking-upstream.js';
 import { startModernUpstream } from './helpers/modern-upstream.js';
 import { startEverything, type Upstream } from './helpers/upstreams.js';
@@ -148,14 +148,7 @@ async function eventually<T>(read: () => Promise<T[]>, found: (row: T) => boolea
 function modernCall(token: string, name: string, args: Record<string, unknown>, retry: Record<string, unknown> = {}): RequestInit {
   return {
     method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': name,
-    },
+    headers: modernHeaders(token, 'tools/call', name),
     body: JSON.stringify({
       jsonrpc: '2.0',
       id: 9,
@@ -164,11 +157,7 @@ function modernCall(token: string, name: string, args: Record<string, unknown>, 
         name,
         arguments: args,
         ...retry,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': HOST_CAPABILITIES,
-        },
+        _meta: modernEnvelope('raw-2026', HOST_CAPABILITIES),
       },
     }),
   };

@@ -105,29 +105,37 @@ export async function startReplica(services: Services): Promise<{ app: FastifyIn
   return { app, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }
 
+/** The headers of a raw 2026-07-28 POST: the credential (if any), the revision, and the `Mcp-Method` (and `Mcp-Name`) it declares. */
+export function modernHeaders(token: string | null, method: string, name?: unknown): Record<string, string> {
+  return {
+    ...(token ? { authorization: `Bearer ${token}` } : {}),
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': method,
+    ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+  };
+}
+
+/** The envelope a raw 2026-07-28 request carries in `_meta`. */
+export function modernEnvelope(clientName: string, capabilities: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: clientName, version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+  };
+}
+
 /** A raw 2026-07-28 `subscriptions/listen` POST (tools list changes), as far as the response's headers; `signal` drops it. */
 export function rawListen(url: string, token: string, id: string, signal: AbortSignal): Promise<Response> {
   return fetch(url, {
     method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'subscriptions/listen',
-    },
+    headers: modernHeaders(token, 'subscriptions/listen'),
     body: JSON.stringify({
       jsonrpc: '2.0',
       id,
       method: 'subscriptions/listen',
-      params: {
-        notifications: { toolsListChanged: true },
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'raw-listener', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
+      params: { notifications: { toolsListChanged: true }, _meta: modernEnvelope('raw-listener') },
     }),
     signal,
   });
@@ -188,26 +196,14 @@ export async function modernRequest(
   const name = method === 'tools/call' || method === 'prompts/get' ? params.name : method.startsWith('tasks/') ? params.taskId : params.uri;
   const res = await fetch(at.url, {
     method: 'POST',
-    headers: {
-      ...(at.token ? { authorization: `Bearer ${at.token}` } : {}),
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
+    headers: modernHeaders(at.token, method, name),
     body: JSON.stringify({
       jsonrpc: '2.0',
       id: 1,
       method,
       params: {
         ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientInfo': { name: 'raw-2026-host', version: '1' },
-          'io.modelcontextprotocol/clientCapabilities': capabilities,
-          ...meta,
-        },
+        _meta: { ...modernEnvelope('raw-2026-host', capabilities), ...meta },
       },
     }),
   });
