@@ -2,13 +2,16 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * The suite runs on PGlite + chDB always, and again on the Postgres server when
- * DATABASE_URL is set (TEST_STORE tells the harness which). One process per test
- * file: chDB admits one data directory per process.
+ * DATABASE_URL is set (TEST_STORE tells the harness which). Each worker process runs
+ * file after file (isolate: false): a file's fixed cost, loading the service's modules
+ * and compiling PGlite's and chDB's engines, is paid once per worker instead of once
+ * per file (docs/decisions.md, "Test files share their worker"). Every file closes what
+ * it opens; chDB takes one data directory at a time per process.
  */
 const common = {
   include: ['test/**/*.test.ts'],
   pool: 'forks' as const,
-  isolate: true,
+  isolate: false,
   testTimeout: 60_000,
   hookTimeout: 120_000,
 };
