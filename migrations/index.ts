@@ -9,6 +9,7 @@ import * as auditForwarding from './2026-11-25-0003-audit-forwarding.js';
 import * as oauthIssuer from './2026-11-25-0010-oauth-issuer.js';
 import * as endedSessionTimes from './2026-11-29-0001-ended-session-times.js';
 import * as alertGates from './2026-11-29-0002-alert-gates.js';
+import * as oauthRefreshLease from './2026-11-30-0001-oauth-refresh-lease.js';
 
 /**
  * Every Postgres migration, in order. Listed statically (not read from disk) so the
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-25-0010-oauth-issuer': oauthIssuer,
   '2026-11-29-0001-ended-session-times': endedSessionTimes,
   '2026-11-29-0002-alert-gates': alertGates,
+  '2026-11-30-0001-oauth-refresh-lease': oauthRefreshLease,
 };

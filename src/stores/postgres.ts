@@ -4,7 +4,6 @@ import { Kysely, PostgresDialect } from 'kysely';
 import { Migrator, type MigrationResultSet } from 'kysely/migration';
 import { migrations } from '../../migrations/index.js';
 import type { Database } from './schema.js';
-import { markEmbedded } from './store-lock.js';
 
 export type ConfigDb = Kysely<Database>;
 
@@ -54,7 +53,6 @@ export async function openPostgres(opts: {
     parsers: { 20: (v: string) => Number(v) },
   });
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
-  markEmbedded(db);
   return {
     db,
     kind: 'pglite',

@@ -119,6 +119,8 @@ export interface IdentitiesTable {
   oauth_expires_at: NullableTimestamp;
   /** The issuer of the authorization server that minted an OAuth identity's tokens; null when not known (migration 2026-11-25-0010). */
   oauth_issuer: Generated<string | null>;
+  /** Until when one process holds the right to refresh the identity's OAuth tokens (migration 2026-11-30-0001). */
+  oauth_refresh_lease_until: NullableTimestamp;
   created_at: Timestamp;
 }
 

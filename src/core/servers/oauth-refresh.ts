@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { OAuthError, OAuthErrorCode, refreshAuthorization, type AuthorizationServerMetadata } from '@modelcontextprotocol/client';
-import { withStoreLock } from '../../stores/store-lock.js';
 import type { Identity } from '../repositories/identities.js';
 import type { Services } from '../services.js';
 import type { OAuthTokenSet } from './credentials.js';
@@ -13,11 +13,15 @@ import type { OAuthServerSettings } from './oauth-authorize.js';
 
 /** Refresh this long before the access token expires, so a call never races the expiry. */
 export const REFRESH_MARGIN_MS = 60_000;
-/**
- * How long the token endpoint has to answer a refresh: the refresh holds the identity's
- * store lock meanwhile, and other processes wait for it (less than STORE_LOCK_WAIT_MS).
- */
+/** How long the token endpoint has to answer a refresh: other processes wait for it meanwhile (refreshOnce). */
 export const REFRESH_TIMEOUT_MS = 20_000;
+/**
+ * How long a process holds an identity's refresh lease: longer than a refresh can take,
+ * so that a lease runs out only when its process died or stalled.
+ */
+const REFRESH_LEASE_MS = REFRESH_TIMEOUT_MS + 10_000;
+/** How often a process that waits for another's refresh reads the token set again. */
+const LEASE_POLL_MS = 250;
 
 export class OAuthRefreshError extends Error {}
 
@@ -25,7 +29,7 @@ export class OAuthRefreshError extends Error {}
 export type OAuthRefreshServices = Pick<Services, 'db' | 'secrets' | 'egress' | 'alerts' | 'logger'>;
 type RefreshedIdentity = Pick<Identity, 'guid' | 'organization_guid' | 'inbound_server_guid' | 'secret_guid'>;
 
-/** This process's refresh in flight per identity; the store lock (refreshOnce) is the same guard across processes. */
+/** This process's refresh in flight per identity; the refresh lease (refreshOnce) is the same guard across processes. */
 const inFlight = new Map<string, Promise<OAuthTokenSet>>();
 
 /** A refused refresh is not tried again with the same refresh token for this long (a storm of calls would each ask, and alert). */
@@ -83,28 +87,68 @@ async function storedTokenSet(services: OAuthRefreshServices, identity: Refreshe
 const replaced = (seen: OAuthTokenSet, stored: OAuthTokenSet): boolean => stored.accessToken !== seen.accessToken || stored.refreshToken !== seen.refreshToken;
 
 /**
- * One refresh across every process on the store: under the identity's store lock the
- * token set is read again, and one that another process refreshed since `seen` was
- * read is used as it is. Without it two replicas would both send the same refresh
- * token, and an authorization server that rotates refresh tokens (OAuth 2.1) refuses
- * the second with invalid_grant: a failed call and a false alert.
+ * One refresh across every process on the store. The process that takes the identity's
+ * refresh lease (a time in its row, claimed by one UPDATE) reads the token set again,
+ * uses one another process refreshed since `seen` was read as it is, or refreshes it;
+ * the others read the stored set every LEASE_POLL_MS until it is replaced, or take
+ * the lease once it is given back or runs out. Without it two replicas would both send
+ * the same refresh token, and an authorization server that rotates refresh tokens
+ * (OAuth 2.1) refuses the second with invalid_grant: a failed call and a false alert.
+ * No store connection is held while the token endpoint answers.
  */
 async function refreshOnce(services: OAuthRefreshServices, identity: RefreshedIdentity, seen: OAuthTokenSet): Promise<OAuthTokenSet> {
-  try {
-    return await withStoreLock(services.db, `oauth-refresh:${identity.guid}`, async (db) => {
-      const locked = { ...services, db };
-      const current = await storedTokenSet(locked, identity);
-      if (replaced(seen, current) && !needsRefresh(current)) return current;
-      return refreshTokenSet(locked, identity, current);
-    });
-  } catch (err) {
-    // Alerted once the lock is given up: what the alert gate writes would go back with the lock's transaction.
-    if (err instanceof RefreshRefusal) throw await refused(services, identity, err.set, err.reason, err.debugContext);
-    throw err;
+  // A lease runs out within REFRESH_LEASE_MS: waiting longer means the identity's row is gone.
+  const waitUntil = Date.now() + REFRESH_LEASE_MS + 4 * LEASE_POLL_MS;
+  for (;;) {
+    const lease = await claimRefreshLease(services, identity.guid);
+    if (lease) {
+      try {
+        const current = await storedTokenSet(services, identity);
+        if (replaced(seen, current) && !needsRefresh(current)) return current;
+        return await refreshTokenSet(services, identity, current);
+      } catch (err) {
+        if (err instanceof RefreshRefusal) throw await refused(services, identity, err.set, err.reason, err.debugContext);
+        throw err;
+      } finally {
+        await giveBackRefreshLease(services, identity.guid, lease).catch((err: unknown) =>
+          services.logger.warn(
+            { identityGuid: identity.guid, err: err instanceof Error ? err.message : String(err) },
+            'could not give back an OAuth refresh lease',
+          ),
+        );
+      }
+    }
+    if (Date.now() > waitUntil) throw new OAuthRefreshError('another gateway process took the refresh of these tokens and did not finish it');
+    await sleep(LEASE_POLL_MS);
+    const current = await storedTokenSet(services, identity);
+    if (replaced(seen, current) && !needsRefresh(current)) return current;
   }
 }
 
-/** A refresh that did not happen, as refreshTokenSet reports it under the store lock. */
+/** Takes the identity's refresh lease unless another process holds one that has not run out: its end, or null. */
+async function claimRefreshLease(services: OAuthRefreshServices, identityGuid: string): Promise<Date | null> {
+  const now = new Date();
+  const until = new Date(now.getTime() + REFRESH_LEASE_MS);
+  const claimed = await services.db
+    .updateTable('identities')
+    .set({ oauth_refresh_lease_until: until })
+    .where('guid', '=', identityGuid)
+    .where((eb) => eb.or([eb('oauth_refresh_lease_until', 'is', null), eb('oauth_refresh_lease_until', '<=', now)]))
+    .executeTakeFirst();
+  return claimed.numUpdatedRows > 0n ? until : null;
+}
+
+/** Gives the lease back, unless it ran out and another process took it since. */
+async function giveBackRefreshLease(services: OAuthRefreshServices, identityGuid: string, lease: Date): Promise<void> {
+  await services.db
+    .updateTable('identities')
+    .set({ oauth_refresh_lease_until: null })
+    .where('guid', '=', identityGuid)
+    .where('oauth_refresh_lease_until', '=', lease)
+    .execute();
+}
+
+/** A refresh that did not happen, as refreshTokenSet reports it (alerted by refreshOnce). */
 class RefreshRefusal extends Error {
   constructor(
     readonly set: OAuthTokenSet,
@@ -152,7 +196,7 @@ async function refreshTokenSet(services: OAuthRefreshServices, identity: Refresh
       fetchFn: recorder.fetch,
     });
   } catch (err) {
-    // Refused because the token set was refreshed meanwhile by a process outside the store lock (or authorized again): the stored one is good.
+    // Refused because the token set was refreshed meanwhile by a process outside the lease (or authorized again): the stored one is good.
     if (err instanceof OAuthError && err.code === OAuthErrorCode.InvalidGrant) {
       const stored = await storedTokenSet(services, identity);
       if (replaced(set, stored)) return stored;
