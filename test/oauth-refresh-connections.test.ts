@@ -7,7 +7,7 @@ import { startOAuthServer, type OAuthUpstream } from './helpers/upstreams.js';
 
 /** More identities than the Postgres pool has connections (10). */
 const IDENTITIES = 12;
-/** How long the test waits for every refresh to reach the token endpoint before it says which did not. */
+/** How long the test waits for every refresh to reach the token endpoint before it counts them. */
 const REACH_WAIT_MS = 8_000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -23,6 +23,7 @@ describe('OAuth refreshes and the store connections', () => {
   let ws: CreatedWorkspace;
   let upstream: OAuthUpstream;
   const identities: HeadlessOAuthIdentity['identity'][] = [];
+  const refreshesAsked = () => upstream.tokenRequests.filter((r) => r.grant_type === 'refresh_token').length;
 
   beforeAll(async () => {
     [t, upstream] = await Promise.all([startTestApp(), startOAuthServer()]);
@@ -40,7 +41,6 @@ describe('OAuth refreshes and the store connections', () => {
     let answer!: () => void;
     const answered = new Promise<void>((resolve) => (answer = resolve));
     upstream.beforeTokenAnswer = () => answered;
-    const refreshesAsked = () => upstream.tokenRequests.filter((r) => r.grant_type === 'refresh_token').length;
     const asked = refreshesAsked();
     const refreshes = identities.map((identity) => freshTokenSet(t.runtime.services, identity));
     try {
@@ -74,7 +74,6 @@ describe('OAuth refreshes and the store connections', () => {
       .set({ oauth_refresh_lease_until: new Date(Date.now() + 1_000) })
       .where('guid', '=', identity.guid)
       .execute();
-    const refreshesAsked = () => upstream.tokenRequests.filter((r) => r.grant_type === 'refresh_token').length;
     const asked = refreshesAsked();
     const refreshing = freshTokenSet(t.runtime.services, identity);
     await sleep(500);
