@@ -106,9 +106,6 @@ async function refreshOnce(services: OAuthRefreshServices, identity: RefreshedId
         const current = await storedTokenSet(services, identity);
         if (replaced(seen, current) && !needsRefresh(current)) return current;
         return await refreshTokenSet(services, identity, current);
-      } catch (err) {
-        if (err instanceof RefreshRefusal) throw await refused(services, identity, err.set, err.reason, err.debugContext);
-        throw err;
       } finally {
         await giveBackRefreshLease(services, identity.guid, lease).catch((err: unknown) =>
           services.logger.warn(
@@ -148,17 +145,6 @@ async function giveBackRefreshLease(services: OAuthRefreshServices, identityGuid
     .execute();
 }
 
-/** A refresh that did not happen, as refreshTokenSet reports it (alerted by refreshOnce). */
-class RefreshRefusal extends Error {
-  constructor(
-    readonly set: OAuthTokenSet,
-    readonly reason: string,
-    readonly debugContext: Record<string, unknown>,
-  ) {
-    super(reason);
-  }
-}
-
 async function refreshTokenSet(services: OAuthRefreshServices, identity: RefreshedIdentity, set: OAuthTokenSet): Promise<OAuthTokenSet> {
   const tokenEndpoint = new URL(set.tokenEndpoint);
   const endpoint = tokenEndpoint.origin + tokenEndpoint.pathname;
@@ -174,7 +160,7 @@ async function refreshTokenSet(services: OAuthRefreshServices, identity: Refresh
     const reason =
       `this identity was authorized by ${minted.ofIdentity}, but the server's authorization server is now ${minted.ofServer}: ` +
       'its tokens are not sent there; authorize the server again';
-    throw new RefreshRefusal(set, reason, debugContext());
+    throw await refused(services, identity, set, reason, debugContext());
   }
   // Only the token endpoint is known for a headless identity; that is all a refresh needs.
   const metadata = {
@@ -202,7 +188,7 @@ async function refreshTokenSet(services: OAuthRefreshServices, identity: Refresh
       if (replaced(set, stored)) return stored;
     }
     const reason = redactSecretValues(err instanceof Error ? err.message : String(err), secrets).slice(0, 500);
-    throw new RefreshRefusal(set, reason, debugContext(await recorder.lastFailure()));
+    throw await refused(services, identity, set, reason, debugContext(await recorder.lastFailure()));
   }
   const next: OAuthTokenSet = {
     ...set,
