@@ -54,7 +54,7 @@ export async function reopenBenchWorkspace(services: Pick<Services, 'db'>, label
 
 /**
  * The seed's floor, measured in the same run: up to `wanted` rows the seed wrote into
- * `organizationGuid`, read back as CSV bodies of one segment each (under a workspace
+ * `organizationGuid`, read back as bodies of one segment each in the writer's format (under a workspace
  * of their own, with new guids) and inserted back to back through the store's insert
  * with the writer's format and settings. What the insert path alone takes, with no
  * row generated, encoded or spooled: rows/s and CPU microseconds a row (every thread,
@@ -103,7 +103,7 @@ export async function measureInsertPath(
 export async function insertPathFigure(services: Pick<Services, 'db' | 'clickhouse'>, organizationGuid: string): Promise<string> {
   const floor = await measureInsertPath(services, organizationGuid);
   return (
-    `insert path alone (the seed's rows again as ${SEGMENT_ROWS}-row CSV bodies, back to back, nothing generated, encoded or spooled; ${loadAverage()}): ` +
+    `insert path alone (the seed's rows again as ${SEGMENT_ROWS}-row bodies, back to back, nothing generated, encoded or spooled; ${loadAverage()}): ` +
     `${floor.rowsPerSecond} rows/s, ${floor.cpuMicrosPerRow.toFixed(1)} µs of CPU a row`
   );
 }

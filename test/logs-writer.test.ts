@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +10,8 @@ import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
 import { CALL_LOG_INSERT_FORMAT, chEpochMs, encodeCallLog, THIN_INSERT_COLUMNS, truncateUtf8 } from '../src/core/logs/call-log-row.js';
 import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/redaction.js';
 import { listSegments, newSegmentName } from '../src/core/logs/spool.js';
-import { CapturedLog, startTestApp, type TestApp } from './helpers/harness.js';
+import { CapturedLog, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
+import { NODE } from './helpers/service-process.js';
 import { countRows, logRow } from './helpers/call-logs.js';
 
 /**
@@ -130,7 +132,7 @@ describe('the call-log writer', () => {
       text
         .trimEnd()
         .split('\n')
-        .filter((line) => line.startsWith('"'))
+        .filter((line) => line.startsWith('['))
         .map((line) => keysOf(line).guid),
     ).toEqual([
       // Each frame: its thin rows, then its detail rows.
@@ -292,14 +294,14 @@ describe('the call-log writer', () => {
 
   it('encodes created_at so that ClickHouse parses it to the millisecond, in both of its forms', async () => {
     // Epoch-seconds text for real call times, the ISO text before 2001. Parsed by ClickHouse's own
-    // CSV reader (a row in call_logs from 1999 would be dropped by the retention TTL).
+    // reader of the writer's format (a row in call_logs from 1999 would be dropped by the retention TTL).
     const times = [
       Date.UTC(2026, 10, 20, 12, 0, 0, 7),
       Date.UTC(2026, 10, 20, 12, 0, 0, 90),
       Date.UTC(1999, 0, 1, 0, 0, 0, 123),
       Date.UTC(2001, 8, 9, 1, 46, 40, 0),
     ];
-    const data = times.map((ms) => `"${chEpochMs(ms)}"`).join('\n');
+    const data = times.map((ms) => `["${chEpochMs(ms)}"]`).join('\n');
     const res = await real.query({
       query: `SELECT toUnixTimestamp64Milli(c) AS ms FROM format(${CALL_LOG_INSERT_FORMAT}, 'c DateTime64(3, \\'UTC\\')', {data:String})`,
       query_params: { data },
@@ -326,6 +328,82 @@ describe('the call-log writer', () => {
     await t.runtime.services.callLogs.write([logRow(org)]);
     await t.runtime.services.callLogs.flush();
     expect(await countRows(t, org)).toBe(1);
+  });
+});
+
+/**
+ * Text a host controls (a tool argument, an upstream's error) that, in a CSV field, put the SQL lexer of
+ * ClickHouse's client (which chDB runs every insert through) outside the field after the backslash, where the
+ * client reads comments as test hints: `echo` prints the statement with its rows to stdout, `retry` with no number
+ * fails the insert, `serverError` swallows the insert's own failure.
+ */
+const HINTED_TEXTS = [
+  '\\" -- { echo }',
+  '\\" -- { retry abc }',
+  '\\" -- { serverError 27 }',
+  '\\" /* { clientError 62 } */',
+  '\\" # { echoOn }',
+  'a backslash ends this \\',
+];
+
+describe("call-log text that ClickHouse's client reads as test hints", () => {
+  it('is stored exactly, in one insert', async () => {
+    const org = newGuid();
+    const rows = HINTED_TEXTS.map((text) => logRow(org, { toolName: text, errorMessage: text, requestBody: text, responseBody: text }));
+    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: newSpoolDir(), logger: new CapturedLog() });
+    await writer.write(rows);
+    await writer.flush();
+    await writer.close();
+    const thin = await real.query({
+      query: 'SELECT toString(guid) AS guid, tool_name, error_message FROM call_logs WHERE organization_guid = {org:String}',
+      query_params: { org },
+      format: 'JSONEachRow',
+    });
+    const details = await real.query({
+      query: 'SELECT toString(guid) AS guid, request_body, response_body FROM call_log_details WHERE organization_guid = {org:String}',
+      query_params: { org },
+      format: 'JSONEachRow',
+    });
+    const stored = new Map<string, string[]>();
+    for (const r of await thin.json<{ guid: string; tool_name: string; error_message: string }>()) stored.set(r.guid, [r.tool_name, r.error_message]);
+    for (const r of await details.json<{ guid: string; request_body: string; response_body: string }>())
+      stored.get(r.guid)?.push(r.request_body, r.response_body);
+    expect(stored.size).toBe(rows.length);
+    for (const [i, row] of rows.entries()) expect(stored.get(row.guid!)).toEqual(Array(4).fill(HINTED_TEXTS[i]));
+  });
+
+  // chDB's client writes an echoed statement to the process's fd 1 (the service's JSON log stream), where only
+  // another process can see it: a child inserts the rows into an embedded store of its own. Once: nothing here
+  // depends on the configuration store.
+  it.runIf(storeKind() === 'pglite')("prints nothing of the rows to the process's output", async () => {
+    const dataDir = newSpoolDir();
+    // The echoing ones alone: the others fail the insert, or print their own complaint, in CSV.
+    const echoing = HINTED_TEXTS.filter((text) => text.includes('echo'));
+    const script = `
+      import { migrateClickhouse, openClickhouse } from './src/stores/clickhouse.ts';
+      import { CALL_LOG_INSERT_FORMAT, DETAIL_INSERT_COLUMNS, encodeCallLog } from './src/core/logs/call-log-row.ts';
+      import { logRow } from './test/helpers/call-logs.ts';
+      const texts = JSON.parse(process.env.HINTED_TEXTS);
+      const store = await openClickhouse({ dataDir: process.env.DATA_DIR });
+      await migrateClickhouse(store, { retentionDays: 30 });
+      const org = '${newGuid()}';
+      const lines = texts.map((text) => encodeCallLog(logRow(org, { requestBody: text, responseBody: text })).detail);
+      await store.insertEncoded({ table: 'call_log_details', columns: DETAIL_INSERT_COLUMNS, format: CALL_LOG_INSERT_FORMAT, body: Buffer.from(lines.join('')), settings: {} });
+      const counted = await store.client.query({ query: 'SELECT count() AS n FROM call_log_details', format: 'JSONEachRow' });
+      process.stderr.write('stored ' + (await counted.json())[0].n + '\\n');
+      await store.close();
+    `;
+    const child = spawn(NODE, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      env: { ...process.env, DATA_DIR: dataDir, HINTED_TEXTS: JSON.stringify(echoing) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += String(d)));
+    child.stderr.on('data', (d) => (stderr += String(d)));
+    const code = await new Promise((resolve) => child.once('close', resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: `stored ${echoing.length}\n` });
+    expect(stdout).toBe('');
   });
 });
 
@@ -375,9 +453,11 @@ describe('redaction', () => {
     expect(truncateUtf8('abc', 3)).toEqual({ text: 'abc', truncated: false });
   });
 
-  it('encodes a thin row as a CSV line of its columns that ClickHouse reads back exactly, free text quoted', async () => {
+  it('encodes a thin row as a JSON line of its columns that ClickHouse reads back exactly', async () => {
     const org = newGuid();
     const text = { method: 'tools/"call"\\', toolName: 'line\nbreak\u2028 😀', errorMessage: '</script>\t"quoted"\u0000', sessionId: '\\s"1' };
+    // A lone surrogate is stored as U+FFFD (as an escape, ClickHouse would refuse the whole insert).
+    const lone = 'half of a pair \ud800';
     const row = logRow(org.toUpperCase(), {
       ...text,
       protocolVersion: '2025-11-25',
@@ -387,7 +467,7 @@ describe('redaction', () => {
       createdAt: Date.UTC(2026, 10, 20, 12, 0, 0, 5),
       durationMs: 7.6,
     });
-    const columns = await csvFields(encodeCallLog(row).thin);
+    const columns = await lineFields(encodeCallLog(row).thin);
     expect(columns).toEqual([
       org,
       row.guid,
@@ -415,10 +495,12 @@ describe('redaction', () => {
       '2025-11-25',
     ]);
     // Absent optional values are empty strings, as ClickHouse stores them.
-    const bare = await csvFields(encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin);
+    const bare = await lineFields(encodeCallLog({ organizationGuid: org, createdAt: 0, type: 'other', method: 'ping', status: 'ok', durationMs: 0 }).thin);
     expect(bare.slice(4, 9)).toEqual(['ping', '', 'ok', '', '']);
     expect(bare.slice(12, 19)).toEqual(['', '', '', '', '', '', '']);
     expect(bare.slice(21)).toEqual(['', '', '']);
+    const [, , , , , toolName] = await lineFields(encodeCallLog(logRow(org, { toolName: lone })).thin);
+    expect(toolName).toBe('half of a pair \ufffd');
   });
 
   it('gives a row without a guid a unique UUIDv7 carrying the time it was written', () => {
@@ -443,14 +525,14 @@ describe('redaction', () => {
   });
 });
 
-/** The first fields of an encoded line (each quoted, none holds a comma): the workspace, the row guid, the time. */
+/** The first fields of an encoded line: the workspace, the row guid, the time. */
 function keysOf(line: string): { org: string; guid: string; createdAt: string } {
-  const [org, guid, createdAt] = line.split(',', 3).map((field) => field.slice(1, -1));
+  const [org, guid, createdAt] = JSON.parse(line) as string[];
   return { org: org!, guid: guid!, createdAt: createdAt! };
 }
 
 /** An encoded thin line's fields as ClickHouse's own reader of its format takes them, each as text. */
-async function csvFields(line: string): Promise<string[]> {
+async function lineFields(line: string): Promise<string[]> {
   const structure = THIN_INSERT_COLUMNS.map((c) => `${c} String`).join(', ');
   const res = await real.query({
     query: `SELECT * FROM format(${CALL_LOG_INSERT_FORMAT}, '${structure}', {line:String})`,

@@ -5,12 +5,16 @@ import { ClickHouseLogLevel, createClient, parseError, type ClickHouseClient } f
 import { projectPath } from '../runtime/project-dir.js';
 
 /**
- * The text formats a bulk insert body comes in, each row ending in '\n' (a CSV field
- * may hold a line break inside its quotes). Call logs come as CSV, which chDB parses
- * for about a fifth less CPU than JSONCompactEachRow (docs/call-logs.md, "Session 22:
- * call logs as CSV").
+ * The format a bulk insert body comes in: JSON lines, each row ending in '\n'. Never
+ * CSV, though chDB parses it for about a fifth less CPU: chDB runs an insert through
+ * ClickHouse's client, which looks for test hints (`-- { echo }`, `{ serverError 27 }`,
+ * `{ retry 1 until ... }`) in the comments of the whole statement, its data included,
+ * and a backslash in a CSV field puts the client's SQL lexer out of step with the CSV
+ * quoting, so a call's own text could echo the insert into stdout or fail it. JSON's
+ * escapes are the lexer's: all text stays inside quoted tokens (docs/call-logs.md,
+ * "Call-log text read as test hints").
  */
-export type InsertFormat = 'JSONCompactEachRow' | 'CSV';
+export type InsertFormat = 'JSONCompactEachRow';
 
 /** An INSERT whose rows are already encoded in `format`. */
 export interface EncodedInsert {

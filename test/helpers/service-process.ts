@@ -10,7 +10,7 @@ import { afterAll, beforeAll } from 'vitest';
  */
 export const TSX = path.resolve('node_modules/.bin/tsx');
 /** The project's Node (npm scripts put it first on PATH), else the one running the tests. */
-const NODE = fs.existsSync(path.resolve('node_modules/.bin/node')) ? path.resolve('node_modules/.bin/node') : process.execPath;
+export const NODE = fs.existsSync(path.resolve('node_modules/.bin/node')) ? path.resolve('node_modules/.bin/node') : process.execPath;
 
 export interface ServiceProcess {
   child: ChildProcess;

@@ -88,8 +88,6 @@ const refuse = (message: string): never => {
   throw new TypeError(message);
 };
 
-const QUOTES = /"/g;
-
 /** What the generated row writers call (their only free variable). */
 const helpers = {
   optionalGuid,
@@ -101,22 +99,21 @@ const helpers = {
     value ? JSON.stringify(redactHeaders(value, sensitive)) : '',
   patterns: [] as RegExp[],
   /**
-   * A CSV field of any text: quoted, its quotes doubled (ClickHouse's CSV has no other escape). A global regex, not
-   * replaceAll: every row's JSON bodies and headers are full of quotes, and V8 replaces a one-character regex for
-   * about a quarter less CPU (docs/gateway.md, "Session 28").
+   * A JSON string of any text. A lone surrogate becomes U+FFFD first: JSON.stringify writes it as an escape
+   * (`\\ud800`) that ClickHouse's JSON reader refuses, and with it the whole insert (a lone high surrogate), or
+   * stores as invalid UTF-8 (a lone low one).
    */
-  csv: (text: string): string => (text.includes('"') ? `"${text.replace(QUOTES, '""')}"` : `"${text}"`),
+  json: (text: string): string => JSON.stringify(text.isWellFormed() ? text : text.toWellFormed()),
 };
 
 /** The format encodeCallLog's lines are in. */
-export const CALL_LOG_INSERT_FORMAT = 'CSV' satisfies InsertFormat;
+export const CALL_LOG_INSERT_FORMAT = 'JSONCompactEachRow' satisfies InsertFormat;
 
 /**
- * The code (in a generated row writer) of one column's value as a CSV field. Every
- * text is quoted: chDB parses an unquoted field for more CPU than a quoted one
- * (docs/call-logs.md, "Session 22: call logs as CSV"). Guids, hex ids and enums are
- * validated and hold no quote: they are quoted as they are; free text and headers
- * go through h.csv, which doubles their quotes. Counts are bare numbers.
+ * The code (in a generated row writer) of one column's value as a JSON array element.
+ * Guids, hex ids and enums are validated and hold neither quote nor backslash: they
+ * are quoted as they are; free text and headers go through h.json. Counts are bare
+ * numbers.
  */
 function valueCode(c: ColumnSpec): string {
   const field = c.field!;
@@ -133,8 +130,8 @@ function valueCode(c: ColumnSpec): string {
       return oneOf(CALL_STATUSES, `must be ${CALL_STATUSES.map((s) => `'${s}'`).join(' or ')}`);
     case 'text':
       return c.maxBytes !== undefined
-        ? `\${h.csv(h.utf8(String(${value} ?? ''), ${c.maxBytes}))}`
-        : `\${h.csv(String(${value} ?? '').slice(0, ${c.maxChars!}))}`;
+        ? `\${h.json(h.utf8(String(${value} ?? ''), ${c.maxBytes}))}`
+        : `\${h.json(String(${value} ?? '').slice(0, ${c.maxChars!}))}`;
     case 'count':
       return `\${h.count(${value}, ${name})}`;
     case 'guid':
@@ -145,7 +142,7 @@ function valueCode(c: ColumnSpec): string {
       return `"\${h.hexId(${value}, h.patterns[${index}], ${digits}, ${name})}"`;
     }
     case 'headers':
-      return `\${h.csv(h.headers(${value}, sensitive))}`;
+      return `\${h.json(h.headers(${value}, sensitive))}`;
     default:
       throw new Error(`call log column ${c.name}: a ${c.kind} column is written by encodeCallLog itself`);
   }
@@ -167,7 +164,7 @@ function rowWriter(names: readonly string[]): RowWriter {
     .map((c) => `,${valueCode(c)}`)
     .join('');
   // Code from the column declaration only (never input), built once.
-  return new Function('h', `return (row, keys, sensitive) => \`\${keys}${values}\\n\`;`)(helpers) as RowWriter;
+  return new Function('h', `return (row, keys, sensitive) => \`[\${keys}${values}]\\n\`;`)(helpers) as RowWriter;
 }
 
 // encodeCallLog writes the key columns both rows start with itself: the workspace, the row guid, the time.
@@ -190,9 +187,9 @@ const hasDetail = new Function(
 const NO_HEADERS: readonly string[] = [];
 
 export interface EncodedCallLog {
-  /** The thin row as a CSV line (without ingested_at): `"org","guid",...\n`. */
+  /** The thin row as a JSON line (without ingested_at): `["org","guid",...]\n`. */
   thin: string;
-  /** The detail row as a CSV line, or null when the call carried no detail. */
+  /** The detail row as a JSON line, or null when the call carried no detail. */
   detail: string | null;
 }
 
