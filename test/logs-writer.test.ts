@@ -370,13 +370,17 @@ describe("call-log text that ClickHouse's client reads as test hints", () => {
       stored.get(r.guid)?.push(r.request_body, r.response_body);
     expect(stored.size).toBe(rows.length);
     for (const [i, row] of rows.entries()) expect(stored.get(row.guid!)).toEqual(Array(4).fill(HINTED_TEXTS[i]));
+    // An embedded store's inserts read their bodies from files, each removed once its insert ended.
+    if (t.runtime.services.clickhouse.kind === 'chdb') expect(fs.readdirSync(path.join(t.runtime.services.config.dataDir, 'clickhouse-inserts'))).toEqual([]);
   });
 
   // chDB's client writes an echoed statement to the process's fd 1 (the service's JSON log stream), where only
   // another process can see it: a child inserts the rows into an embedded store of its own. Once: nothing here
   // depends on the configuration store.
   it.runIf(storeKind() === 'pglite')("prints nothing of the rows to the process's output", async () => {
-    const dataDir = newSpoolDir();
+    // A quote and a backslash in its name: the insert names its body's file in a string literal.
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "call-logs-'quoted' \\ "));
+    spoolDirs.push(dataDir);
     // The echoing ones alone: the others fail the insert, or print their own complaint, in CSV.
     const echoing = HINTED_TEXTS.filter((text) => text.includes('echo'));
     const script = `
