@@ -1,3 +1,5 @@
+import { sqlString } from '../stores/clickhouse.js';
+
 /**
  * The pieces ClickHouse SQL is written from to produce a forwarded record as
  * finished JSON text: constants and SQL strings joined by concat(), strings quoted by
@@ -16,9 +18,6 @@ export type Part = { sql: string } | { text: string };
 export const sql = (s: string): Part => ({ sql: s });
 export const lit = (s: string): Part => ({ text: s });
 
-/** A ClickHouse string literal. */
-const quote = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-
 /** concat() of the parts, adjacent constants merged into one literal. */
 export function concat(parts: Part[]): string {
   const merged: string[] = [];
@@ -26,12 +25,12 @@ export function concat(parts: Part[]): string {
   for (const p of parts) {
     if ('text' in p) pending += p.text;
     else {
-      if (pending) merged.push(quote(pending));
+      if (pending) merged.push(sqlString(pending));
       pending = '';
       merged.push(p.sql);
     }
   }
-  if (pending) merged.push(quote(pending));
+  if (pending) merged.push(sqlString(pending));
   return merged.length === 1 ? `toString(${merged[0]})` : `concat(${merged.join(', ')})`;
 }
 

@@ -202,8 +202,8 @@ function chdbFileInsert(client: ClickHouseClient, dir: string): InsertEncoded {
   };
 }
 
-/** `text` as a ClickHouse string literal. */
-const sqlString = (text: string): string => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
+/** `text` as a ClickHouse string literal (a file's path, a constant in generated SQL). */
+export const sqlString = (text: string): string => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 
 /**
  * The same insert through @clickhouse/client's exec: the writer's path to a server, and
