@@ -76,10 +76,11 @@ export async function measureInsertPath(
   const columns = THIN_INSERT_COLUMNS.map((c) =>
     c === 'organization_guid' ? '{to:String} AS to_workspace' : c === 'guid' ? 'generateUUIDv7() AS new_guid' : c,
   );
-  // Read in the table's own order, one stream (max_threads 1, so the pages neither
-  // overlap nor skip rows): ordered by time, each read merged every part's stream with
-  // a buffer per column, and that, not the service, made the largest resident memory of
-  // a 100M-row run (docs/call-logs.md, "Session 32").
+  // Read in the table's own order, one stream (max_threads 1: each page continues the
+  // last unless a merge ends between them, and a row read twice costs the same to
+  // insert): ordered by time, each read merged every part's stream with a buffer per
+  // column, and that, not the service, made the largest resident memory of a 100M-row
+  // run (docs/call-logs.md, "The largest resident memory was the bench's").
   const bodies: Buffer[] = [];
   for (let offset = 0; offset < rows; offset += SEGMENT_ROWS) {
     const result = await services.clickhouse.client.query({
