@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,6 +49,34 @@ function switchableInsert() {
     state.attempts++;
     if (state.down) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
     return realInsert(request);
+  };
+  return { insert, state };
+}
+
+/**
+ * The real insert path, watched lane by lane: the inserts into call_logs in flight at once
+ * (each waits up to a second for a second one to overlap it, so a writer with two lanes
+ * shows both), and, while `down`, failures after 20 ms as if ClickHouse were unreachable,
+ * counting attempts that overlapped another once the first had failed.
+ */
+function laneWatchingInsert() {
+  const state = { down: false, inFlight: 0, maxInFlight: 0, failedOnce: false, overlapsWhileFailing: 0 };
+  const insert = async (request: EncodedInsert) => {
+    if (request.table !== 'call_logs') return realInsert(request);
+    state.inFlight++;
+    state.maxInFlight = Math.max(state.maxInFlight, state.inFlight);
+    try {
+      if (state.down) {
+        if (state.failedOnce && state.inFlight > 1) state.overlapsWhileFailing++;
+        await sleep(20);
+        state.failedOnce = true;
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
+      }
+      for (const until = Date.now() + 1000; state.inFlight < 2 && Date.now() < until;) await sleep(5);
+      return await realInsert(request);
+    } finally {
+      state.inFlight--;
+    }
   };
   return { insert, state };
 }
@@ -321,6 +350,39 @@ describe('the call-log writer', () => {
     const later = encodeCallLog(logRow(org));
     await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, format: CALL_LOG_INSERT_FORMAT, body: Buffer.from(later.thin), settings: {} });
     expect(await countRows(t, org)).toBe(2);
+  });
+
+  it('inserts as many segments at once as it has lanes, each exactly once, and flush() waits for them all', async () => {
+    const org = newGuid();
+    const { insert, state } = laneWatchingInsert();
+    const writer = await CallLogWriter.open({ insert, lanes: 2, spoolDir: newSpoolDir(), logger: new CapturedLog(), batchRows: 100 });
+    const rows = Array.from({ length: 600 }, () => logRow(org, { requestBody: 'b' }));
+    for (let i = 0; i < rows.length; i += 100) await writer.write(rows.slice(i, i + 100));
+    await writer.flush();
+    expect(state.maxInFlight).toBe(2);
+    expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
+    expect(await countRows(t, org, 'call_log_details')).toBe(600);
+    await writer.close();
+  });
+
+  it('retries on one lane while ClickHouse fails, and uses every lane again once it accepts', async () => {
+    const org = newGuid();
+    const { insert, state } = laneWatchingInsert();
+    state.down = true;
+    const dir = newSpoolDir();
+    const writer = await CallLogWriter.open({ insert, lanes: 2, spoolDir: dir, logger: new CapturedLog(), batchRows: 100, retryMinMs: 5, retryMaxMs: 20 });
+    const rows = Array.from({ length: 600 }, () => logRow(org));
+    for (let i = 0; i < rows.length; i += 100) await writer.write(rows.slice(i, i + 100));
+    await expect(writer.flush()).rejects.toThrow(/spool/);
+    await sleep(200);
+    expect(state.overlapsWhileFailing).toBe(0);
+    state.maxInFlight = 0;
+    state.down = false;
+    await writer.flush();
+    expect(state.maxInFlight).toBe(2);
+    expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
+    expect(listSegments(dir)).toEqual([]);
+    await writer.close();
   });
 
   it('is the writer the runtime uses (services.callLogs)', async () => {
@@ -602,5 +664,42 @@ describe('reads before writes (embedded store)', () => {
     expect(await countRows(t, org)).toBe(rows);
     // ... and went back to 0 when it ended: queries after it run at the usual priority.
     expect(threadsAtNice(WRITE_NICE).filter((name) => name !== 'MergeMutate')).toEqual([]);
+  });
+});
+
+describe('insert lanes (embedded store)', () => {
+  it('runs insertLanes inserts at once, each on a connection of its own, and queues the rest', async (ctx) => {
+    const store = t.runtime.services.clickhouse;
+    if (store.kind !== 'chdb') ctx.skip();
+    expect(store.insertLanes).toBe(2);
+    const org = newGuid();
+    const line = encodeCallLog(logRow(org)).thin;
+    const running: number[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        // Without parameters: chDB runs parameterized statements one at a time in the process.
+        const res = await real.query({ query: "SELECT count() AS n FROM system.processes WHERE query LIKE 'INSERT INTO call_logs %'", format: 'JSONEachRow' });
+        running.push(Number((await res.json<{ n: string }>())[0]!.n));
+      }
+    })();
+    try {
+      await Promise.all(
+        [0, 1, 2, 3].map((i) =>
+          store.insertEncoded({
+            table: 'call_logs',
+            columns: THIN_INSERT_COLUMNS,
+            format: CALL_LOG_INSERT_FORMAT,
+            body: Buffer.from(line.repeat(50_000)),
+            settings: { insert_deduplication_token: `lanes-${org}-${i}` },
+          }),
+        ),
+      );
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+    expect(await countRows(t, org)).toBe(200_000);
+    expect(Math.max(...running)).toBe(2);
   });
 });

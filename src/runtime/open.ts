@@ -81,7 +81,12 @@ export async function openRuntime(
     await clickhouse?.close().catch(() => undefined);
     throw err;
   }
-  const callLogs = await CallLogWriter.open({ insert: clickhouse.insertEncoded, spoolDir: path.join(config.dataDir, 'spool', 'call-logs'), logger });
+  const callLogs = await CallLogWriter.open({
+    insert: clickhouse.insertEncoded,
+    lanes: clickhouse.insertLanes,
+    spoolDir: path.join(config.dataDir, 'spool', 'call-logs'),
+    logger,
+  });
   const audit = await SpoolWriter.open({
     insert: clickhouse.insertEncoded,
     spoolDir: path.join(config.dataDir, 'spool', 'audit'),

@@ -32,8 +32,10 @@ export interface ClickhouseStore {
   client: ClickHouseClient;
   /** The bulk insert path: the body handed to chDB without a copy when embedded, the HTTP body for a server. */
   insertEncoded: InsertEncoded;
-  /** The client whose connection insertEncoded runs on: `client` for a server, chDB's second connection when embedded. */
+  /** The client whose connection insertEncoded runs on: `client` for a server, chDB's first insert connection when embedded. */
   insertClient: ClickHouseClient;
+  /** How many inserts insertEncoded runs at once: a writer's lanes (SpoolWriterOptions.lanes). */
+  insertLanes: number;
   kind: 'chdb' | 'server';
   /** Set when the DDL should be generated for a cluster (Replicated engines, Distributed tables). */
   cluster?: string | undefined;
@@ -91,7 +93,15 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
       // printed each as a multi-line dump on stderr (a ClickHouse away at start-up was twenty lines before the reason).
       log: { level: ClickHouseLogLevel.OFF },
     });
-    return { client, insertEncoded: clientInsert(client), insertClient: client, kind: 'server', cluster: opts.server.cluster, close: () => client.close() };
+    return {
+      client,
+      insertEncoded: clientInsert(client),
+      insertClient: client,
+      insertLanes: INSERT_LANES,
+      kind: 'server',
+      cluster: opts.server.cluster,
+      close: () => client.close(),
+    };
   }
   let createChdbConnection: (o: { path: string }) => unknown;
   let Session: ChdbSessionClass;
@@ -109,16 +119,16 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
   // and stays open as long as the store.
   const engine = new Session(dir, { connectionArgs: [`--os_threads_nice_value_merge_mutate=${WRITE_NICE}`] });
   let connection: unknown;
-  let inserts: unknown;
+  let inserts: unknown[];
   try {
     connection = createChdbConnection({ path: dir });
-    // The writer's inserts get a connection of their own: a chDB connection runs one
-    // statement at a time, so on the queries' connection a report or a page waited for
-    // a whole segment's insert; on two they run side by side, as on a server
-    // (docs/call-logs.md, "inserts on a connection of their own").
+    // The writer's inserts get connections of their own, one per lane: a chDB connection
+    // runs one statement at a time, so on the queries' connection a report or a page
+    // waited for a whole segment's insert; on their own they run side by side, as on a
+    // server (docs/call-logs.md, "inserts on a connection of their own").
     // The forwarder's horizon still sees the insert: system.processes lists every
     // connection's queries (test/forwarder.test.ts, "even while an INSERT runs").
-    inserts = createChdbConnection({ path: dir });
+    inserts = Array.from({ length: INSERT_LANES }, () => createChdbConnection({ path: dir }));
     // Emptied once the engine holds the directory: a body left there was a crashed process's (its rows are still spooled).
     fs.rmSync(bodies, { recursive: true, force: true });
     fs.mkdirSync(bodies, { recursive: true });
@@ -127,14 +137,15 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
     throw err;
   }
   const client = createClient({ connection } as unknown as Parameters<typeof createClient>[0]);
-  const insertClient = createClient({ connection: inserts } as unknown as Parameters<typeof createClient>[0]);
+  const insertClients = inserts.map((insert) => createClient({ connection: insert } as unknown as Parameters<typeof createClient>[0]));
   return {
     client,
-    insertEncoded: chdbFileInsert(insertClient, bodies),
-    insertClient,
+    insertEncoded: chdbFileInsert(insertClients, bodies),
+    insertClient: insertClients[0]!,
+    insertLanes: insertClients.length,
     kind: 'chdb',
     close: async () => {
-      await insertClient.close();
+      for (const insertClient of insertClients) await insertClient.close();
       await client.close();
       engine.close();
     },
@@ -152,6 +163,15 @@ export async function openClickhouse(opts: ClickhouseOptions): Promise<Clickhous
  */
 export const WRITE_NICE = 10;
 
+/**
+ * Inserts run at once, the call-log writer's lanes: one insert parses its body on one
+ * thread while its views run on others, and left a core partly idle; a second beside it
+ * seeded 22-28 % more rows a second on two cores, the same CPU a row (docs/call-logs.md,
+ * "Two insert lanes"). On chDB each has a connection of its own (a connection runs one
+ * statement at a time); a server's client has a pool.
+ */
+const INSERT_LANES = 2;
+
 /** chdb's own Session, for the one connection that sets the engine's server settings. */
 type ChdbSessionClass = new (path: string, opts: { connectionArgs: readonly string[] }) => { close(): void };
 
@@ -167,13 +187,14 @@ type ChdbSessionClass = new (path: string, opts: { connectionArgs: readonly stri
  * Parallel parsing is off: in-process, the engine shares the service's cores, and
  * splitting a body across parser threads cost about 10 % more CPU per row than one
  * parser (chDB 3.4, 50k-row bodies; the writer overlaps inserts with producing anyway).
- * The rollup views of an insert run side by side instead of one after another: the
- * writer inserts one segment at a time, so that was a single thread's work while a core
- * stood partly idle (about 15 % more rows/s, the same CPU a row: docs/call-logs.md,
- * "Session 12"). The insert's threads and its views' run at WRITE_NICE.
+ * The rollup views of an insert run side by side instead of one after another: one
+ * insert's views were a single thread's work while a core stood partly idle (about 15 %
+ * more rows/s, the same CPU a row: docs/call-logs.md, "Session 12"). The insert's threads
+ * and its views' run at WRITE_NICE. Inserts run on INSERT_LANES connections, each on an idle one.
  */
-function chdbFileInsert(client: ClickHouseClient, dir: string): InsertEncoded {
+function chdbFileInsert(clients: readonly ClickHouseClient[], dir: string): InsertEncoded {
   let last = 0;
+  const onIdleConnection = connectionLanes(clients);
   return async ({ table, columns, format, body, settings }) => {
     const file = path.join(dir, `${++last}.body`);
     await fs.promises.writeFile(file, body);
@@ -185,9 +206,11 @@ function chdbFileInsert(client: ClickHouseClient, dir: string): InsertEncoded {
       ...settings,
     };
     try {
-      await client.command({
-        query: `INSERT INTO ${table} (${columns.join(', ')}) FROM INFILE ${sqlString(file)}${settingsClause(insertSettings)} FORMAT ${format}`,
-      });
+      await onIdleConnection((client) =>
+        client.command({
+          query: `INSERT INTO ${table} (${columns.join(', ')}) FROM INFILE ${sqlString(file)}${settingsClause(insertSettings)} FORMAT ${format}`,
+        }),
+      );
     } catch (err) {
       // chDB's connection throws @clickhouse/client-common's ClickHouseError, a class apart from the one
       // @clickhouse/client bundles (which the writer tells a refused segment by).
@@ -198,6 +221,22 @@ function chdbFileInsert(client: ClickHouseClient, dir: string): InsertEncoded {
       );
     } finally {
       await fs.promises.rm(file, { force: true });
+    }
+  };
+}
+
+/** Runs each task on an idle one of `clients` (chDB connections, one statement at a time each), queued while all are busy. */
+function connectionLanes(clients: readonly ClickHouseClient[]): <T>(task: (client: ClickHouseClient) => Promise<T>) => Promise<T> {
+  const idle = [...clients];
+  const waiting: ((client: ClickHouseClient) => void)[] = [];
+  return async (task) => {
+    const client = idle.pop() ?? (await new Promise<ClickHouseClient>((resolve) => waiting.push(resolve)));
+    try {
+      return await task(client);
+    } finally {
+      const next = waiting.shift();
+      if (next) next(client);
+      else idle.push(client);
     }
   };
 }

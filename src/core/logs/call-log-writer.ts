@@ -69,6 +69,8 @@ export interface CallLogWriterOptions {
   maxSpoolBytes?: number;
   retryMinMs?: number;
   retryMaxMs?: number;
+  /** Sealed segments inserted at once, each on its own (the store's insertLanes); 1 keeps them in order. */
+  lanes?: number;
   /** Header names redacted on every row, beyond the built-in list. */
   sensitiveHeaderNames?: readonly string[];
 }
@@ -127,9 +129,11 @@ export const CallLogWriter = {
  * Rows are appended to the open segment's files before write() resolves; a segment
  * is sealed at `batchRows` rows or after `flushIntervalMs` (`busyFlushIntervalMs` once it
  * holds `busyRows`), and sealed segments are
- * inserted one at a time, in order, each with its file name as
- * insert_deduplication_token, so a replay after a crash or an outage inserts every
- * row exactly once. ingested_at is stamped by ClickHouse as each INSERT runs. While
+ * inserted oldest first, `lanes` at a time (one after another with one lane), each with
+ * its file name as insert_deduplication_token, so a replay after a crash or an outage
+ * inserts every row exactly once. With two lanes a segment can land before an older
+ * one still inserting: readers order by time, and the forwarder's horizon waits for
+ * every INSERT still running (docs/forwarding.md). ingested_at is stamped by ClickHouse as each INSERT runs. While
  * ClickHouse is unreachable rows keep being accepted into the spool (bounded by
  * `maxSpoolBytes`) and are inserted when it returns, also after a restart.
  */
@@ -140,7 +144,9 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   private bufferedRows = 0;
   private spoolBytes = 0;
   private serialChain: Promise<unknown> = Promise.resolve();
-  private draining: Promise<void> | null = null;
+  /** The running drain loops, one per lane in use; each inserts one sealed segment at a time. */
+  private readonly drains = new Set<Promise<void>>();
+  private readonly inserting = new Set<Segment>();
   private roomWaiters: (() => void)[] = [];
   private outcomeWaiters: ((o: Outcome) => void)[] = [];
   private wakeSleeper: (() => void) | null = null;
@@ -161,6 +167,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
       maxSpoolBytes: 1024 ** 3,
       retryMinMs: 250,
       retryMaxMs: 30_000,
+      lanes: 1,
       ...opts,
     };
   }
@@ -232,10 +239,10 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     if (this.timer) clearInterval(this.timer);
     await this.serial(() => this.seal());
     this.wakeSleeper?.();
-    // Wait for the insert in flight (never close ClickHouse under a running query), then one last pass.
-    await this.draining;
+    // Wait for the inserts in flight (never close ClickHouse under a running query), then one last pass.
+    await this.idle();
     this.kick();
-    await this.draining;
+    await this.idle();
     for (const waiter of this.roomWaiters.splice(0)) waiter();
   }
 
@@ -282,17 +289,33 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     }
   }
 
+  /** Starts a drain loop per idle lane while sealed segments wait; while ClickHouse fails, one loop probes it. */
   private kick(): void {
-    if (this.draining || this.sealed.length === 0) return;
-    this.draining = this.drain().finally(() => {
-      this.draining = null;
-    });
+    const lanes = this.failing ? 1 : this.opts.lanes;
+    while (this.drains.size < lanes && this.nextSegment()) {
+      const loop: Promise<void> = this.drain().finally(() => {
+        this.drains.delete(loop);
+        if (!this.closing) this.kick();
+      });
+      this.drains.add(loop);
+    }
+  }
+
+  private async idle(): Promise<void> {
+    while (this.drains.size > 0) await Promise.all(this.drains);
+  }
+
+  /** The oldest sealed segment no lane is inserting. */
+  private nextSegment(): Segment | undefined {
+    return this.sealed.find((segment) => !this.inserting.has(segment));
   }
 
   private async drain(): Promise<void> {
     let delay = this.opts.retryMinMs;
-    while (this.sealed.length > 0) {
-      const segment = this.sealed[0]!;
+    for (;;) {
+      const segment = this.nextSegment();
+      if (!segment) return;
+      this.inserting.add(segment);
       segment.attempts++;
       try {
         await this.insertSegment(segment);
@@ -313,8 +336,10 @@ export class SpoolWriter<R> implements SpoolSink<R> {
             `${this.opts.tables.thin.table}: ClickHouse insert failed; rows stay in the spool and are retried`,
           );
         this.failing = true;
+        this.inserting.delete(segment);
         this.dropSealedContent();
-        if (this.closing) return;
+        // One loop retries while ClickHouse fails: this one ends if another runs (a success there opens every lane again).
+        if (this.closing || this.drains.size > 1) return;
         await this.sleep(delay);
         delay = Math.min(delay * 2, this.opts.retryMaxMs);
         if (this.closing) return;
@@ -326,6 +351,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
       this.failing = false;
       delay = this.opts.retryMinMs;
       this.emitOutcome({ ok: true });
+      this.kick();
     }
   }
 
@@ -349,7 +375,8 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   }
 
   private forget(segment: Segment): void {
-    this.sealed.shift();
+    this.sealed.splice(this.sealed.indexOf(segment), 1);
+    this.inserting.delete(segment);
     if (segment.content) this.bufferedRows -= segment.rows;
     this.spoolBytes -= segment.bytes;
     this.notifyRoom();
