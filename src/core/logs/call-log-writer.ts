@@ -128,13 +128,13 @@ export const CallLogWriter = {
  *
  * Rows are appended to the open segment's files before write() resolves; a segment
  * is sealed at `batchRows` rows or after `flushIntervalMs` (`busyFlushIntervalMs` once it
- * holds `busyRows`), and sealed segments are
- * inserted oldest first, `lanes` at a time (one after another with one lane), each with
- * its file name as insert_deduplication_token, so a replay after a crash or an outage
- * inserts every row exactly once. With two lanes a segment can land before an older
- * one still inserting: readers order by time, and the forwarder's horizon waits for
- * every INSERT still running (docs/forwarding.md). ingested_at is stamped by ClickHouse as each INSERT runs. While
- * ClickHouse is unreachable rows keep being accepted into the spool (bounded by
+ * holds `busyRows`), and sealed segments are inserted oldest first, `lanes` at a time
+ * (one after another with one lane), each with its file name as
+ * insert_deduplication_token, so a replay after a crash or an outage inserts every row
+ * exactly once. With two lanes a segment can land before an older one still inserting:
+ * readers order by time, and the forwarder's horizon waits for every INSERT still
+ * running (docs/forwarding.md). ingested_at is stamped by ClickHouse as each INSERT
+ * runs. While ClickHouse is unreachable rows keep being accepted into the spool (bounded by
  * `maxSpoolBytes`) and are inserted when it returns, also after a restart.
  */
 export class SpoolWriter<R> implements SpoolSink<R> {
