@@ -80,6 +80,7 @@ async function seed() {
       `(generation included; ${loadAverage()}); plus ${made.noiseRows} rows in three other workspaces; max rss so far ${(maxRss / MiB).toFixed(0)} MiB`,
   );
   out(await insertPathFigure(services, made.organizationGuid));
+  out(`  max rss so far ${(maxRss / MiB).toFixed(0)} MiB`);
   return made;
 }
 
@@ -149,12 +150,15 @@ async function measureDuringIngest(rate: number | undefined): Promise<Figures> {
   const rows = done;
   stop.abort();
   await ingest;
-  out(`  ingest during the measurements: ${rows} rows in ${seconds.toFixed(0)} s = ${Math.round(rows / seconds)} rows/s (${loadAverage()})`);
+  out(
+    `  ingest during the measurements: ${rows} rows in ${seconds.toFixed(0)} s = ${Math.round(rows / seconds)} rows/s (${loadAverage()}); max rss so far ${(maxRss / MiB).toFixed(0)} MiB`,
+  );
   return figures;
 }
 
 out(`measuring, quiet (${loadAverage()})`);
 const quiet = await measureAll();
+out(`  max rss so far ${(maxRss / MiB).toFixed(0)} MiB`);
 const busy = await measureDuringIngest(undefined);
 const paced = await measureDuringIngest(INGEST_RATE);
 
