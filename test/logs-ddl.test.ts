@@ -14,6 +14,8 @@ import {
 import { listDdlFiles, renderDdlFile } from '../src/stores/clickhouse.js';
 import { DERIVED_ROLLUPS, type DerivedRollup } from './helpers/derived-rollups.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
+import { logRow } from './helpers/call-logs.js';
+import { newGuid } from '../src/core/ids.js';
 
 /** The cluster variant (CLICKHOUSE_CLUSTER) is checked by its generated DDL: no cluster runs here. */
 const files = listDdlFiles();
@@ -51,6 +53,7 @@ describe('ClickHouse DDL', () => {
       '0016_call_log_usage_weekly_people.sql',
       '0017_call_log_parent_span.sql',
       '0018_call_log_error_type.sql',
+      '0019_call_log_compression.sql',
     ]);
   });
 
@@ -255,6 +258,12 @@ describe('ClickHouse DDL', () => {
     );
   });
 
+  it("compresses call_logs' columns without a codec of their own, the projection's included, with ZSTD(1) (0019), on one node and on every shard", () => {
+    const setting = "MODIFY SETTING default_compression_codec = 'ZSTD(1)'";
+    expect(altersOf('0019_call_log_compression.sql').map(bare)).toEqual([`ALTER TABLE call_logs ${setting}`]);
+    expect(altersOf('0019_call_log_compression.sql', 'logs_cluster').map(bare)).toEqual([`ALTER TABLE call_logs_local ON CLUSTER logs_cluster ${setting}`]);
+  });
+
   it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {
     const column = "ADD COLUMN IF NOT EXISTS protocol_version LowCardinality(String) DEFAULT '' AFTER session_id";
     const added = (cluster?: string) =>
@@ -303,6 +312,24 @@ describe('the call-log column declaration', () => {
     const actual = await columnsOf('call_logs');
     expect(actual.length).toBeGreaterThan(0);
     expect(actual).toEqual(declared(THIN_COLUMNS));
+  });
+
+  it("writes call_logs' parts and their forwarder_order projection with ZSTD(1) where a column names no codec", async () => {
+    const { client } = t.runtime.services.clickhouse;
+    const org = newGuid();
+    await t.runtime.services.callLogs.write([logRow(org), logRow(org)]);
+    await t.runtime.services.callLogs.flush();
+    const codecs = async (table: string) =>
+      (
+        await (
+          await client.query({
+            query: `SELECT DISTINCT default_compression_codec AS codec FROM system.${table} WHERE active AND database = currentDatabase() AND table = 'call_logs'`,
+            format: 'JSONEachRow',
+          })
+        ).json<{ codec: string }>()
+      ).map((r) => r.codec);
+    expect(await codecs('parts')).toEqual(['ZSTD(1)']);
+    expect(await codecs('projection_parts')).toEqual(['ZSTD(1)']);
   });
 
   it('matches call_log_details: the same columns, types and order, both ways', async () => {
