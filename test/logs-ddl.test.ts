@@ -14,8 +14,6 @@ import {
 import { listDdlFiles, renderDdlFile } from '../src/stores/clickhouse.js';
 import { DERIVED_ROLLUPS, type DerivedRollup } from './helpers/derived-rollups.js';
 import { startTestApp, type TestApp } from './helpers/harness.js';
-import { logRow } from './helpers/call-logs.js';
-import { newGuid } from '../src/core/ids.js';
 
 /** The cluster variant (CLICKHOUSE_CLUSTER) is checked by its generated DDL: no cluster runs here. */
 const files = listDdlFiles();
@@ -53,7 +51,6 @@ describe('ClickHouse DDL', () => {
       '0016_call_log_usage_weekly_people.sql',
       '0017_call_log_parent_span.sql',
       '0018_call_log_error_type.sql',
-      '0019_call_log_compression.sql',
     ]);
   });
 
@@ -258,17 +255,6 @@ describe('ClickHouse DDL', () => {
     );
   });
 
-  it("compresses call_logs' small-domain columns with ZSTD(1) (0019), on one node and on every shard", () => {
-    // The thin row's small-domain columns, but the key and the two that keep a codec of their own (or none, at nothing a row).
-    const columns = (CALL_LOG_SCHEMA as readonly ColumnSpec[])
-      .filter((c) => c.part === 'thin' && /^(LowCardinality|Enum8)/.test(c.type) && !['session_id', 'protocol_version'].includes(c.name))
-      .map((c) => c.name);
-    expect(columns).toHaveLength(12);
-    const modify = columns.map((c) => `MODIFY COLUMN ${c} CODEC(ZSTD(1))`).join(', ');
-    expect(altersOf('0019_call_log_compression.sql').map(bare)).toEqual([`ALTER TABLE call_logs ${modify}`]);
-    expect(altersOf('0019_call_log_compression.sql', 'logs_cluster').map(bare)).toEqual([`ALTER TABLE call_logs_local ON CLUSTER logs_cluster ${modify}`]);
-  });
-
   it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {
     const column = "ADD COLUMN IF NOT EXISTS protocol_version LowCardinality(String) DEFAULT '' AFTER session_id";
     const added = (cluster?: string) =>
@@ -317,30 +303,6 @@ describe('the call-log column declaration', () => {
     const actual = await columnsOf('call_logs');
     expect(actual.length).toBeGreaterThan(0);
     expect(actual).toEqual(declared(THIN_COLUMNS));
-  });
-
-  it("compresses every column of call_logs but the key and protocol_version with a codec of its own, leaving the server's default to the skip indexes and the projection", async () => {
-    const { client } = t.runtime.services.clickhouse;
-    const codecs = await (
-      await client.query({
-        query:
-          "SELECT name, compression_codec AS codec FROM system.columns WHERE database = currentDatabase() AND table = 'call_logs' AND compression_codec = ''",
-        format: 'JSONEachRow',
-      })
-    ).json<{ name: string }>();
-    expect(codecs.map((c) => c.name).sort()).toEqual(['organization_guid', 'protocol_version']);
-    // The table names no default codec of its own: a bloom filter read whole by a trace lookup stays as fast to decompress as before.
-    const org = newGuid();
-    await t.runtime.services.callLogs.write([logRow(org), logRow(org)]);
-    await t.runtime.services.callLogs.flush();
-    const [part] = await (
-      await client.query({
-        query:
-          "SELECT default_compression_codec AS codec FROM system.parts WHERE active AND database = currentDatabase() AND table = 'call_logs' ORDER BY modification_time DESC LIMIT 1",
-        format: 'JSONEachRow',
-      })
-    ).json<{ codec: string }>();
-    expect(part!.codec).toBe('LZ4');
   });
 
   it('matches call_log_details: the same columns, types and order, both ways', async () => {
