@@ -50,6 +50,7 @@ const MiB = 1024 * 1024;
 /** The largest resident memory seen, and how it was made up then (V8's heap, buffers, the rest: chDB's native memory). */
 let maxRss = 0;
 let atMax = '';
+const rssSoFar = () => `max rss so far ${(maxRss / MiB).toFixed(0)} MiB`;
 const sampler = setInterval(() => {
   const m = process.memoryUsage();
   if (m.rss <= maxRss) return;
@@ -77,10 +78,10 @@ async function seed() {
   });
   out(
     `ingest: ${ROWS} rows in ${made.ingestSeconds.toFixed(0)} s = ${Math.round(ROWS / made.ingestSeconds)} rows/s, ${made.cpuMicrosPerRow.toFixed(1)} µs of CPU a row ` +
-      `(generation included; ${loadAverage()}); plus ${made.noiseRows} rows in three other workspaces; max rss so far ${(maxRss / MiB).toFixed(0)} MiB`,
+      `(generation included; ${loadAverage()}); plus ${made.noiseRows} rows in three other workspaces; ${rssSoFar()}`,
   );
   out(await insertPathFigure(services, made.organizationGuid));
-  out(`  max rss so far ${(maxRss / MiB).toFixed(0)} MiB`);
+  out(`  ${rssSoFar()}`);
   return made;
 }
 
@@ -150,15 +151,13 @@ async function measureDuringIngest(rate: number | undefined): Promise<Figures> {
   const rows = done;
   stop.abort();
   await ingest;
-  out(
-    `  ingest during the measurements: ${rows} rows in ${seconds.toFixed(0)} s = ${Math.round(rows / seconds)} rows/s (${loadAverage()}); max rss so far ${(maxRss / MiB).toFixed(0)} MiB`,
-  );
+  out(`  ingest during the measurements: ${rows} rows in ${seconds.toFixed(0)} s = ${Math.round(rows / seconds)} rows/s (${loadAverage()}); ${rssSoFar()}`);
   return figures;
 }
 
 out(`measuring, quiet (${loadAverage()})`);
 const quiet = await measureAll();
-out(`  max rss so far ${(maxRss / MiB).toFixed(0)} MiB`);
+out(`  ${rssSoFar()}`);
 const busy = await measureDuringIngest(undefined);
 const paced = await measureDuringIngest(INGEST_RATE);
 

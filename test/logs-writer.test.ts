@@ -42,12 +42,15 @@ const newSpoolDir = () => {
   return dir;
 };
 
+/** The error an insert meets while ClickHouse is unreachable. */
+const unreachable = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
+
 /** An insert path that fails while `down` is true, as if ClickHouse were unreachable. */
 function switchableInsert() {
   const state = { down: true, attempts: 0 };
   const insert = async (request: EncodedInsert) => {
     state.attempts++;
-    if (state.down) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
+    if (state.down) throw unreachable();
     return realInsert(request);
   };
   return { insert, state };
@@ -70,7 +73,7 @@ function laneWatchingInsert() {
         if (state.failedOnce && state.inFlight > 1) state.overlapsWhileFailing++;
         await sleep(20);
         state.failedOnce = true;
-        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
+        throw unreachable();
       }
       for (const until = Date.now() + 1000; state.inFlight < 2 && Date.now() < until;) await sleep(5);
       return await realInsert(request);
