@@ -1,30 +1,37 @@
 /**
  * bench:forward-read — what the forwarder's batch read costs as the backlog grows:
- * the read through the forwarder_order projection (CallLogSource.nextBatch) against
+ * the read through the forwarder_counts projection (CallLogSource.nextBatch) against
  * the former single query that sorted every row after the checkpoint, on the same
  * chDB data, alternating, as CPU milliseconds per batch (medians) and rows read. Also
- * prints how ClickHouse plans the projection step (EXPLAIN). Figures only.
+ * prints how ClickHouse plans the counting step (EXPLAIN). `--per-insert` sets the rows
+ * of each INSERT (one ingested_at each): the writer's segments at full speed are tens
+ * of thousands, a quiet gateway's a handful. Figures only.
  *
- *   npx tsx bench/forward-read.ts [--backlog 1000000 --batch 5000 --reps 9]
+ *   npx tsx bench/forward-read.ts [--backlog 1000000 --batch 5000 --reps 9 --per-insert 50000]
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CALL_LOG_COLUMNS } from '../src/forwarder/call-log-row.js';
-import { CallLogSource, clickhouseTime } from '../src/forwarder/call-log-source.js';
+import { CallLogSource, INSERT_COUNTS_SQL, clickhouseTime } from '../src/forwarder/call-log-source.js';
 import { migrateClickhouse, openClickhouse } from '../src/stores/clickhouse.js';
 import { waitForMergesToSettle } from './clickhouse-idle.js';
 import { median } from './stats.js';
 
 const { values } = parseArgs({
-  options: { backlog: { type: 'string', default: '1000000' }, batch: { type: 'string', default: '5000' }, reps: { type: 'string', default: '9' } },
+  options: {
+    backlog: { type: 'string', default: '1000000' },
+    batch: { type: 'string', default: '5000' },
+    reps: { type: 'string', default: '9' },
+    'per-insert': { type: 'string', default: '50000' },
+  },
 });
 const BACKLOG = Number(values.backlog);
 const BATCH = Number(values.batch);
 const REPS = Number(values.reps);
 /** Rows per INSERT, as the ingest writer makes them (one ingested_at each, created_at over about a second). */
-const PER_INSERT = 50_000;
+const PER_INSERT = Number(values['per-insert']);
 const ORG = '11111111-1111-4111-8111-111111111111';
 const OTHERS = ['22222222-2222-4222-8222-222222222222', '33333333-3333-4333-8333-333333333333'];
 
@@ -69,7 +76,7 @@ async function main() {
       body.data.map((v) => Object.fromEntries(columns.map((c, i) => [c, v[i] ?? ''])));
       return body;
     };
-    const cpu: Record<'former' | 'projection', number[]> = { former: [], projection: [] };
+    const cpu: Record<'former' | 'counted', number[]> = { former: [], counted: [] };
     let formerRows = 0;
     for (let i = 0; i < REPS; i++) {
       let before = process.cpuUsage();
@@ -79,31 +86,30 @@ async function main() {
       before = process.cpuUsage();
       await source.nextBatch(ORG, start, BATCH, horizon);
       used = process.cpuUsage(before);
-      cpu.projection.push((used.user + used.system) / 1000);
+      cpu.counted.push((used.user + used.system) / 1000);
     }
-    // The projection step of nextBatch on its own: what it reads and how it is planned.
-    const keysStep = `SELECT ingested_at, toString(guid), created_at FROM call_logs WHERE organization_guid = {org:String} AND ingested_at >= {at:DateTime64(3, 'UTC')}
-        AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String}) ORDER BY organization_guid, ingested_at, toString(guid) LIMIT {limit:UInt32}`;
-    const keysRead = (
-      (await (await client.query({ query: keysStep, query_params: params, format: 'JSONCompact' })).json()) as unknown as { statistics: { rows_read: number } }
+    // The counting step of nextBatch on its own: what it reads and how it is planned.
+    const countStep = INSERT_COUNTS_SQL;
+    const countRead = (
+      (await (await client.query({ query: countStep, query_params: params, format: 'JSONCompact' })).json()) as unknown as { statistics: { rows_read: number } }
     ).statistics.rows_read;
-    const plan = await client.query({ query: `EXPLAIN indexes = 1 ${keysStep}`, query_params: params, format: 'TabSeparatedRaw' });
+    const plan = await client.query({ query: `EXPLAIN indexes = 1 ${countStep}`, query_params: params, format: 'TabSeparatedRaw' });
     const planLines = (await plan.text())
       .split('\n')
       .filter((l) => /ReadFromMergeTree|Read type|Granules: \d+\/\d+$/.test(l))
       .map((l) => l.trim());
     console.log(
-      `\nbench:forward-read  backlog ${BACKLOG} rows of one workspace (+${BACKLOG * 2} of two others), batch ${BATCH}, load average ${os.loadavg()[0]!.toFixed(1)}`,
+      `\nbench:forward-read  backlog ${BACKLOG} rows of one workspace (+${BACKLOG * 2} of two others), ${PER_INSERT} rows an INSERT, batch ${BATCH}, load average ${os.loadavg()[0]!.toFixed(1)}`,
     );
     console.table([
       { read: 'former single query (sorts the backlog)', 'cpu ms / batch (median)': +median(cpu.former).toFixed(1), 'rows read': formerRows },
       {
-        read: 'forwarder_order projection, then the batch',
-        'cpu ms / batch (median)': +median(cpu.projection).toFixed(1),
-        'rows read': `${keysRead} (keys step)`,
+        read: 'forwarder_counts projection, then the batch',
+        'cpu ms / batch (median)': +median(cpu.counted).toFixed(1),
+        'rows read': `${countRead} (counting step)`,
       },
     ]);
-    console.log(`Plan of the projection step: ${planLines.join(' | ')}`);
+    console.log(`Plan of the counting step: ${planLines.join(' | ')}`);
   } finally {
     await store.close();
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -100,7 +100,7 @@ for (const p of parts)
 const projection = await read<{ bytes: string }>(
   `SELECT sum(bytes_on_disk) AS bytes FROM system.projection_parts WHERE active AND database = currentDatabase() AND table = 'call_logs'`,
 );
-out(`  of call_logs: the forwarder_order projection ${(Number(projection[0]?.bytes ?? 0) / rawRows).toFixed(2)} bytes per row`);
+out(`  of call_logs: the forwarder_counts projection ${(Number(projection[0]?.bytes ?? 0) / rawRows).toFixed(2)} bytes per row`);
 
 // 3. The shapes, quiet, then during ingest.
 const busiestGateway = (

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { epochMs } from '../src/forwarder/call-log-row.js';
-import { CallLogSource } from '../src/forwarder/call-log-source.js';
+import { CallLogSource, INSERT_COUNTS_SQL, clickhouseTime } from '../src/forwarder/call-log-source.js';
 import { assertNeverLeaked, invoke, newWorkspace, rest, type TestApp } from './helpers/harness.js';
 import { forwarderKit, until } from './helpers/forwarder-kit.js';
 import { callLog, writeCallLogs, type TestCallLog } from './helpers/forwarder-rows.js';
@@ -352,6 +352,44 @@ describe('forwarding', () => {
     );
     expect(c.sent_total).toBe(400);
     expect(c.retried_total).toBe(50);
+  });
+
+  it("reads each batch as exactly the next rows in checkpoint order, whatever the INSERTs' sizes; the counts per INSERT come from the projection", async () => {
+    const ws = await newWorkspace(t);
+    const other = await newWorkspace(t);
+    const source = new CallLogSource(t.runtime.services.clickhouse);
+    // INSERTs of many sizes, another workspace's rows in each (they must never count).
+    for (const n of [1, 7, 3, 12, 2, 5, 1]) await writeCallLogs(t.runtime.services, [...rows(ws.organizationGuid, n), ...rows(other.organizationGuid, 4)]);
+    const { client } = t.runtime.services.clickhouse;
+    const ordered = await (
+      await client.query({
+        query: 'SELECT toString(guid) AS guid FROM call_logs WHERE organization_guid = {org:String} ORDER BY ingested_at, toString(guid)',
+        query_params: { org: ws.organizationGuid },
+        format: 'JSONEachRow',
+      })
+    ).json<{ guid: string }>();
+    expect(ordered).toHaveLength(31);
+    const horizon = await source.deliveryHorizon(0);
+    for (const limit of [1, 3, 4, 10, 31, 100]) {
+      const pages: string[][] = [];
+      let after = { at: new Date(0), guid: '' };
+      for (;;) {
+        const batch = await source.nextBatch(ws.organizationGuid, after, limit, horizon);
+        if (batch.length === 0) break;
+        pages.push(batch.map((r) => r.guid));
+        const last = batch.at(-1)!;
+        after = { at: new Date(epochMs(last.ingested_at)), guid: last.guid };
+      }
+      // Full batches until the last, which holds the rest: a checkpoint inside an INSERT, batches across several.
+      expect(pages.flat(), `limit ${limit}`).toEqual(ordered.map((r) => r.guid));
+      expect(pages.map((p) => p.length)).toEqual(Array.from({ length: Math.ceil(31 / limit) }, (_, i) => Math.min(limit, 31 - i * limit)));
+    }
+    const plan = await client.query({
+      query: `EXPLAIN ${INSERT_COUNTS_SQL}`,
+      query_params: { org: ws.organizationGuid, at: clickhouseTime(new Date(0)), before: clickhouseTime(horizon) },
+      format: 'TabSeparatedRaw',
+    });
+    expect(await plan.text()).toContain('ReadFromMergeTree (forwarder_counts)');
   });
 
   it('knows when the oldest row still inside the settle window was ingested, and nothing once past it', async () => {

@@ -51,6 +51,7 @@ describe('ClickHouse DDL', () => {
       '0016_call_log_usage_weekly_people.sql',
       '0017_call_log_parent_span.sql',
       '0018_call_log_error_type.sql',
+      '0019_forwarder_counts.sql',
     ]);
   });
 
@@ -253,6 +254,16 @@ describe('ClickHouse DDL', () => {
     expect(altersOf('0014_call_log_storage.sql', 'logs_cluster').map(bare)).toEqual(
       statements('call_logs_local ON CLUSTER logs_cluster', 'call_logs ON CLUSTER logs_cluster'),
     );
+  });
+
+  it("counts the forwarder's rows per INSERT (0019): the counting projection added and built before forwarder_order goes, on one node and on every shard", () => {
+    const statements = (table: string) => [
+      `ALTER TABLE ${table} ADD PROJECTION IF NOT EXISTS forwarder_counts ( SELECT organization_guid, ingested_at, count() GROUP BY organization_guid, ingested_at )`,
+      `ALTER TABLE ${table} MATERIALIZE PROJECTION forwarder_counts`,
+      `ALTER TABLE ${table} DROP PROJECTION IF EXISTS forwarder_order`,
+    ];
+    expect(altersOf('0019_forwarder_counts.sql').map(bare)).toEqual(statements('call_logs'));
+    expect(altersOf('0019_forwarder_counts.sql', 'logs_cluster').map(bare)).toEqual(statements('call_logs_local ON CLUSTER logs_cluster'));
   });
 
   it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {

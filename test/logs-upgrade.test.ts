@@ -83,8 +83,11 @@ interface Row {
   session_id: string;
 }
 
-describe('clickhouse/0014 on call_logs that hold rows', () => {
-  const db = storeBefore(UPGRADE);
+/**
+ * Rows of call_logs in `db`'s store: INSERTs through the writer's encoder and insert
+ * path, the rows as stored, and every row as the forwarder reads them.
+ */
+function callLogRows(db: { store: ClickhouseStore }) {
   let n = 0;
   const started = Date.now();
 
@@ -142,6 +145,13 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
     }
   }
 
+  return { insertBatch, stored, forwarded };
+}
+
+describe('clickhouse/0014 on call_logs that hold rows', () => {
+  const db = storeBefore(UPGRADE);
+  const { insertBatch, stored, forwarded } = callLogRows(db);
+
   it('keeps every row and session id; the forwarder and a trace lookup read the rows of before and after', async () => {
     const written = [...(await insertBatch(5)), ...(await insertBatch(4)), ...(await insertBatch(3))];
     const byGuid = (rows: Row[]) => [...rows].sort((a, b) => a.guid.localeCompare(b.guid));
@@ -178,6 +188,66 @@ describe('clickhouse/0014 on call_logs that hold rows', () => {
       })
     ).json<{ guid: string }>();
     expect(traced.map((r) => r.guid)).toEqual(written.filter((r) => r.trace_id === trace).map((r) => r.guid));
+  });
+});
+
+/**
+ * clickhouse/0019 swaps the forwarder's projection on a table that holds rows, as on an
+ * upgrade: every part gets the counts per INSERT, forwarder_order goes, and the
+ * forwarder reads the rows of before and after in the order it read them before.
+ */
+describe('clickhouse/0019 on call_logs that hold rows', () => {
+  const COUNTS = '0019_forwarder_counts.sql';
+  const db = storeBefore(COUNTS);
+  const { insertBatch, forwarded } = callLogRows(db);
+
+  /** Each projection of call_logs with the number of active parts that hold it, once the table's mutations are done. */
+  async function projectionsOfParts(): Promise<Record<string, number>> {
+    const { client } = db.store;
+    for (let waited = 0; ; waited += 50) {
+      const [pending] = await (
+        await client.query({ query: "SELECT count() AS n FROM system.mutations WHERE table = 'call_logs' AND NOT is_done", format: 'JSONEachRow' })
+      ).json<{ n: string }>();
+      if (Number(pending?.n) === 0) break;
+      if (waited > 30_000) throw new Error('the mutations of call_logs did not end');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const rows = await (
+      await client.query({
+        query: `SELECT name, toUInt32(count()) AS parts FROM system.projection_parts
+          WHERE database = currentDatabase() AND table = 'call_logs' AND active GROUP BY name ORDER BY name`,
+        format: 'JSONEachRow',
+      })
+    ).json<{ name: string; parts: number }>();
+    return Object.fromEntries(rows.map((r) => [r.name, r.parts]));
+  }
+
+  const activeParts = async (): Promise<number> => {
+    const result = await db.store.client.query({
+      query: "SELECT toUInt32(count()) AS n FROM system.parts WHERE database = currentDatabase() AND table = 'call_logs' AND active",
+      format: 'JSONEachRow',
+    });
+    return (await result.json<{ n: number }>())[0]!.n;
+  };
+
+  it('builds the counts for the parts written before, drops forwarder_order, and the forwarder reads the same order', async () => {
+    const written = [...(await insertBatch(5)), ...(await insertBatch(4)), ...(await insertBatch(3))];
+    const orderBefore = await forwarded(4);
+    expect([...orderBefore].sort()).toEqual(written.map((r) => r.guid).sort());
+    const parts = await activeParts();
+    expect(await projectionsOfParts()).toEqual({ forwarder_order: parts });
+
+    expect(await db.upgrade(COUNTS)).toEqual([COUNTS]);
+
+    expect(await projectionsOfParts()).toEqual({ forwarder_counts: await activeParts() });
+    // The same order as before, in batches that end inside INSERTs and across them.
+    expect(await forwarded(4)).toEqual(orderBefore);
+    expect(await forwarded(5)).toEqual(orderBefore);
+    const later = await insertBatch(2);
+    const all = await forwarded(3);
+    expect(all.slice(0, orderBefore.length)).toEqual(orderBefore);
+    expect(all.slice(orderBefore.length).sort()).toEqual(later.map((r) => r.guid).sort());
+    expect(await projectionsOfParts()).toEqual({ forwarder_counts: await activeParts() });
   });
 });
 

@@ -14,7 +14,7 @@ const AUDIT_TABLE: ForwardedTable = { table: 'audit_log' };
  * One plain query: the table is sorted by (workspace, created_at, guid), so the
  * workspace's range is read and the rows after the checkpoint sorted (the minmax
  * index on ingested_at skips older granules). Admin operations are few next to
- * calls, so an outage's backlog stays small; call_logs needs its forwarder_order
+ * calls, so an outage's backlog stays small; call_logs needs its forwarder_counts
  * projection for what this sort costs at call volume.
  */
 export class AuditSource {

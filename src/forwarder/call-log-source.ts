@@ -40,6 +40,16 @@ function toRows(organizationGuid: string, text: string): CallLogRow[] {
 }
 
 /**
+ * The rows of each INSERT (one ingested_at) of a workspace after the checkpoint's and
+ * before the horizon: what the forwarder_counts projection (clickhouse/0019) holds, so
+ * this reads a row per INSERT instead of a row per call.
+ */
+export const INSERT_COUNTS_SQL = `SELECT ingested_at, count() AS inserted FROM call_logs
+  WHERE organization_guid = {org:String}
+    AND ingested_at > {at:DateTime64(3, 'UTC')} AND ingested_at < {before:DateTime64(3, 'UTC')}
+  GROUP BY ingested_at`;
+
+/**
  * Reads the next batch of a workspace's call logs after a checkpoint, in
  * (ingested_at, toString(guid)) order, never past a delivery horizon: a time below
  * which no row can still appear (checkpoint-queries.ts), so the checkpoint never
@@ -60,11 +70,13 @@ export class CallLogSource {
    * The query of the next `limit` rows after the checkpoint and before the horizon,
    * in checkpoint order, selecting `select`.
    *
-   * One query in two steps: the batch's last key comes from the forwarder_order
-   * projection (keys only, in exactly this order, so it stops after `limit` rows
-   * however long the backlog is); the rows themselves are then read from the table
-   * between the checkpoint and that key (the idx_ingested_at minmax index skips the
-   * granules ingested before or after) and sorted, only the batch's rows.
+   * One query in two steps. How far the batch reaches comes from the counts per INSERT
+   * (INSERT_COUNTS_SQL): the first ingested_at after the checkpoint's at which the
+   * counts after it reach `limit`, or the last before the horizon. The rows are then read from the
+   * table between the checkpoint and that time (the idx_ingested_at minmax index
+   * skips the granules ingested before or after) and sorted: the rest of the
+   * checkpoint's own INSERT, `limit` rows and the rest of the last INSERT at most,
+   * however long the backlog is. No alias is named like a column (it would shadow it).
    */
   private batchQuery(
     select: string,
@@ -75,21 +87,17 @@ export class CallLogSource {
   ): { query: string; query_params: Record<string, unknown> } {
     return {
       query: `WITH (
-          SELECT max(batch_key) FROM (
-            SELECT (ingested_at, toString(guid)) AS batch_key FROM call_logs
-            WHERE organization_guid = {org:String}
-              AND ingested_at >= {at:DateTime64(3, 'UTC')}
-              AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})
-              AND ingested_at < {before:DateTime64(3, 'UTC')}
-            ORDER BY organization_guid, ingested_at, toString(guid)
-            LIMIT {limit:UInt32}
+          SELECT if(empty(inserts), {at:DateTime64(3, 'UTC')}, inserts[if(reached = 0, length(inserts), reached)].1)
+          FROM (
+            SELECT arraySort(groupArray((ingested_at, inserted))) AS inserts,
+              arrayFirstIndex(n -> n >= {limit:UInt32}, arrayCumSum(arrayMap(i -> i.2, inserts))) AS reached
+            FROM (${INSERT_COUNTS_SQL})
           )
-        ) AS batch
+        ) AS batch_end
         SELECT ${select} FROM call_logs
         WHERE organization_guid = {org:String}
-          AND ingested_at >= {at:DateTime64(3, 'UTC')} AND ingested_at <= batch.1
+          AND ingested_at >= {at:DateTime64(3, 'UTC')} AND ingested_at <= batch_end AND ingested_at < {before:DateTime64(3, 'UTC')}
           AND (ingested_at, toString(guid)) > ({at:DateTime64(3, 'UTC')}, {guid:String})
-          AND (ingested_at, toString(guid)) <= batch
         ORDER BY ingested_at, toString(guid)
         -- Never more rows than the batch; the LIMIT lets ClickHouse read the other columns for them only.
         LIMIT {limit:UInt32}`,

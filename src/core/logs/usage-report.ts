@@ -60,9 +60,9 @@ export interface UsageReport {
 
 /**
  * A report's result rows, on top of the bounds of every read (clickhouse-query.ts); and
- * no projection: call_logs' one (forwarder_order) is sorted by ingested_at, which no
- * report reads by, and weighing it for a report's raw parts took time (docs/call-logs.md,
- * "Session 18").
+ * no projection: call_logs' one (forwarder_counts) counts rows by ingested_at, which no
+ * report reads by, and weighing a projection for a report's raw parts took time
+ * (docs/call-logs.md, "Session 18").
  */
 const REPORT_SETTINGS: QuerySettings = { max_result_rows: 2_000_000, optimize_use_projections: 0 };
 /** What a report over its bounds tells the caller to narrow (a 400). */
