@@ -89,11 +89,12 @@ async function main() {
       cpu.counted.push((used.user + used.system) / 1000);
     }
     // The counting step of nextBatch on its own: what it reads and how it is planned.
-    const countStep = INSERT_COUNTS_SQL;
     const countRead = (
-      (await (await client.query({ query: countStep, query_params: params, format: 'JSONCompact' })).json()) as unknown as { statistics: { rows_read: number } }
+      (await (await client.query({ query: INSERT_COUNTS_SQL, query_params: params, format: 'JSONCompact' })).json()) as unknown as {
+        statistics: { rows_read: number };
+      }
     ).statistics.rows_read;
-    const plan = await client.query({ query: `EXPLAIN indexes = 1 ${countStep}`, query_params: params, format: 'TabSeparatedRaw' });
+    const plan = await client.query({ query: `EXPLAIN indexes = 1 ${INSERT_COUNTS_SQL}`, query_params: params, format: 'TabSeparatedRaw' });
     const planLines = (await plan.text())
       .split('\n')
       .filter((l) => /ReadFromMergeTree|Read type|Granules: \d+\/\d+$/.test(l))
