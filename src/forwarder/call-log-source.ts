@@ -72,7 +72,7 @@ export class CallLogSource {
    *
    * One query in two steps. How far the batch reaches comes from the counts per INSERT
    * (INSERT_COUNTS_SQL): the first ingested_at after the checkpoint's at which the
-   * counts after it reach `limit`, or the last before the horizon. The rows are then read from the
+   * counts after it reach `limit`, or else the horizon. The rows are then read from the
    * table between the checkpoint and that time (the idx_ingested_at minmax index
    * skips the granules ingested before or after) and sorted: the rest of the
    * checkpoint's own INSERT, `limit` rows and the rest of the last INSERT at most,
@@ -87,7 +87,7 @@ export class CallLogSource {
   ): { query: string; query_params: Record<string, unknown> } {
     return {
       query: `WITH (
-          SELECT if(empty(inserts), {at:DateTime64(3, 'UTC')}, inserts[if(reached = 0, length(inserts), reached)].1)
+          SELECT if(reached = 0, {before:DateTime64(3, 'UTC')}, inserts[reached].1)
           FROM (
             SELECT arraySort(groupArray((ingested_at, inserted))) AS inserts,
               arrayFirstIndex(n -> n >= {limit:UInt32}, arrayCumSum(arrayMap(i -> i.2, inserts))) AS reached
