@@ -247,7 +247,7 @@ describe('the call-log writer', () => {
     const org = newGuid();
     const inserts: { at: number; rows: number }[] = [];
     const insert = async (request: EncodedInsert) => {
-      if (request.table === 'call_logs') inserts.push({ at: Date.now(), rows: request.body.toString().split('\n').filter(Boolean).length });
+      if (request.table === 'call_logs') inserts.push({ at: Date.now(), rows: Buffer.concat(request.body).toString().split('\n').filter(Boolean).length });
       return realInsert(request);
     };
     const writer = await CallLogWriter.open({
@@ -301,8 +301,12 @@ describe('the call-log writer', () => {
     await expect(writer.write([logRow(org, { createdAt: Date.UTC(2300, 0, 1) })])).rejects.toThrow(/createdAt/);
     await expect(writer.write([logRow(org, { createdAt: Number.NaN })])).rejects.toThrow(/createdAt/);
     await writer.flush();
-    await writer.close();
     expect(await countRows(t, org)).toBe(0);
+    // The well-formed rows before a malformed one are not carried into the next batch either.
+    await writer.write([logRow(org)]);
+    await writer.flush();
+    await writer.close();
+    expect(await countRows(t, org)).toBe(1);
   });
 
   it('stores created_at to the millisecond and guids lowercase', async () => {
@@ -351,7 +355,7 @@ describe('the call-log writer', () => {
     // An INSERT after the writer's, with no token of its own: had the writer's token stuck to the
     // session, ClickHouse would take this one for a replay of the segment and drop it.
     const later = encodeCallLog(logRow(org));
-    await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, format: CALL_LOG_INSERT_FORMAT, body: Buffer.from(later.thin), settings: {} });
+    await realInsert({ table: 'call_logs', columns: THIN_INSERT_COLUMNS, format: CALL_LOG_INSERT_FORMAT, body: [Buffer.from(later.thin)], settings: {} });
     expect(await countRows(t, org)).toBe(2);
   });
 
@@ -457,7 +461,7 @@ describe("call-log text that ClickHouse's client reads as test hints", () => {
       await migrateClickhouse(store, { retentionDays: 30 });
       const org = '${newGuid()}';
       const lines = texts.map((text) => encodeCallLog(logRow(org, { requestBody: text, responseBody: text })).detail);
-      await store.insertEncoded({ table: 'call_log_details', columns: DETAIL_INSERT_COLUMNS, format: CALL_LOG_INSERT_FORMAT, body: Buffer.from(lines.join('')), settings: {} });
+      await store.insertEncoded({ table: 'call_log_details', columns: DETAIL_INSERT_COLUMNS, format: CALL_LOG_INSERT_FORMAT, body: [Buffer.from(lines.join(''))], settings: {} });
       const counted = await store.client.query({ query: 'SELECT count() AS n FROM call_log_details', format: 'JSONEachRow' });
       process.stderr.write('stored ' + (await counted.json())[0].n + '\\n');
       await store.close();
@@ -655,7 +659,7 @@ describe('reads before writes (embedded store)', () => {
         table: 'call_logs',
         columns: THIN_INSERT_COLUMNS,
         format: CALL_LOG_INSERT_FORMAT,
-        body: Buffer.from(line.repeat(rows)),
+        body: [Buffer.from(line.repeat(rows))],
         settings: {},
       });
     } finally {
@@ -693,7 +697,7 @@ describe('insert lanes (embedded store)', () => {
             table: 'call_logs',
             columns: THIN_INSERT_COLUMNS,
             format: CALL_LOG_INSERT_FORMAT,
-            body: Buffer.from(line.repeat(50_000)),
+            body: [Buffer.from(line.repeat(50_000))],
             settings: { insert_deduplication_token: `lanes-${org}-${i}` },
           }),
         ),

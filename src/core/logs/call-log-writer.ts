@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { ClickHouseError } from '@clickhouse/client';
 import type { InsertEncoded, InsertFormat } from '../../stores/clickhouse.js';
 import type { Logger } from '../logger.js';
+import { Utf8Lines } from './utf8-lines.js';
 import { CALL_LOG_INSERT_FORMAT, DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
 import {
   appendFrame,
@@ -109,8 +110,6 @@ export const segmentInsertSettings = (table: string, token: string): Record<stri
 
 type Outcome = { ok: true } | { ok: false; error: unknown };
 
-const joinBuffers = (chunks: Buffer[]): Buffer => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-
 /** ClickHouse refused the data itself (not the connection): retrying the same segment forever would block the spool. */
 const isRejectedContent = (err: unknown): boolean =>
   err instanceof ClickHouseError && /PARSE|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE|CANNOT_READ|SYNTAX/.test(err.type ?? '');
@@ -153,6 +152,8 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   private timer: NodeJS.Timeout | null = null;
   private closing = false;
   private failing = false;
+  private readonly thinLines = new Utf8Lines();
+  private readonly detailLines = new Utf8Lines();
 
   private constructor(opts: SpoolWriterOptions<R>) {
     this.opts = {
@@ -192,19 +193,22 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     if (this.closing) throw new Error('The call-log writer is closed.');
     if (rows.length === 0) return;
     // The spool holds the INSERT bodies themselves, and so does memory, as Buffers: off
-    // the JS heap (held rows used to keep the garbage collector busy) and inserted by
-    // concatenation, no row encoded twice. Each line goes to UTF-8 on its own, then one
-    // copy: building one long string first made V8 flatten a rope of every row's
-    // pieces, about twice the cost.
-    const thinLines: Buffer[] = [];
-    const detailLines: Buffer[] = [];
-    for (const row of rows) {
-      const encoded = this.opts.encode(row);
-      thinLines.push(Buffer.from(encoded.thin));
-      if (encoded.detail !== null) detailLines.push(Buffer.from(encoded.detail));
+    // the JS heap (held rows used to keep the garbage collector busy) and inserted as
+    // they are, no row encoded twice.
+    try {
+      for (const row of rows) {
+        const encoded = this.opts.encode(row);
+        this.thinLines.push(encoded.thin);
+        if (encoded.detail !== null) this.detailLines.push(encoded.detail);
+      }
+    } catch (err) {
+      // A malformed row rejects the whole call: nothing of it stays for the next.
+      this.thinLines.clear();
+      this.detailLines.clear();
+      throw err;
     }
-    const thin = joinBuffers(thinLines);
-    const detail = detailLines.length ? joinBuffers(detailLines) : null;
+    const thin = this.thinLines.take()!;
+    const detail = this.detailLines.take();
     await this.waitForRoom();
     await this.serial(async () => {
       if (this.closing) throw new Error('The call-log writer is closed.');
@@ -369,7 +373,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
       table,
       columns,
       format: this.opts.tables.format,
-      body: joinBuffers(chunks),
+      body: chunks,
       settings: segmentInsertSettings(table, token),
     });
   }
