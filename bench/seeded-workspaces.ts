@@ -100,7 +100,7 @@ export async function measureInsertPath(
         table: 'call_logs',
         columns: THIN_INSERT_COLUMNS,
         format: CALL_LOG_INSERT_FORMAT,
-        body: [bodies[i]!],
+        body: { chunks: [bodies[i]!] },
         settings: segmentInsertSettings('call_logs', `insert-path-${target.organizationGuid}-${i}`),
       });
   };

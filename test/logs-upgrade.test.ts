@@ -70,7 +70,7 @@ async function insertLines(store: ClickhouseStore, lines: readonly string[]): Pr
     table: 'call_logs',
     columns: THIN_INSERT_COLUMNS,
     format: CALL_LOG_INSERT_FORMAT,
-    body: [Buffer.from(lines.join(''))],
+    body: { chunks: [Buffer.from(lines.join(''))] },
     settings: { insert_deduplicate: 0 },
   });
 }

@@ -16,17 +16,19 @@ import { projectPath } from '../runtime/project-dir.js';
  */
 export type InsertFormat = 'JSONCompactEachRow';
 
+/**
+ * An INSERT's rows, encoded: a file that holds exactly them (a sealed spool segment, read
+ * where it lies), or chunks in memory, in order, never joined first (joining a 50k-row
+ * body cost the seed about 1.7 µs of the event loop a row: docs/call-logs.md, "Session 35").
+ */
+export type InsertBody = { file: string } | { chunks: readonly Buffer[] };
+
 /** An INSERT whose rows are already encoded in `format`. */
 export interface EncodedInsert {
   table: string;
   columns: readonly string[];
   format: InsertFormat;
-  /**
-   * The rows' bytes in order, in the chunks they were encoded in (a writer's frames):
-   * written out as they are, never joined first. Joining a 50k-row segment's frames cost
-   * the seed about 1.7 µs of the event loop a row (docs/call-logs.md, "Session 35").
-   */
-  body: readonly Buffer[];
+  body: InsertBody;
   settings: Record<string, string | number>;
 }
 
@@ -181,8 +183,8 @@ const INSERT_LANES = 2;
 type ChdbSessionClass = new (path: string, opts: { connectionArgs: readonly string[] }) => { close(): void };
 
 /**
- * The insert path on chDB: the body is written to a file of its own under `dir` and
- * read by the statement (`INSERT ... FROM INFILE`), so the statement's text is a line
+ * The insert path on chDB: the statement reads its body from a file (`INSERT ... FROM
+ * INFILE`): a spool segment's own, or one written under `dir` for chunks in memory, so the statement's text is a line
  * whatever the body. chDB's raw insert appended the body to the statement's text, which
  * ClickHouse's client then copied, lexed whole (for test hints) and scanned for the
  * data's end: a 50k-row body of call_logs into a Null table cost 10.5 µs of CPU a row
@@ -201,8 +203,9 @@ function chdbFileInsert(clients: readonly ClickHouseClient[], dir: string): Inse
   let last = 0;
   const onIdleConnection = connectionLanes(clients);
   return async ({ table, columns, format, body, settings }) => {
-    const file = path.join(dir, `${++last}.body`);
-    await writeChunks(file, body);
+    // A spool segment is read where it lies; chunks in memory get a file of their own.
+    const file = 'file' in body ? body.file : path.join(dir, `${++last}.body`);
+    if ('chunks' in body) await writeChunks(file, body.chunks);
     const insertSettings = {
       input_format_parallel_parsing: 0,
       parallel_view_processing: 1,
@@ -225,7 +228,7 @@ function chdbFileInsert(clients: readonly ClickHouseClient[], dir: string): Inse
         { cause: err },
       );
     } finally {
-      await fs.promises.rm(file, { force: true });
+      if ('chunks' in body) await fs.promises.rm(file, { force: true });
     }
   };
 }
@@ -271,7 +274,7 @@ export function clientInsert(client: Pick<ClickHouseClient, 'exec'>): InsertEnco
   return async ({ table, columns, format, body, settings }) => {
     const result = await client.exec({
       query: `INSERT INTO ${table} (${columns.join(', ')})${settingsClause(settings)} FORMAT ${format}`,
-      values: Readable.from(body, { objectMode: false }),
+      values: 'file' in body ? fs.createReadStream(body.file) : Readable.from(body.chunks, { objectMode: false }),
     });
     result.stream.resume();
   };

@@ -102,7 +102,7 @@ export class ClickhouseAlertStore implements AlertSink {
         table: 'alerts',
         columns: Object.keys(row),
         format: 'JSONCompactEachRow',
-        body: [Buffer.from(`${JSON.stringify(Object.values(row))}\n`)],
+        body: { chunks: [Buffer.from(`${JSON.stringify(Object.values(row))}\n`)] },
         settings: { log_comment: 'alerts.raise' },
       });
     } catch (err) {

@@ -4,17 +4,7 @@ import type { InsertEncoded, InsertFormat } from '../../stores/clickhouse.js';
 import type { Logger } from '../logger.js';
 import { Utf8Lines } from './utf8-lines.js';
 import { CALL_LOG_INSERT_FORMAT, DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
-import {
-  appendFrame,
-  listSegments,
-  newSegmentName,
-  quarantineSegment,
-  readSegment,
-  removeSegment,
-  segmentBytes,
-  segmentPath,
-  type SegmentContent,
-} from './spool.js';
+import { appendLines, detailPath, listSegments, newSegmentName, quarantineSegment, removeSegment, repairSegment, segmentFiles, segmentPath } from './spool.js';
 
 /** One row encoded for its INSERTs, in its tables' format: the main table's line, and the detail table's or null. */
 export interface EncodedRow {
@@ -64,7 +54,7 @@ export interface CallLogWriterOptions {
   /** ... unless it already holds this many rows: then when its first row is busyFlushIntervalMs old. */
   busyRows?: number;
   busyFlushIntervalMs?: number;
-  /** write() waits while this many accepted rows are held in memory. */
+  /** write() waits while this many accepted rows are not yet inserted. */
   maxBufferedRows?: number;
   /** write() waits while the spool holds this many bytes (a long outage). */
   maxSpoolBytes?: number;
@@ -86,12 +76,13 @@ interface Segment {
   name: string;
   rows: number;
   bytes: number;
-  /** Held in memory until inserted; dropped (re-read from disk) while ClickHouse fails. */
-  content: SegmentContent | null;
   startedAt: number;
   attempts: number;
-  /** The open segment's file, appended to synchronously (see write()). */
+  /** Whether its rows count against maxBufferedRows: this process's, until inserted or ClickHouse fails. */
+  counted: boolean;
+  /** The open segment's files, appended to synchronously (see write()); the detail file once a row has detail. */
   fd?: number;
+  detailFd?: number;
 }
 
 /**
@@ -178,8 +169,8 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     const writer = new SpoolWriter(opts);
     await fs.promises.mkdir(opts.spoolDir, { recursive: true });
     for (const name of listSegments(opts.spoolDir)) {
-      const size = segmentBytes(opts.spoolDir, name);
-      writer.sealed.push({ name, rows: 0, bytes: size, content: null, startedAt: 0, attempts: 0 });
+      const size = repairSegment(opts.spoolDir, name);
+      writer.sealed.push({ name, rows: 0, bytes: size, counted: false, startedAt: 0, attempts: 0 });
       writer.spoolBytes += size;
     }
     if (writer.sealed.length) opts.logger.info({ segments: writer.sealed.length }, `${opts.tables.thin.table}: replaying spooled segments`);
@@ -192,9 +183,28 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   async write(rows: readonly R[]): Promise<void> {
     if (this.closing) throw new Error('The call-log writer is closed.');
     if (rows.length === 0) return;
-    // The spool holds the INSERT bodies themselves, and so does memory, as Buffers: off
-    // the JS heap (held rows used to keep the garbage collector busy) and inserted as
-    // they are, no row encoded twice.
+    await this.waitForRoom();
+    await this.serial(async () => {
+      if (this.closing) throw new Error('The call-log writer is closed.');
+      const { thin, detail } = this.encode(rows);
+      const segment = this.openSegment ?? this.startSegment();
+      if (detail) appendLines((segment.detailFd ??= fs.openSync(detailPath(this.opts.spoolDir, segment.name), 'a', 0o600)), detail);
+      appendLines(segment.fd!, thin);
+      const bytes = thin.length + (detail?.length ?? 0);
+      segment.rows += rows.length;
+      segment.bytes += bytes;
+      this.bufferedRows += rows.length;
+      this.spoolBytes += bytes;
+      if (segment.rows >= this.opts.batchRows) await this.seal();
+    });
+  }
+
+  /**
+   * Encodes `rows` into the writer's scratch lines: views that live until the next
+   * encode, so they are appended to the spool before anything else runs (inside
+   * serial()). Throws TypeError on a malformed row, and then keeps none of them.
+   */
+  private encode(rows: readonly R[]): { thin: Buffer; detail: Buffer | null } {
     try {
       for (const row of rows) {
         const encoded = this.opts.encode(row);
@@ -202,26 +212,11 @@ export class SpoolWriter<R> implements SpoolSink<R> {
         if (encoded.detail !== null) this.detailLines.push(encoded.detail);
       }
     } catch (err) {
-      // A malformed row rejects the whole call: nothing of it stays for the next.
       this.thinLines.clear();
       this.detailLines.clear();
       throw err;
     }
-    const thin = this.thinLines.take()!;
-    const detail = this.detailLines.take();
-    await this.waitForRoom();
-    await this.serial(async () => {
-      if (this.closing) throw new Error('The call-log writer is closed.');
-      const segment = this.openSegment ?? (await this.startSegment());
-      const bytes = appendFrame(segment.fd!, thin, detail);
-      segment.content!.thin.push(thin);
-      if (detail) segment.content!.detail.push(detail);
-      segment.rows += rows.length;
-      segment.bytes += bytes;
-      this.bufferedRows += rows.length;
-      this.spoolBytes += bytes;
-      if (segment.rows >= this.opts.batchRows) await this.seal();
-    });
+    return { thin: this.thinLines.take()!, detail: this.detailLines.take() };
   }
 
   async flush(): Promise<void> {
@@ -261,10 +256,10 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     return next;
   }
 
-  private async startSegment(): Promise<Segment> {
+  private startSegment(): Segment {
     const name = newSegmentName();
     const fd = fs.openSync(segmentPath(this.opts.spoolDir, name), 'a', 0o600);
-    this.openSegment = { name, rows: 0, bytes: 0, content: { thin: [], detail: [] }, startedAt: Date.now(), attempts: 0, fd };
+    this.openSegment = { name, rows: 0, bytes: 0, counted: true, startedAt: Date.now(), attempts: 0, fd };
     return this.openSegment;
   }
 
@@ -273,8 +268,9 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     const segment = this.openSegment;
     if (!segment) return;
     this.openSegment = null;
-    if (segment.fd !== undefined) fs.closeSync(segment.fd);
+    for (const fd of [segment.fd, segment.detailFd]) if (fd !== undefined) fs.closeSync(fd);
     delete segment.fd;
+    delete segment.detailFd;
     if (segment.rows === 0) {
       await removeSegment(this.opts.spoolDir, segment.name);
       return;
@@ -341,7 +337,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
           );
         this.failing = true;
         this.inserting.delete(segment);
-        this.dropSealedContent();
+        this.releaseSealedRows();
         // One loop retries while ClickHouse fails: this one ends if another runs (a success there opens every lane again).
         if (this.closing || this.drains.size > 1) return;
         await this.sleep(delay);
@@ -360,20 +356,20 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   }
 
   private async insertSegment(segment: Segment): Promise<void> {
-    const content = segment.content ?? (await readSegment(this.opts.spoolDir, segment.name));
+    const files = segmentFiles(this.opts.spoolDir, segment.name);
     // ingested_at is stamped by the server as the INSERT runs (column default): a replayed segment gets a fresh one (the forwarder relies on it).
     const { thin, detail } = this.opts.tables;
-    if (content.thin.length) await this.insert(thin.table, thin.columns, content.thin, segment.name);
-    if (content.detail.length && detail) await this.insert(detail.table, detail.columns, content.detail, `${segment.name}:detail`);
+    if (files.thin) await this.insert(thin.table, thin.columns, files.thin, segment.name);
+    if (files.detail && detail) await this.insert(detail.table, detail.columns, files.detail, `${segment.name}:detail`);
   }
 
-  /** Inserts chunks of lines as one INSERT, deduplicated by `token`. */
-  private async insert(table: string, columns: readonly string[], chunks: Buffer[], token: string): Promise<void> {
+  /** Inserts a segment file's lines as one INSERT, deduplicated by `token`. */
+  private async insert(table: string, columns: readonly string[], file: string, token: string): Promise<void> {
     await this.opts.insert({
       table,
       columns,
       format: this.opts.tables.format,
-      body: chunks,
+      body: { file },
       settings: segmentInsertSettings(table, token),
     });
   }
@@ -381,15 +377,16 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   private forget(segment: Segment): void {
     this.sealed.splice(this.sealed.indexOf(segment), 1);
     this.inserting.delete(segment);
-    if (segment.content) this.bufferedRows -= segment.rows;
+    if (segment.counted) this.bufferedRows -= segment.rows;
     this.spoolBytes -= segment.bytes;
     this.notifyRoom();
   }
 
-  private dropSealedContent(): void {
+  /** While ClickHouse fails, waiting rows stop counting against maxBufferedRows: producers go on into the spool (bounded by maxSpoolBytes). */
+  private releaseSealedRows(): void {
     for (const segment of this.sealed) {
-      if (!segment.content) continue;
-      segment.content = null;
+      if (!segment.counted) continue;
+      segment.counted = false;
       this.bufferedRows -= segment.rows;
     }
     this.notifyRoom();

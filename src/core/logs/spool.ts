@@ -4,26 +4,21 @@ import { randomBytes } from 'node:crypto';
 
 /**
  * The write-ahead spool of the call-log writer: accepted rows are appended to a
- * segment file under DATA_DIR before the producer is told they are accepted, and a
- * segment file is deleted only after ClickHouse took all of its rows. Whatever is on
- * disk at start (a ClickHouse outage, a crash, a restart) is replayed.
+ * segment's files under DATA_DIR before the producer is told they are accepted, and a
+ * segment is deleted only after ClickHouse took all of its rows. Whatever is on disk at
+ * start (a ClickHouse outage, a crash, a restart) is replayed.
  *
- * A segment file is a sequence of frames, one per `write()`: a header line
- * `#<thin bytes> <detail bytes>\n`, then the thin rows and the detail rows exactly as
- * the two INSERT bodies take them (lines in the tables' format). Memory holds the same
- * Buffers, so a segment is inserted by concatenation, without re-encoding a row, and
- * a frame is written with one `writev`. A frame a crash cut short is ignored whole
- * (its `write()` never resolved).
+ * A segment is its two INSERT bodies themselves: `<name>` holds the main table's lines
+ * and `<name>.detail` the detail table's (once a row had detail), each line in the
+ * tables' format. Nothing is held in memory and nothing is copied: a sealed segment's
+ * files are what its INSERTs read (docs/call-logs.md, "Session 35"). A write appends its
+ * detail lines first, then its main lines, so a crash between the two leaves detail rows
+ * no call-log row points to (never shown) rather than rows without their detail; a line
+ * a crash cut short is cut off when the segment is replayed.
  */
 export const SEGMENT_SUFFIX = '.spool';
+const DETAIL_SUFFIX = '.detail';
 const NEWLINE = 0x0a;
-const FRAME = 0x23; // '#'
-
-/** A segment's rows as INSERT bodies: chunks of complete lines. */
-export interface SegmentContent {
-  thin: Buffer[];
-  detail: Buffer[];
-}
 
 let sequence = 0;
 
@@ -33,26 +28,20 @@ export function newSegmentName(): string {
   return `${Date.now().toString().padStart(15, '0')}-${String(sequence).padStart(6, '0')}-${randomBytes(4).toString('hex')}${SEGMENT_SUFFIX}`;
 }
 
+/** The file of a segment's main lines. */
 export const segmentPath = (dir: string, name: string): string => path.join(dir, name);
+/** The file of a segment's detail lines. */
+export const detailPath = (dir: string, name: string): string => path.join(dir, `${name}${DETAIL_SUFFIX}`);
 
 /**
- * Appends one frame (a write()'s thin rows and detail rows) to an open segment file,
- * synchronously: a small write lands in the page cache in about 1 µs of the event
- * loop, where an asynchronous one cost 20-100 µs of it (a thread-pool round trip per
- * row, measured in the gateway's profile). A disk that stalls stalls the event loop with it.
- * Returns the bytes written.
+ * Appends lines to an open segment file, synchronously: a small write lands in the page
+ * cache in about 1 µs of the event loop, where an asynchronous one cost 20-100 µs of it
+ * (a thread-pool round trip per row, measured in the gateway's profile). A disk that
+ * stalls stalls the event loop with it.
  */
-export function appendFrame(fd: number, thin: Buffer, detail: Buffer | null): number {
-  const header = Buffer.from(`#${thin.length} ${detail?.length ?? 0}\n`, 'latin1');
-  const parts = detail ? [header, thin, detail] : [header, thin];
-  const total = header.length + thin.length + (detail?.length ?? 0);
-  const written = fs.writevSync(fd, parts);
+export function appendLines(fd: number, lines: Buffer): void {
   // A write to a regular file can in principle be short: finish it from where it stopped.
-  if (written < total) {
-    const rest = Buffer.concat(parts).subarray(written);
-    for (let done = 0; done < rest.length;) done += fs.writeSync(fd, rest, done);
-  }
-  return total;
+  for (let done = 0; done < lines.length;) done += fs.writeSync(fd, lines, done);
 }
 
 /** Segments left in `dir`, oldest first. */
@@ -64,52 +53,60 @@ export function listSegments(dir: string): string[] {
     .sort();
 }
 
-/** Bytes on disk of a segment (0 when it is gone). */
-export function segmentBytes(dir: string, name: string): number {
+/** Bytes of a file, 0 when it does not exist. */
+function fileBytes(file: string): number {
   try {
-    return fs.statSync(segmentPath(dir, name)).size;
+    return fs.statSync(file).size;
   } catch {
     return 0;
   }
 }
 
-/** A file's bytes, empty when it does not exist. */
-async function readOrEmpty(file: string): Promise<Buffer> {
+/** Bytes on disk of a segment (0 when it is gone). */
+export const segmentBytes = (dir: string, name: string): number => fileBytes(segmentPath(dir, name)) + fileBytes(detailPath(dir, name));
+
+/** A segment's files that hold lines, each an INSERT's body (null for an empty or missing one). */
+export function segmentFiles(dir: string, name: string): { thin: string | null; detail: string | null } {
+  const [thin, detail] = [segmentPath(dir, name), detailPath(dir, name)].map((file) => (fileBytes(file) > 0 ? file : null));
+  return { thin: thin!, detail: detail! };
+}
+
+/** How many bytes of a file end with its last newline: what is left once a crash's unfinished line is cut off. */
+function completeLineBytes(file: string): number {
+  const size = fileBytes(file);
+  if (size === 0) return 0;
+  const fd = fs.openSync(file, 'r');
   try {
-    return await fs.promises.readFile(file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0);
-    throw err;
+    const tail = Buffer.allocUnsafe(64 * 1024);
+    for (let end = size; end > 0;) {
+      const start = Math.max(0, end - tail.length);
+      const read = fs.readSync(fd, tail, 0, end - start, start);
+      const newline = tail.subarray(0, read).lastIndexOf(NEWLINE);
+      if (newline >= 0) return start + newline + 1;
+      end = start;
+    }
+    return 0;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
-/** The frames of a segment file, up to the first one a crash cut short. */
-function parseFrames(bytes: Buffer): SegmentContent {
-  const content: SegmentContent = { thin: [], detail: [] };
-  for (let pos = 0; pos < bytes.length && bytes[pos] === FRAME;) {
-    const eol = bytes.indexOf(NEWLINE, pos);
-    if (eol < 0) break;
-    const [thinBytes, detailBytes] = bytes
-      .toString('latin1', pos + 1, eol)
-      .split(' ')
-      .map(Number);
-    if (!Number.isSafeInteger(thinBytes) || !Number.isSafeInteger(detailBytes)) break;
-    const end = eol + 1 + thinBytes! + detailBytes!;
-    if (end > bytes.length) break;
-    if (thinBytes) content.thin.push(bytes.subarray(eol + 1, eol + 1 + thinBytes));
-    if (detailBytes) content.detail.push(bytes.subarray(eol + 1 + thinBytes!, end));
-    pos = end;
+/**
+ * Cuts off a line a crash left unfinished at the end of a segment's files (ClickHouse
+ * would refuse the whole INSERT for it), so that every complete line is replayed.
+ * Returns the segment's bytes after.
+ */
+export function repairSegment(dir: string, name: string): number {
+  for (const file of [segmentPath(dir, name), detailPath(dir, name)]) {
+    const complete = completeLineBytes(file);
+    if (complete < fileBytes(file)) fs.truncateSync(file, complete);
   }
-  return content;
+  return segmentBytes(dir, name);
 }
 
-/** A segment's rows (none when its file is gone or a crash left it without a complete frame). */
-export async function readSegment(dir: string, name: string): Promise<SegmentContent> {
-  return parseFrames(await readOrEmpty(segmentPath(dir, name)));
-}
-
-/** Deletes a segment's file (after ClickHouse took its rows). */
+/** Deletes a segment's files (after ClickHouse took its rows). */
 export async function removeSegment(dir: string, name: string): Promise<void> {
+  await fs.promises.rm(detailPath(dir, name), { force: true });
   await fs.promises.rm(segmentPath(dir, name), { force: true });
 }
 
@@ -117,7 +114,12 @@ export async function removeSegment(dir: string, name: string): Promise<void> {
 export async function quarantineSegment(dir: string, name: string): Promise<void> {
   const rejected = path.join(dir, 'rejected');
   await fs.promises.mkdir(rejected, { recursive: true });
-  await fs.promises.rename(segmentPath(dir, name), path.join(rejected, name)).catch((err: NodeJS.ErrnoException) => {
-    if (err.code !== 'ENOENT') throw err;
-  });
+  const moves = [
+    [segmentPath(dir, name), segmentPath(rejected, name)],
+    [detailPath(dir, name), detailPath(rejected, name)],
+  ];
+  for (const [from, to] of moves)
+    await fs.promises.rename(from!, to!).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
 }

@@ -3,11 +3,12 @@ const SCRATCH_BYTES = 1 << 20;
 const SCRATCH_KEPT_BYTES = 4 << 20;
 
 /**
- * Encoded lines turned into one Buffer: each line written as UTF-8 straight into a
- * scratch buffer the writer reuses, then copied out once at its exact size. A Buffer a
- * line joined by `Buffer.concat` cost the seed about 1 µs of the event loop a row
- * (docs/call-logs.md, "Session 35"); one long string first made V8 flatten a rope of
- * every row's pieces (session 3). Used between two awaits only: the scratch is shared.
+ * Encoded lines turned into bytes for the spool: each line written as UTF-8 straight
+ * into a scratch buffer the writer reuses, and handed out as a view of it, never
+ * copied. A Buffer a line joined by `Buffer.concat` cost the seed about 1 µs of the
+ * event loop a row (docs/call-logs.md, "Session 35"); one long string first made V8
+ * flatten a rope of every row's pieces (session 3). The view lives until the next
+ * push: the lines are written out before anything else encodes.
  */
 export class Utf8Lines {
   private scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
@@ -20,11 +21,10 @@ export class Utf8Lines {
     this.used += this.scratch.write(line, this.used);
   }
 
-  /** The lines pushed since the last take, in a Buffer of their own; null when there were none. */
+  /** The lines pushed since the last take, as a view of the scratch that lives until the next push; null when there were none. */
   take(): Buffer | null {
     if (this.used === 0) return null;
-    const lines = Buffer.allocUnsafe(this.used);
-    this.scratch.copy(lines, 0, 0, this.used);
+    const lines = this.scratch.subarray(0, this.used);
     this.clear();
     return lines;
   }
