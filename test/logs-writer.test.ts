@@ -301,6 +301,31 @@ describe('the call-log writer', () => {
     expect(await countRows(t, org)).toBe(1);
   });
 
+  it('cuts off what a failed append left and goes on in a new segment (a full disk)', async () => {
+    const org = newGuid();
+    const dir = newSpoolDir();
+    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
+    const before = [logRow(org), logRow(org)];
+    await writer.write(before);
+    // The next append writes 40 bytes of its line, then the disk is full.
+    const realWriteSync = fs.writeSync;
+    const full = vi.spyOn(fs, 'writeSync').mockImplementationOnce(((fd: number, buffer: Buffer) => {
+      realWriteSync(fd, buffer.subarray(0, 40));
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    }) as unknown as typeof fs.writeSync);
+    try {
+      await expect(writer.write([logRow(org)])).rejects.toThrow(/ENOSPC/);
+    } finally {
+      full.mockRestore();
+    }
+    const after = [logRow(org)];
+    await writer.write(after);
+    await writer.flush();
+    await writer.close();
+    expect((await guidsIn(org)).sort()).toEqual([...before, ...after].map((r) => r.guid).sort());
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
+
   it('stores created_at to the millisecond and guids lowercase', async () => {
     const org = newGuid();
     const user = newGuid();

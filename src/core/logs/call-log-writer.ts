@@ -188,8 +188,18 @@ export class SpoolWriter<R> implements SpoolSink<R> {
       if (this.closing) throw new Error('The call-log writer is closed.');
       const { thin, detail } = this.encode(rows);
       const segment = this.openSegment ?? this.startSegment();
-      if (detail) appendLines((segment.detailFd ??= fs.openSync(detailPath(this.opts.spoolDir, segment.name), 'a', 0o600)), detail);
-      appendLines(segment.fd!, thin);
+      try {
+        if (detail) appendLines((segment.detailFd ??= fs.openSync(detailPath(this.opts.spoolDir, segment.name), 'a', 0o600)), detail);
+        appendLines(segment.fd!, thin);
+      } catch (err) {
+        // A failed append (a full disk) can leave a line cut short: cut it off and seal the
+        // segment, so that no later line follows it (the whole segment would be refused).
+        const kept = repairSegment(this.opts.spoolDir, segment.name);
+        this.spoolBytes += kept - segment.bytes;
+        segment.bytes = kept;
+        await this.seal();
+        throw err;
+      }
       const bytes = thin.length + (detail?.length ?? 0);
       segment.rows += rows.length;
       segment.bytes += bytes;

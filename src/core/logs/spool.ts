@@ -63,12 +63,13 @@ function fileBytes(file: string): number {
 }
 
 /** Bytes on disk of a segment (0 when it is gone). */
-export const segmentBytes = (dir: string, name: string): number => fileBytes(segmentPath(dir, name)) + fileBytes(detailPath(dir, name));
+const segmentBytes = (dir: string, name: string): number => fileBytes(segmentPath(dir, name)) + fileBytes(detailPath(dir, name));
+
+const holdingLines = (file: string): string | null => (fileBytes(file) > 0 ? file : null);
 
 /** A segment's files that hold lines, each an INSERT's body (null for an empty or missing one). */
 export function segmentFiles(dir: string, name: string): { thin: string | null; detail: string | null } {
-  const [thin, detail] = [segmentPath(dir, name), detailPath(dir, name)].map((file) => (fileBytes(file) > 0 ? file : null));
-  return { thin: thin!, detail: detail! };
+  return { thin: holdingLines(segmentPath(dir, name)), detail: holdingLines(detailPath(dir, name)) };
 }
 
 /** How many bytes of a file end with its last newline: what is left once a crash's unfinished line is cut off. */
@@ -92,9 +93,9 @@ function completeLineBytes(file: string): number {
 }
 
 /**
- * Cuts off a line a crash left unfinished at the end of a segment's files (ClickHouse
- * would refuse the whole INSERT for it), so that every complete line is replayed.
- * Returns the segment's bytes after.
+ * Cuts off a line a crash or a failed append left unfinished at the end of a segment's
+ * files (ClickHouse would refuse the whole INSERT for it), so that every complete line
+ * goes in. Returns the segment's bytes after.
  */
 export function repairSegment(dir: string, name: string): number {
   for (const file of [segmentPath(dir, name), detailPath(dir, name)]) {
