@@ -12,7 +12,7 @@ export interface EncodedRow {
   detail: string | null;
 }
 
-/** The tables a spool's frames are inserted into (the main rows, and the optional detail rows) and the format of their lines. */
+/** The tables a spool's segments are inserted into (the main rows, and the optional detail rows) and the format of their lines. */
 export interface SpoolTables {
   format: InsertFormat;
   thin: { table: string; columns: readonly string[] };
