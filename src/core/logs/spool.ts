@@ -32,6 +32,8 @@ export function newSegmentName(): string {
 export const segmentPath = (dir: string, name: string): string => path.join(dir, name);
 /** The file of a segment's detail lines. */
 export const detailPath = (dir: string, name: string): string => path.join(dir, `${name}${DETAIL_SUFFIX}`);
+/** Both of a segment's files. */
+const filesOf = (dir: string, name: string): string[] => [segmentPath(dir, name), detailPath(dir, name)];
 
 /**
  * Appends lines to an open segment file, synchronously: a small write lands in the page
@@ -62,9 +64,6 @@ function fileBytes(file: string): number {
   }
 }
 
-/** Bytes on disk of a segment (0 when it is gone). */
-const segmentBytes = (dir: string, name: string): number => fileBytes(segmentPath(dir, name)) + fileBytes(detailPath(dir, name));
-
 const holdingLines = (file: string): string | null => (fileBytes(file) > 0 ? file : null);
 
 /** A segment's files that hold lines, each an INSERT's body (null for an empty or missing one). */
@@ -72,9 +71,8 @@ export function segmentFiles(dir: string, name: string): { thin: string | null; 
   return { thin: holdingLines(segmentPath(dir, name)), detail: holdingLines(detailPath(dir, name)) };
 }
 
-/** How many bytes of a file end with its last newline: what is left once a crash's unfinished line is cut off. */
-function completeLineBytes(file: string): number {
-  const size = fileBytes(file);
+/** How many of a file's `size` bytes end with its last newline: what is left once a crash's unfinished line is cut off. */
+function completeLineBytes(file: string, size: number): number {
   if (size === 0) return 0;
   const fd = fs.openSync(file, 'r');
   try {
@@ -98,29 +96,28 @@ function completeLineBytes(file: string): number {
  * goes in. Returns the segment's bytes after.
  */
 export function repairSegment(dir: string, name: string): number {
-  for (const file of [segmentPath(dir, name), detailPath(dir, name)]) {
-    const complete = completeLineBytes(file);
-    if (complete < fileBytes(file)) fs.truncateSync(file, complete);
+  let kept = 0;
+  for (const file of filesOf(dir, name)) {
+    const size = fileBytes(file);
+    const complete = completeLineBytes(file, size);
+    if (complete < size) fs.truncateSync(file, complete);
+    kept += complete;
   }
-  return segmentBytes(dir, name);
+  return kept;
 }
 
 /** Deletes a segment's files (after ClickHouse took its rows). */
 export async function removeSegment(dir: string, name: string): Promise<void> {
-  await fs.promises.rm(detailPath(dir, name), { force: true });
-  await fs.promises.rm(segmentPath(dir, name), { force: true });
+  // The detail file first: a crash between the two leaves a segment that is listed (and replayed), never a detail file that is not.
+  for (const file of filesOf(dir, name).reverse()) await fs.promises.rm(file, { force: true });
 }
 
 /** Moves a segment ClickHouse refuses for its content aside, so it cannot block the rows behind it. */
 export async function quarantineSegment(dir: string, name: string): Promise<void> {
   const rejected = path.join(dir, 'rejected');
   await fs.promises.mkdir(rejected, { recursive: true });
-  const moves = [
-    [segmentPath(dir, name), segmentPath(rejected, name)],
-    [detailPath(dir, name), detailPath(rejected, name)],
-  ];
-  for (const [from, to] of moves)
-    await fs.promises.rename(from!, to!).catch((err: NodeJS.ErrnoException) => {
+  for (const file of filesOf(dir, name))
+    await fs.promises.rename(file, path.join(rejected, path.basename(file))).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
 }
