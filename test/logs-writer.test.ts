@@ -210,6 +210,17 @@ describe('the call-log writer', () => {
     expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
   });
 
+  it("streams a segment's files as the insert bodies through the client (a server's path)", async () => {
+    const org = newGuid();
+    const writer = await CallLogWriter.open({ insert: clientInsert(real), spoolDir: newSpoolDir(), logger: new CapturedLog() });
+    const rows = Array.from({ length: 30 }, (_, i) => logRow(org, i % 3 ? {} : { requestBody: 'req', responseBody: 'res' }));
+    await writer.write(rows);
+    await writer.flush();
+    await writer.close();
+    expect((await guidsIn(org)).sort()).toEqual(rows.map((r) => r.guid).sort());
+    expect(await countRows(t, org, 'call_log_details')).toBe(10);
+  });
+
   it('applies back-pressure: write() waits while too many rows are buffered', async () => {
     const org = newGuid();
     let release!: () => void;
