@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { issueAccessToken } from '../src/core/auth/issue-access-token.js';
 import { CALL_LOG_INSERT_FORMAT, THIN_INSERT_COLUMNS } from '../src/core/logs/call-log-row.js';
 import { SEGMENT_ROWS, segmentInsertSettings } from '../src/core/logs/call-log-writer.js';
@@ -5,6 +8,9 @@ import { seedCallLogs } from '../src/core/logs/seed.js';
 import type { Services } from '../src/core/services.js';
 import { createWorkspace } from '../src/core/workspaces.js';
 import { loadAverage } from './bench-config.js';
+
+/** Rows a read of the floor's bodies takes at a time. */
+const PAGE_ROWS = 50_000;
 
 /**
  * The call log a bench measures: `rows` seeded rows over `days` days in one workspace
@@ -81,32 +87,40 @@ export async function measureInsertPath(
   // insert): ordered by time, each read merged every part's stream with a buffer per
   // column, and that, not the service, made the largest resident memory of a 100M-row
   // run (docs/call-logs.md, "The largest resident memory was the bench's").
-  const bodies: Buffer[] = [];
-  for (let offset = 0; offset < rows; offset += SEGMENT_ROWS) {
-    const result = await services.clickhouse.client.query({
-      query: `SELECT ${columns.join(', ')} FROM call_logs WHERE organization_guid = {from:String} LIMIT {take:UInt32} OFFSET {skip:UInt32} SETTINGS max_threads = 1`,
-      query_params: { from: organizationGuid, to: target.organizationGuid, take: Math.min(SEGMENT_ROWS, rows - offset), skip: offset },
-      format: CALL_LOG_INSERT_FORMAT,
-    });
-    bodies.push(Buffer.from(await result.text()));
-  }
-  const started = performance.now();
-  const cpu = process.cpuUsage();
-  // As many at once as the writer's lanes, each taking the next body when its last is in.
-  let next = 0;
-  const lane = async () => {
-    for (let i = next++; i < bodies.length; i = next++)
-      await services.clickhouse.insertEncoded({
-        table: 'call_logs',
-        columns: THIN_INSERT_COLUMNS,
+  // Each segment's body goes to a file, as the writer's spool holds it, read in pages of
+  // 50k rows so the bench holds no more than one page.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'insert-path-'));
+  try {
+    const bodies: string[] = [];
+    for (let offset = 0; offset < rows; offset += PAGE_ROWS) {
+      if (offset % SEGMENT_ROWS === 0) bodies.push(path.join(dir, `${bodies.length}.body`));
+      const result = await services.clickhouse.client.query({
+        query: `SELECT ${columns.join(', ')} FROM call_logs WHERE organization_guid = {from:String} LIMIT {take:UInt32} OFFSET {skip:UInt32} SETTINGS max_threads = 1`,
+        query_params: { from: organizationGuid, to: target.organizationGuid, take: Math.min(PAGE_ROWS, rows - offset), skip: offset },
         format: CALL_LOG_INSERT_FORMAT,
-        body: { chunks: [bodies[i]!] },
-        settings: segmentInsertSettings('call_logs', `insert-path-${target.organizationGuid}-${i}`),
       });
-  };
-  await Promise.all(Array.from({ length: services.clickhouse.insertLanes }, lane));
-  const used = process.cpuUsage(cpu);
-  return { rowsPerSecond: Math.round(rows / ((performance.now() - started) / 1000)), cpuMicrosPerRow: (used.user + used.system) / rows };
+      fs.appendFileSync(bodies.at(-1)!, await result.text());
+    }
+    const started = performance.now();
+    const cpu = process.cpuUsage();
+    // As many at once as the writer's lanes, each taking the next body when its last is in.
+    let next = 0;
+    const lane = async () => {
+      for (let i = next++; i < bodies.length; i = next++)
+        await services.clickhouse.insertEncoded({
+          table: 'call_logs',
+          columns: THIN_INSERT_COLUMNS,
+          format: CALL_LOG_INSERT_FORMAT,
+          body: { file: bodies[i]! },
+          settings: segmentInsertSettings('call_logs', `insert-path-${target.organizationGuid}-${i}`),
+        });
+    };
+    await Promise.all(Array.from({ length: services.clickhouse.insertLanes }, lane));
+    const used = process.cpuUsage(cpu);
+    return { rowsPerSecond: Math.round(rows / ((performance.now() - started) / 1000)), cpuMicrosPerRow: (used.user + used.system) / rows };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** measureInsertPath as the line a bench prints under its seed's. */

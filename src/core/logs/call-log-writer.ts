@@ -86,11 +86,12 @@ interface Segment {
 }
 
 /**
- * A segment's rows at most, so an insert's: 50k-row parts are a fifth of the parts (and
- * merges) of 10k ones, each costs about 20 MB while in flight, and larger ones made the
- * engine's memory grow faster than they saved CPU (docs/call-logs.md, "Session 22").
+ * A segment's rows at most, so an insert's part: at a bulk load's pace each insert costs
+ * chDB a fixed amount and each part is merged again, so fewer, larger parts save CPU a
+ * row; the rows wait on disk, not in memory, and the engine's memory grows by about
+ * 100 MB over 50k-row segments (docs/call-logs.md, "Session 36: 200k-row segments").
  */
-export const SEGMENT_ROWS = 50_000;
+export const SEGMENT_ROWS = 200_000;
 
 /** A segment's INSERT settings: deduplicated by its token (a replay inserts nothing twice), tagged with its table. */
 export const segmentInsertSettings = (table: string, token: string): Record<string, string | number> => ({
@@ -155,7 +156,8 @@ export class SpoolWriter<R> implements SpoolSink<R> {
       flushIntervalMs: 1000,
       busyRows: 1000,
       busyFlushIntervalMs: 4000,
-      maxBufferedRows: 200_000,
+      // A segment filling while one inserts on each lane: the producer never waits for an insert to end.
+      maxBufferedRows: 4 * SEGMENT_ROWS,
       maxSpoolBytes: 1024 ** 3,
       retryMinMs: 250,
       retryMaxMs: 30_000,
