@@ -128,10 +128,11 @@ function valueCode(c: ColumnSpec): string {
       return oneOf(LOG_TYPES, `must be one of ${LOG_TYPES.join(', ')}`);
     case 'status':
       return oneOf(CALL_STATUSES, `must be ${CALL_STATUSES.map((s) => `'${s}'`).join(' or ')}`);
-    case 'text':
-      return c.maxBytes !== undefined
-        ? `\${h.json(h.utf8(String(${value} ?? ''), ${c.maxBytes}))}`
-        : `\${h.json(String(${value} ?? '').slice(0, ${c.maxChars!}))}`;
+    case 'text': {
+      // Most rows leave most text empty (no error, no parent span): written without a call.
+      const text = c.maxBytes !== undefined ? `h.utf8(String(${value}), ${c.maxBytes})` : `String(${value}).slice(0, ${c.maxChars!})`;
+      return `\${${value} == null || ${value} === '' ? '""' : h.json(${text})}`;
+    }
     case 'count':
       return `\${h.count(${value}, ${name})}`;
     case 'guid':
