@@ -86,10 +86,10 @@ interface Segment {
 }
 
 /**
- * A segment's rows at most, so an insert's part: at a bulk load's pace each insert costs
- * chDB a fixed amount and each part is merged again, so fewer, larger parts save CPU a
- * row; the rows wait on disk, not in memory, and the engine's memory grows by about
- * 100 MB over 50k-row segments (docs/call-logs.md, "Session 36: 200k-row segments").
+ * A segment's rows at most, so an insert's part: at a bulk load's pace every insert costs
+ * chDB a fixed amount and every part is merged again, so fewer, larger parts save CPU a
+ * row. The rows wait on disk, not in memory; what grows is the engine's block for the
+ * insert (docs/call-logs.md, "Session 36: 200k-row segments").
  */
 export const SEGMENT_ROWS = 200_000;
 
@@ -156,7 +156,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
       flushIntervalMs: 1000,
       busyRows: 1000,
       busyFlushIntervalMs: 4000,
-      // A segment filling while one inserts on each lane: the producer never waits for an insert to end.
+      // Room for a segment filling while each lane inserts one, and one more sealed: producers never wait for an insert.
       maxBufferedRows: 4 * SEGMENT_ROWS,
       maxSpoolBytes: 1024 ** 3,
       retryMinMs: 250,
