@@ -55,7 +55,13 @@ const { config, dataDir } = benchConfig('gateway', {
   GATEWAY_RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '0',
 });
 const runtime = await openRuntime(config, { logger: silentLogger });
-const noLogs: CallLogSink = { write: async () => undefined, flush: async () => undefined, close: async () => undefined };
+const noLogs: CallLogSink = {
+  write: async () => undefined,
+  writeEncoded: async () => undefined,
+  flush: async () => undefined,
+  close: async () => undefined,
+  encoding: { sensitiveHeaderNames: [] },
+};
 const withLogs = await buildApp({ services: runtime.services, logger: false });
 const withoutLogs = await buildApp({ services: { ...runtime.services, callLogs: noLogs }, logger: false });
 await withLogs.listen({ port: 0, host: '127.0.0.1' });

@@ -5,6 +5,8 @@ import { seedCallLogs } from '../src/core/logs/seed.js';
 import { invoke, newWorkspace, type TestApp } from './helpers/harness.js';
 import { useTestApp } from './helpers/lifecycle.js';
 import { countRows } from './helpers/call-logs.js';
+import { threadNames, threadsAtNice } from './helpers/threads.js';
+import { WRITE_NICE } from '../src/stores/clickhouse.js';
 
 let t: TestApp;
 useTestApp((app) => (t = app));
@@ -127,6 +129,21 @@ describe('seed-logs', () => {
     });
     expect(stopped.rows).toBe(300);
     expect(await countRows(t, other.organizationGuid)).toBe(300);
+  });
+
+  it('makes its rows on a thread of its own at WRITE_NICE, below the requests it runs beside, and ends it', async (ctx) => {
+    if (process.platform !== 'linux') ctx.skip();
+    const ws = await newWorkspace(t);
+    const seen = new Set<string>();
+    const sampler = setInterval(() => threadsAtNice(WRITE_NICE).forEach((name) => seen.add(name)), 2);
+    try {
+      await seedCallLogs(t.runtime.services, { organizationGuid: ws.organizationGuid, rows: 40_000, days: 1 });
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(seen).toContain('call-log-seed');
+    expect(await countRows(t, ws.organizationGuid)).toBe(40_000);
+    expect(threadNames()).not.toContain('call-log-seed');
   });
 
   it('refuses an unknown workspace and bad counts', async () => {

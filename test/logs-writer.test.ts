@@ -8,12 +8,14 @@ import { clientInsert, WRITE_NICE, type EncodedInsert, type InsertBody, type Ins
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
-import { CALL_LOG_INSERT_FORMAT, chEpochMs, encodeCallLog, THIN_INSERT_COLUMNS, truncateUtf8 } from '../src/core/logs/call-log-row.js';
+import { LineEncoder } from '../src/core/logs/encoded-lines.js';
+import { CALL_LOG_INSERT_FORMAT, callLogRowEncoder, chEpochMs, encodeCallLog, THIN_INSERT_COLUMNS, truncateUtf8 } from '../src/core/logs/call-log-row.js';
 import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/redaction.js';
 import { listSegments, newSegmentName } from '../src/core/logs/spool.js';
 import { CapturedLog, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
 import { NODE } from './helpers/service-process.js';
 import { countRows, logRow } from './helpers/call-logs.js';
+import { threadsAtNice } from './helpers/threads.js';
 
 /**
  * The ingest path: batching, back-pressure and the write-ahead spool, against the
@@ -245,6 +247,42 @@ describe('the call-log writer', () => {
     await writer.flush();
     await writer.close();
     expect(await countRows(t, org)).toBe(30);
+  });
+
+  it('takes lines encoded elsewhere with its encoding (writeEncoded) as it takes rows, sealing by their count', async () => {
+    const org = newGuid();
+    const writer = await CallLogWriter.open({
+      insert: realInsert,
+      spoolDir: newSpoolDir(),
+      logger: new CapturedLog(),
+      batchRows: 10,
+      sensitiveHeaderNames: ['x-tenant-key'],
+    });
+    // What a producer on another thread does: the writer's own encoding, as plain data.
+    const encoder = new LineEncoder(callLogRowEncoder(structuredClone(writer.encoding)));
+    const headers = { 'x-tenant-key': 'tenantsecret', authorization: 'Bearer topsecret' };
+    const lines = encoder.encode(Array.from({ length: 12 }, () => logRow(org, { requestHeaders: headers })));
+    expect(lines.rows).toBe(12);
+    // Copied out of the encoder's scratch, as the seed's worker copies them into shared memory.
+    await writer.writeEncoded({ rows: lines.rows, thin: Buffer.from(lines.thin), detail: Buffer.from(lines.detail!) });
+    // Sealed at 12 rows (batchRows 10): inserted without a flush.
+    await vi.waitFor(async () => expect(await countRows(t, org)).toBe(12), { timeout: 10_000 });
+    await writer.write([logRow(org)]);
+    await writer.flush();
+    expect(await countRows(t, org)).toBe(13);
+    expect(await countRows(t, org, 'call_log_details')).toBe(12);
+    const stored = await (
+      await real.query({
+        query: 'SELECT request_headers FROM call_log_details WHERE organization_guid = {org:String}',
+        query_params: { org },
+        format: 'JSONEachRow',
+      })
+    ).text();
+    expect(stored).toContain('x-tenant-key');
+    expect(stored).not.toContain('tenantsecret');
+    expect(stored).not.toContain('topsecret');
+    await writer.close();
+    await expect(writer.writeEncoded(lines)).rejects.toThrow(/closed/);
   });
 
   it('inserts rows that arrive slowly within flushIntervalMs, and a busy segment only after busyFlushIntervalMs', async () => {
@@ -651,22 +689,6 @@ async function lineFields(line: string): Promise<string[]> {
   const rows = await res.json<string[]>();
   expect(rows).toHaveLength(1);
   return rows[0]!;
-}
-
-/** The Linux threads of this process at `nice`, by name (chDB runs in it). */
-function threadsAtNice(nice: number): string[] {
-  const names: string[] = [];
-  for (const tid of fs.readdirSync('/proc/self/task')) {
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-    } catch {
-      continue; // the thread ended meanwhile
-    }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[16]) === nice) names.push(stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
-  }
-  return names;
 }
 
 /** ClickHouse renices its threads only with CAP_SYS_NICE (bit 23 of the effective set). */

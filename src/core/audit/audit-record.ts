@@ -1,6 +1,7 @@
 import { isGuid } from '../ids.js';
 import { chEpochMs, truncateUtf8 } from '../logs/call-log-row.js';
-import type { EncodedRow, SpoolTables } from '../logs/call-log-writer.js';
+import type { SpoolTables } from '../logs/call-log-writer.js';
+import type { EncodedRow } from '../logs/encoded-lines.js';
 import { randomGuidV7 } from '../logs/random-hex.js';
 import { redactInput } from '../redaction.js';
 

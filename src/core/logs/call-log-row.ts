@@ -216,3 +216,15 @@ export function encodeCallLog(row: CallLogInput, extraSensitiveHeaders: readonly
   }
   return { thin, detail };
 }
+
+/** How a writer encodes call-log rows, as plain data (a producer on another thread builds the same encoder from it). */
+export interface CallLogEncoding {
+  /** Header names redacted on every row, beyond the built-in list and the row's own. */
+  sensitiveHeaderNames: readonly string[];
+}
+
+/** The row encoder of a call-log writer with `encoding`. */
+export const callLogRowEncoder =
+  (encoding: CallLogEncoding) =>
+  (row: CallLogInput): EncodedCallLog =>
+    encodeCallLog(row, encoding.sensitiveHeaderNames);

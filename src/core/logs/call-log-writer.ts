@@ -2,15 +2,16 @@ import fs from 'node:fs';
 import { ClickHouseError } from '@clickhouse/client';
 import type { InsertEncoded, InsertFormat } from '../../stores/clickhouse.js';
 import type { Logger } from '../logger.js';
-import { Utf8Lines } from './utf8-lines.js';
-import { CALL_LOG_INSERT_FORMAT, DETAIL_INSERT_COLUMNS, encodeCallLog, THIN_INSERT_COLUMNS, type CallLogInput } from './call-log-row.js';
+import {
+  CALL_LOG_INSERT_FORMAT,
+  callLogRowEncoder,
+  DETAIL_INSERT_COLUMNS,
+  THIN_INSERT_COLUMNS,
+  type CallLogEncoding,
+  type CallLogInput,
+} from './call-log-row.js';
+import { LineEncoder, type EncodedLines, type EncodedRow } from './encoded-lines.js';
 import { appendLines, detailPath, listSegments, newSegmentName, quarantineSegment, removeSegment, repairSegment, segmentFiles, segmentPath } from './spool.js';
-
-/** One row encoded for its INSERTs, in its tables' format: the main table's line, and the detail table's or null. */
-export interface EncodedRow {
-  thin: string;
-  detail: string | null;
-}
 
 /** The tables a spool's segments are inserted into (the main rows, and the optional detail rows) and the format of their lines. */
 export interface SpoolTables {
@@ -39,7 +40,13 @@ export interface SpoolSink<R> {
   close(): Promise<void>;
 }
 
-export type CallLogSink = SpoolSink<CallLogInput>;
+/** The call logs' sink, which also takes rows encoded on another thread (seed-logs' worker) with its own encoding. */
+export interface CallLogSink extends SpoolSink<CallLogInput> {
+  /** How this sink encodes a row (callLogRowEncoder), as plain data a producer on another thread can take. */
+  readonly encoding: CallLogEncoding;
+  /** As write(), for lines encoded with callLogRowEncoder(this.encoding): rows validated and redacted where they were made. */
+  writeEncoded(lines: EncodedLines): Promise<void>;
+}
 
 export interface CallLogWriterOptions {
   /** The store's bulk insert (lines in the tables' format). */
@@ -108,9 +115,11 @@ const isRejectedContent = (err: unknown): boolean =>
 
 /** The call-log writer: a spool writer of call logs into call_logs and call_log_details. */
 export const CallLogWriter = {
-  open: (opts: CallLogWriterOptions): Promise<SpoolWriter<CallLogInput>> => {
+  open: async (opts: CallLogWriterOptions): Promise<SpoolWriter<CallLogInput> & CallLogSink> => {
     const { sensitiveHeaderNames = [], ...rest } = opts;
-    return SpoolWriter.open<CallLogInput>({ ...rest, encode: (row) => encodeCallLog(row, sensitiveHeaderNames), tables: CALL_LOG_TABLES });
+    const encoding: CallLogEncoding = { sensitiveHeaderNames };
+    const writer = await SpoolWriter.open<CallLogInput>({ ...rest, encode: callLogRowEncoder(encoding), tables: CALL_LOG_TABLES });
+    return Object.assign(writer, { encoding });
   },
 };
 
@@ -144,8 +153,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   private timer: NodeJS.Timeout | null = null;
   private closing = false;
   private failing = false;
-  private readonly thinLines = new Utf8Lines();
-  private readonly detailLines = new Utf8Lines();
+  private readonly encoder: LineEncoder<R>;
 
   private constructor(opts: SpoolWriterOptions<R>) {
     this.opts = {
@@ -164,6 +172,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
       lanes: 1,
       ...opts,
     };
+    this.encoder = new LineEncoder(opts.encode);
   }
 
   /** Creates the spool directory, picks up segments a previous run left and starts inserting them. */
@@ -183,12 +192,28 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   }
 
   async write(rows: readonly R[]): Promise<void> {
+    if (rows.length === 0) return this.refuseWhenClosed();
+    // Encoded inside serial(): the encoder's lines are views that live until its next encode.
+    await this.append(() => this.encoder.encode(rows));
+  }
+
+  /** As write(), for lines another thread encoded with this writer's row encoder (seed-logs' worker). */
+  async writeEncoded(lines: EncodedLines): Promise<void> {
+    if (lines.rows === 0) return this.refuseWhenClosed();
+    await this.append(() => lines);
+  }
+
+  private refuseWhenClosed(): void {
     if (this.closing) throw new Error('The call-log writer is closed.');
-    if (rows.length === 0) return;
+  }
+
+  /** Appends the lines `encode` gives to the open segment's files, once there is room; seals the segment when full. */
+  private async append(encode: () => EncodedLines): Promise<void> {
+    this.refuseWhenClosed();
     await this.waitForRoom();
     await this.serial(async () => {
-      if (this.closing) throw new Error('The call-log writer is closed.');
-      const { thin, detail } = this.encode(rows);
+      this.refuseWhenClosed();
+      const { rows, thin, detail } = encode();
       const segment = this.openSegment ?? this.startSegment();
       try {
         if (detail) appendLines((segment.detailFd ??= fs.openSync(detailPath(this.opts.spoolDir, segment.name), 'a', 0o600)), detail);
@@ -203,32 +228,12 @@ export class SpoolWriter<R> implements SpoolSink<R> {
         throw err;
       }
       const bytes = thin.length + (detail?.length ?? 0);
-      segment.rows += rows.length;
+      segment.rows += rows;
       segment.bytes += bytes;
-      this.bufferedRows += rows.length;
+      this.bufferedRows += rows;
       this.spoolBytes += bytes;
       if (segment.rows >= this.opts.batchRows) await this.seal();
     });
-  }
-
-  /**
-   * Encodes `rows` into the writer's scratch lines: views that live until the next
-   * encode, so they are appended to the spool before anything else runs (inside
-   * serial()). Throws TypeError on a malformed row, and then keeps none of them.
-   */
-  private encode(rows: readonly R[]): { thin: Buffer; detail: Buffer | null } {
-    try {
-      for (const row of rows) {
-        const encoded = this.opts.encode(row);
-        this.thinLines.push(encoded.thin);
-        if (encoded.detail !== null) this.detailLines.push(encoded.detail);
-      }
-    } catch (err) {
-      this.thinLines.clear();
-      this.detailLines.clear();
-      throw err;
-    }
-    return { thin: this.thinLines.take()!, detail: this.detailLines.take() };
   }
 
   async flush(): Promise<void> {

@@ -1,10 +1,13 @@
-import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { newGuid } from '../ids.js';
+import { on } from 'node:events';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { WRITE_NICE } from '../../stores/clickhouse.js';
 import type { Services } from '../services.js';
-import type { CallLogInput, LogType } from './call-log-row.js';
-import { randomHex } from './random-hex.js';
-import { logNormal, rng, trafficWeight, weightedPicker, type Random } from './seed-distributions.js';
-import { seedPopulation, type SeedPopulation } from './seed-population.js';
+import { rng } from './seed-distributions.js';
+import { seedPopulation } from './seed-population.js';
+import { timeline } from './seed-rows.js';
+import type { SeedMessage, SeedPlan } from './seed-worker.js';
 
 export interface SeedOptions {
   organizationGuid: string;
@@ -20,159 +23,13 @@ export interface SeedOptions {
   signal?: AbortSignal | undefined;
 }
 
-const ERRORS = [
-  'upstream returned 502 Bad Gateway',
-  'tool execution timed out after 30000 ms',
-  'upstream returned 401 Unauthorized',
-  'invalid arguments: missing required property "path"',
-  'connection reset by upstream',
-];
-/** The JSON-RPC code a host is answered with for each error (the gateway's: upstream failures -32000, bad arguments -32602). */
-const errorTypeOf = (message: string): string => (message.startsWith('invalid arguments') ? '-32602' : '-32000');
-// An incident on one server: its calls fail for the upstream's reasons, not the caller's.
-const BURST_ERRORS = ['upstream returned 502 Bad Gateway', 'connection reset by upstream', 'tool execution timed out after 30000 ms'];
-const TIMEOUT_MS = 30_000;
-/**
- * Rows generated and written per turn of the event loop. The writer accepts a chunk
- * without waiting for I/O (until its spool is full), so the loop yields after each
- * one: a seed running inside a serving process (admin seed-logs, bench:scale's
- * ingest) otherwise held the event loop for a whole segment and more, and requests
- * asked meanwhile waited for it (docs/call-logs.md, "a seed that yields").
- */
+/** Rows a chunk of a full-speed seed carries from its worker to the writer. */
 const CHUNK = 2000;
 /** A paced seed writes a fiftieth of its second's rows at a time (20 ms apart). */
 const PACED_CHUNKS_PER_SECOND = 50;
-const HOUR = 3_600_000;
-
-const TYPES: LogType[] = ['tool_call', 'tool_list', 'resource_read', 'prompt_get', 'initialize', 'other'];
-const TYPE_WEIGHTS = [0.8, 0.08, 0.05, 0.02, 0.04, 0.01];
-const METHOD: Record<LogType, string> = {
-  tool_call: 'tools/call',
-  tool_list: 'tools/list',
-  resource_read: 'resources/read',
-  prompt_get: 'prompts/get',
-  initialize: 'initialize',
-  other: 'ping',
-};
-/** Median duration (ms) and response size (bytes) of the calls that are not tool calls. */
-const TYPE_MEDIAN_MS: Record<LogType, number> = { tool_call: 0, tool_list: 15, resource_read: 60, prompt_get: 25, initialize: 80, other: 3 };
-const TYPE_RESPONSE_BYTES: Record<LogType, number> = { tool_call: 0, tool_list: 6000, resource_read: 4000, prompt_get: 900, initialize: 700, other: 60 };
-
-/** An hour of the seeded window: how many rows it gets and the incident in it, if any. */
-interface Hour {
-  startMs: number;
-  lengthMs: number;
-  rows: number;
-  burst: { serverGuid: string; errorRate: number } | null;
-}
-
-/**
- * The seeded window cut into UTC hours, each given a share of the rows by its traffic
- * weight (business hours, weekdays) with some hour-to-hour noise, and a few error
- * bursts: 1-3 hours in which one of the two busiest servers fails half to four
- * fifths of its calls. Bursts start in busy hours, when incidents get noticed.
- */
-function timeline(beginMs: number, endMs: number, rows: number, days: number, servers: string[], random: Random): Hour[] {
-  const hours: Hour[] = [];
-  for (let start = Math.floor(beginMs / HOUR) * HOUR; start < endMs; start += HOUR) {
-    const from = Math.max(start, beginMs);
-    hours.push({ startMs: from, lengthMs: Math.min(start + HOUR, endMs) - from, rows: 0, burst: null });
-  }
-  const weights = hours.map((h) => trafficWeight(h.startMs) * (h.lengthMs / HOUR) * (0.85 + 0.3 * random()));
-  const total = weights.reduce((a, b) => a + b, 0);
-  let cumulative = 0;
-  let assigned = 0;
-  for (let i = 0; i < hours.length; i++) {
-    cumulative += weights[i]!;
-    const upTo = Math.round((rows * cumulative) / total);
-    hours[i]!.rows = upTo - assigned;
-    assigned = upTo;
-  }
-  const pickBusyHour = weightedPicker(weights, random);
-  for (let b = 0; b < Math.max(1, Math.round(days / 3)); b++) {
-    const first = pickBusyHour();
-    const burst = { serverGuid: servers[random() < 0.6 ? 0 : 1 % servers.length]!, errorRate: 0.5 + 0.3 * random() };
-    const length = 1 + Math.floor(random() * 3);
-    for (let i = first; i < Math.min(first + length, hours.length); i++) hours[i]!.burst = burst;
-  }
-  return hours;
-}
-
-/** Makes one row at a time from the population's distributions (docs/call-logs.md, "Seeded data"). */
-function rowMaker(population: SeedPopulation, organizationGuid: string, random: Random) {
-  const pickUser = weightedPicker(population.userWeights, random);
-  const pickTool = weightedPicker(population.toolWeights, random);
-  const pickServer = weightedPicker(population.serverWeights, random);
-  const pickType = weightedPicker(TYPE_WEIGHTS, random);
-  const draw = logNormal(random);
-  let traceId = randomHex(16);
-  let index = 0;
-  return (createdAt: number, hour: Hour): CallLogInput => {
-    index++;
-    const connections = population.users[pickUser()]!;
-    // A user's main connection carries four fifths of their calls.
-    const connection = connections.length === 1 || random() < 0.8 ? connections[0]! : connections[1 + Math.floor(random() * (connections.length - 1))]!;
-    const type = TYPES[pickType()]!;
-    let tool = null;
-    let serverGuid: string | null = null;
-    let containerGuid: string | null = null;
-    if (type === 'tool_call') {
-      tool = population.tools[pickTool()]!;
-      serverGuid = tool.serverGuid;
-      containerGuid = tool.containerGuid;
-    } else if (type !== 'initialize') {
-      const server = pickServer();
-      serverGuid = population.servers[server]!;
-      containerGuid = population.serverContainers[server]!;
-    }
-    const inBurst = hour.burst !== null && hour.burst.serverGuid === serverGuid;
-    const failed = random() < (inBurst ? hour.burst!.errorRate : (tool?.errorRate ?? 0.005));
-    const errorMessage = failed ? (inBurst ? BURST_ERRORS : ERRORS)[Math.floor(random() * (inBurst ? BURST_ERRORS.length : ERRORS.length))]! : null;
-    const median = tool ? tool.medianMs : TYPE_MEDIAN_MS[type];
-    // A timeout lasts the timeout; other failures come back faster than a success.
-    const durationMs =
-      errorMessage === ERRORS[1]
-        ? TIMEOUT_MS + Math.floor(random() * 50)
-        : Math.min(600_000, Math.max(1, Math.round(draw(failed ? median * 0.4 : median, tool?.sigma ?? 0.6))));
-    // About three calls share a trace, as an agent's turn usually makes several.
-    if (random() < 0.35) traceId = randomHex(16);
-    // Hosts reconnect now and then: a new session.
-    if (random() < 0.002) connection.sessionId = newGuid();
-    const row: CallLogInput = {
-      organizationGuid,
-      createdAt,
-      type,
-      method: METHOD[type],
-      toolName: tool?.name ?? null,
-      status: failed ? 'error' : 'ok',
-      errorMessage,
-      errorType: errorMessage === null ? null : errorTypeOf(errorMessage),
-      durationMs,
-      requestBytes: 60 + Math.round(draw(350, 0.5)),
-      responseBytes: failed ? 150 + Math.floor(random() * 200) : Math.round(draw(tool?.responseMedianBytes ?? TYPE_RESPONSE_BYTES[type], 0.9)),
-      gatewayConnectionGuid: connection.guid,
-      userGuid: connection.userGuid,
-      outboundGatewayGuid: connection.gatewayGuid,
-      inboundServerGuid: serverGuid,
-      hostGuid: connection.hostGuid,
-      serverContainerGuid: containerGuid,
-      teamGuid: connection.teamGuid,
-      traceId,
-      sessionId: connection.sessionId,
-    };
-    if (random() < 0.05) {
-      row.requestBody = JSON.stringify({ jsonrpc: '2.0', id: index, method: METHOD[type], params: { name: tool?.name, arguments: { query: `q${index}` } } });
-      row.responseBody = JSON.stringify({
-        jsonrpc: '2.0',
-        id: index,
-        result: { content: [{ type: 'text', text: 'x'.repeat(Math.floor(random() * 2000)) }] },
-      });
-      row.requestHeaders = { 'content-type': 'application/json', 'mcp-session-id': connection.sessionId, authorization: 'Bearer seed-not-a-secret' };
-      row.responseHeaders = { 'content-type': 'application/json' };
-    }
-    return row;
-  };
-}
+/** Chunks in flight between the worker and the writer (the worker makes the next while the last is written), and each one's memory to start with. */
+const SLOTS = 2;
+const SLOT_BYTES = 1 << 20;
 
 /**
  * Writes `rows` synthetic call-log rows over the last `days` days, in time order,
@@ -189,32 +46,44 @@ export async function seedCallLogs(services: Pick<Services, 'db' | 'callLogs' | 
   const population = await seedPopulation(services, opts.organizationGuid, random, opts.users);
   const end = Date.now();
   const hours = timeline(end - opts.days * 86_400_000, end, opts.rows, opts.days, population.servers, random);
-  const makeRow = rowMaker(population, opts.organizationGuid, random);
   const rate = opts.rowsPerSecond;
-  const chunkRows = rate ? Math.max(1, Math.min(CHUNK, Math.round(rate / PACED_CHUNKS_PER_SECOND))) : CHUNK;
-  const writingFrom = performance.now();
-  let chunk: CallLogInput[] = [];
+  const slots = Array.from({ length: SLOTS }, () => new SharedArrayBuffer(SLOT_BYTES));
+  const worker = startSeedWorker({
+    organizationGuid: opts.organizationGuid,
+    population,
+    hours,
+    randomSeed: Math.floor(random() * 2 ** 32),
+    chunkRows: rate ? Math.max(1, Math.min(CHUNK, Math.round(rate / PACED_CHUNKS_PER_SECOND))) : CHUNK,
+    rowsPerSecond: rate,
+    encoding: services.callLogs.encoding,
+    nice: WRITE_NICE,
+    slots,
+  });
   let done = 0;
-  rows: for (const hour of hours) {
-    for (let j = 0; j < hour.rows; j++) {
-      // Rows spread over the hour in time order, each at a random point of its own slot.
-      chunk.push(makeRow(hour.startMs + Math.floor(((j + random()) * hour.lengthMs) / hour.rows), hour));
-      if (chunk.length === chunkRows) {
-        await services.callLogs.write(chunk);
-        done += chunk.length;
-        chunk = [];
-        opts.onProgress?.(done, opts.rows);
-        if (opts.signal?.aborted) break rows;
-        const wait = rate ? writingFrom + (done / rate) * 1000 - performance.now() : 0;
-        await (wait > 0 ? sleep(wait) : nextTurn());
+  let ended = false;
+  try {
+    for await (const [message] of on(worker, 'message', { close: ['exit'] }) as AsyncIterableIterator<[SeedMessage]>) {
+      if ('end' in message) {
+        ended = true;
+        break;
       }
+      const { slot, rows, thinBytes, detailBytes, grown } = message;
+      if (grown) slots[slot] = grown;
+      const memory = slots[slot]!;
+      await services.callLogs.writeEncoded({
+        rows,
+        thin: Buffer.from(memory, 0, thinBytes),
+        detail: detailBytes ? Buffer.from(memory, thinBytes, detailBytes) : null,
+      });
+      done += rows;
+      opts.onProgress?.(done, opts.rows);
+      if (opts.signal?.aborted) break;
+      worker.postMessage(slot);
     }
+  } finally {
+    await worker.terminate();
   }
-  if (chunk.length) {
-    await services.callLogs.write(chunk);
-    done += chunk.length;
-    opts.onProgress?.(done, opts.rows);
-  }
+  if (!ended && !opts.signal?.aborted) throw new Error(`seed-logs: its worker stopped after ${done} of ${opts.rows} rows`);
   await services.callLogs.flush();
   const burstServer = hours.find((h) => h.burst)?.burst?.serverGuid ?? population.servers[0]!;
   await services.alerts.raise({
@@ -240,4 +109,18 @@ export async function seedCallLogs(services: Pick<Services, 'db' | 'callLogs' | 
     relatedResourceIds: [population.servers[population.servers.length - 1]!],
   });
   return { rows: done, seconds: Math.round((performance.now() - started) / 10) / 100 };
+}
+
+/**
+ * The seed's worker (seed-worker.ts), a thread named for what it does. Run from the
+ * TypeScript sources (npm start, the tests, the benches) it needs tsx's loader, which a
+ * test runner's processes do not carry; the built service runs its JavaScript as it is.
+ */
+function startSeedWorker(plan: SeedPlan): Worker {
+  const extension = path.extname(fileURLToPath(import.meta.url));
+  return new Worker(new URL(`./seed-worker${extension}`, import.meta.url), {
+    name: 'call-log-seed',
+    workerData: plan,
+    execArgv: extension === '.ts' ? [...process.execArgv, '--import', 'tsx'] : undefined,
+  });
 }
