@@ -3,8 +3,10 @@
  * tenth as many in three other workspaces) through the ingest path on the embedded
  * store, then times through REST the six get_usage_report shapes and the seven
  * query_logs shapes of bench:usage and bench:logs (bench/report-shapes.ts), p50/p99 of
- * `--runs` each; then the same again while `--ingest-rows` more rows are ingested into
- * another workspace, with the ratio of each shape's p99 under ingest to its quiet p99,
+ * `--runs` each; then the same again while the insert path alone runs at full speed
+ * into another workspace (the floor of the next pass: segment bodies made beforehand),
+ * while `--ingest-rows` more rows are ingested into another workspace, with the ratio of
+ * each shape's p99 under ingest to its quiet p99,
  * and once more while rows go in at `--ingest-rate` a second (default 5,000: several
  * times what the gateway serves on this machine, bench:gateway), a steady producer as
  * the gateway is, where the first ingest runs as fast as the machine allows.
@@ -26,7 +28,8 @@ import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { logShapes, movingWindows, postAdmin, probeLogs, usageBody, usageShapes } from './report-shapes.js';
-import { insertPathFigure, reopenBenchWorkspace, seedBenchWorkspaces } from './seeded-workspaces.js';
+import { SEGMENT_ROWS } from '../src/core/logs/call-log-writer.js';
+import { insertFloorBodies, insertPathFigure, reopenBenchWorkspace, seedBenchWorkspaces, writeFloorBodies } from './seeded-workspaces.js';
 import { timeRuns } from './stats.js';
 
 const { values } = parseArgs({
@@ -155,23 +158,50 @@ async function measureDuringIngest(rate: number | undefined): Promise<Figures> {
   return figures;
 }
 
+/**
+ * The floor of the full-speed pass: the shapes again while the insert path alone runs
+ * at full speed into another workspace (the seed's rows as segment bodies made
+ * beforehand, inserted over and over on the writer's lanes): what the engine's inserts
+ * and merges do to the queries, without a row made, encoded or spooled.
+ */
+async function measureDuringInserts(): Promise<Figures> {
+  const bodies = await writeFloorBodies(services, org, 10 * SEGMENT_ROWS);
+  try {
+    out(`measuring during the insert path alone at full speed into another workspace (${loadAverage()})`);
+    const stop = new AbortController();
+    const started = performance.now();
+    const inserting = insertFloorBodies(services, bodies, stop.signal);
+    const figures = await measureAll();
+    const seconds = (performance.now() - started) / 1000;
+    stop.abort();
+    const rows = await inserting;
+    out(`  inserted during the measurements: ${rows} rows in ${seconds.toFixed(0)} s = ${Math.round(rows / seconds)} rows/s (${loadAverage()}); ${rssSoFar()}`);
+    return figures;
+  } finally {
+    bodies.remove();
+  }
+}
+
 out(`measuring, quiet (${loadAverage()})`);
 const quiet = await measureAll();
 out(`  ${rssSoFar()}`);
+const inserts = await measureDuringInserts();
 const busy = await measureDuringIngest(undefined);
 const paced = await measureDuringIngest(INGEST_RATE);
 
 out('');
 out(
-  `at ${rawRows} rows in call_logs (all workspaces), ${RUNS} runs each, through REST, p50 / p99 ms; quiet, then during ingest at full speed, ` +
-    `then during ingest at ${INGEST_RATE} rows/s; each p99 ratio = during / quiet.`,
+  `at ${rawRows} rows in call_logs (all workspaces), ${RUNS} runs each, through REST, p50 / p99 ms; quiet, then during the insert path alone ` +
+    `at full speed (the floor), during ingest at full speed, then during ingest at ${INGEST_RATE} rows/s; each p99 ratio = during / quiet.`,
 );
-out(`${'shape'.padEnd(26)} ${'quiet'.padStart(15)} | ${'full-speed ingest'.padStart(15)} | ratio | ${`${INGEST_RATE} rows/s`.padStart(15)} | ratio`);
+out(
+  `${'shape'.padEnd(26)} ${'quiet'.padStart(15)} | ${'inserts alone'.padStart(15)} | ratio | ${'full-speed ingest'.padStart(15)} | ratio | ${`${INGEST_RATE} rows/s`.padStart(15)} | ratio`,
+);
 const pair = (r: { p50: number; p99: number }) => `${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)}`;
 const ratio = (during: { p99: number }, of: { p99: number }) => (during.p99 / of.p99).toFixed(2).padStart(5);
 for (const name of Object.keys(quiet))
   out(
-    `${name.padEnd(26)} ${pair(quiet[name]!)} | ${pair(busy[name]!).padStart(17)} | ${ratio(busy[name]!, quiet[name]!)} | ${pair(paced[name]!)} | ${ratio(paced[name]!, quiet[name]!)}`,
+    `${name.padEnd(26)} ${pair(quiet[name]!)} | ${pair(inserts[name]!)} | ${ratio(inserts[name]!, quiet[name]!)} | ${pair(busy[name]!).padStart(17)} | ${ratio(busy[name]!, quiet[name]!)} | ${pair(paced[name]!)} | ${ratio(paced[name]!, quiet[name]!)}`,
   );
 out(`largest resident memory of the process: ${(maxRss / MiB).toFixed(0)} MiB (${atMax})`);
 clearInterval(sampler);

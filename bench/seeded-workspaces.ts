@@ -71,6 +71,28 @@ export async function measureInsertPath(
   organizationGuid: string,
   wanted = 6 * SEGMENT_ROWS,
 ): Promise<{ rowsPerSecond: number; cpuMicrosPerRow: number }> {
+  const floor = await writeFloorBodies(services, organizationGuid, wanted);
+  try {
+    const started = performance.now();
+    const cpu = process.cpuUsage();
+    await insertFloorBodies(services, floor);
+    const used = process.cpuUsage(cpu);
+    return { rowsPerSecond: Math.round(floor.rows / ((performance.now() - started) / 1000)), cpuMicrosPerRow: (used.user + used.system) / floor.rows };
+  } finally {
+    floor.remove();
+  }
+}
+
+/** Segment bodies made from a seed's rows, in files, for a workspace of their own. */
+export interface FloorBodies {
+  workspace: string;
+  files: { file: string; rows: number }[];
+  rows: number;
+  remove(): void;
+}
+
+/** Up to `wanted` of the rows the seed wrote into `organizationGuid`, as SEGMENT_ROWS-row bodies in files (new guids, a workspace of their own). */
+export async function writeFloorBodies(services: Pick<Services, 'db' | 'clickhouse'>, organizationGuid: string, wanted: number): Promise<FloorBodies> {
   const counted = await services.clickhouse.client.query({
     query: 'SELECT count() AS n FROM call_logs WHERE organization_guid = {from:String}',
     query_params: { from: organizationGuid },
@@ -90,37 +112,50 @@ export async function measureInsertPath(
   // Each segment's body goes to a file, as the writer's spool holds it, read in pages of
   // 50k rows so the bench holds no more than one page.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'insert-path-'));
+  const remove = () => fs.rmSync(dir, { recursive: true, force: true });
   try {
-    const bodies: string[] = [];
+    const files: { file: string; rows: number }[] = [];
     for (let offset = 0; offset < rows; offset += PAGE_ROWS) {
-      if (offset % SEGMENT_ROWS === 0) bodies.push(path.join(dir, `${bodies.length}.body`));
+      if (offset % SEGMENT_ROWS === 0) files.push({ file: path.join(dir, `${files.length}.body`), rows: 0 });
+      const take = Math.min(PAGE_ROWS, rows - offset);
       const result = await services.clickhouse.client.query({
         query: `SELECT ${columns.join(', ')} FROM call_logs WHERE organization_guid = {from:String} LIMIT {take:UInt32} OFFSET {skip:UInt32} SETTINGS max_threads = 1`,
-        query_params: { from: organizationGuid, to: target.organizationGuid, take: Math.min(PAGE_ROWS, rows - offset), skip: offset },
+        query_params: { from: organizationGuid, to: target.organizationGuid, take, skip: offset },
         format: CALL_LOG_INSERT_FORMAT,
       });
-      fs.appendFileSync(bodies.at(-1)!, await result.text());
+      fs.appendFileSync(files.at(-1)!.file, await result.text());
+      files.at(-1)!.rows += take;
     }
-    const started = performance.now();
-    const cpu = process.cpuUsage();
-    // As many at once as the writer's lanes, each taking the next body when its last is in.
-    let next = 0;
-    const lane = async () => {
-      for (let i = next++; i < bodies.length; i = next++)
-        await services.clickhouse.insertEncoded({
-          table: 'call_logs',
-          columns: THIN_INSERT_COLUMNS,
-          format: CALL_LOG_INSERT_FORMAT,
-          body: { file: bodies[i]! },
-          settings: segmentInsertSettings('call_logs', `insert-path-${target.organizationGuid}-${i}`),
-        });
-    };
-    await Promise.all(Array.from({ length: services.clickhouse.insertLanes }, lane));
-    const used = process.cpuUsage(cpu);
-    return { rowsPerSecond: Math.round(rows / ((performance.now() - started) / 1000)), cpuMicrosPerRow: (used.user + used.system) / rows };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    return { workspace: target.organizationGuid, files, rows, remove };
+  } catch (err) {
+    remove();
+    throw err;
   }
+}
+
+/**
+ * Inserts `bodies` as many at once as the writer's lanes, each lane taking the next body
+ * when its last is in; with `until`, over and over (each time under a new deduplication
+ * token) until it aborts. Returns the rows inserted.
+ */
+export async function insertFloorBodies(services: Pick<Services, 'clickhouse'>, bodies: FloorBodies, until?: AbortSignal): Promise<number> {
+  let next = 0;
+  let inserted = 0;
+  const lane = async () => {
+    for (let i = next++; until ? !until.aborted : i < bodies.files.length; i = next++) {
+      const body = bodies.files[i % bodies.files.length]!;
+      await services.clickhouse.insertEncoded({
+        table: 'call_logs',
+        columns: THIN_INSERT_COLUMNS,
+        format: CALL_LOG_INSERT_FORMAT,
+        body: { file: body.file },
+        settings: segmentInsertSettings('call_logs', `insert-path-${bodies.workspace}-${i}`),
+      });
+      inserted += body.rows;
+    }
+  };
+  await Promise.all(Array.from({ length: services.clickhouse.insertLanes }, lane));
+  return inserted;
 }
 
 /** measureInsertPath as the line a bench prints under its seed's. */
