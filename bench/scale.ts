@@ -134,49 +134,59 @@ async function measureAll(): Promise<Figures> {
   return figures;
 }
 
-/** The shapes again while up to `--ingest-rows` rows go into another workspace, as fast as they can or at `rate` rows/s; the ingest stops when they are done. */
-async function measureDuringIngest(rate: number | undefined): Promise<Figures> {
-  out(`measuring during ingest ${rate ? `at ${rate} rows/s` : 'at full speed'} into another workspace (${loadAverage()})`);
-  const other = await createWorkspace(services.db, { name: `ingesting ${rate ?? 'full'}`, adminEmail: 'ingest@example.test' });
+/**
+ * The shapes again while `ingest` writes into another workspace until its signal aborts
+ * (when the measurements end); `rowsSoFar` tells how many rows went in.
+ */
+async function measureDuring(what: string, ingest: (signal: AbortSignal) => Promise<unknown>, rowsSoFar: () => number): Promise<Figures> {
+  out(`measuring during ${what} into another workspace (${loadAverage()})`);
   const stop = new AbortController();
   const started = performance.now();
-  let done = 0;
-  const ingest = seedCallLogs(services, {
-    organizationGuid: other.organizationGuid,
-    rows: Number(values['ingest-rows']),
-    days: 1,
-    rowsPerSecond: rate,
-    signal: stop.signal,
-    onProgress: (d) => (done = d),
-  });
+  const ingesting = ingest(stop.signal);
   const figures = await measureAll();
   const seconds = (performance.now() - started) / 1000;
-  const rows = done;
   stop.abort();
-  await ingest;
+  // Once the writes in flight are in: a 200k-row insert can outlast a short measurement.
+  await ingesting;
+  const rows = rowsSoFar();
   out(`  ingest during the measurements: ${rows} rows in ${seconds.toFixed(0)} s = ${Math.round(rows / seconds)} rows/s (${loadAverage()}); ${rssSoFar()}`);
   return figures;
 }
 
+/** The shapes again while up to `--ingest-rows` rows are seeded, as fast as they can or at `rate` rows/s. */
+async function measureDuringIngest(rate: number | undefined): Promise<Figures> {
+  const other = await createWorkspace(services.db, { name: `ingesting ${rate ?? 'full'}`, adminEmail: 'ingest@example.test' });
+  let done = 0;
+  return measureDuring(
+    `ingest ${rate ? `at ${rate} rows/s` : 'at full speed'}`,
+    (signal) =>
+      seedCallLogs(services, {
+        organizationGuid: other.organizationGuid,
+        rows: Number(values['ingest-rows']),
+        days: 1,
+        rowsPerSecond: rate,
+        signal,
+        onProgress: (d) => (done = d),
+      }),
+    () => done,
+  );
+}
+
 /**
  * The floor of the full-speed pass: the shapes again while the insert path alone runs
- * at full speed into another workspace (the seed's rows as segment bodies made
- * beforehand, inserted over and over on the writer's lanes): what the engine's inserts
- * and merges do to the queries, without a row made, encoded or spooled.
+ * at full speed (the seed's rows as segment bodies made beforehand, inserted over and
+ * over on the writer's lanes): what the engine's inserts and merges do to the queries,
+ * without a row made, encoded or spooled.
  */
 async function measureDuringInserts(): Promise<Figures> {
   const bodies = await writeFloorBodies(services, org, 10 * SEGMENT_ROWS);
+  let inserted = 0;
   try {
-    out(`measuring during the insert path alone at full speed into another workspace (${loadAverage()})`);
-    const stop = new AbortController();
-    const started = performance.now();
-    const inserting = insertFloorBodies(services, bodies, stop.signal);
-    const figures = await measureAll();
-    const seconds = (performance.now() - started) / 1000;
-    stop.abort();
-    const rows = await inserting;
-    out(`  inserted during the measurements: ${rows} rows in ${seconds.toFixed(0)} s = ${Math.round(rows / seconds)} rows/s (${loadAverage()}); ${rssSoFar()}`);
-    return figures;
+    return await measureDuring(
+      'the insert path alone at full speed',
+      (signal) => insertFloorBodies(services, bodies, signal, (rows) => (inserted += rows)),
+      () => inserted,
+    );
   } finally {
     bodies.remove();
   }
