@@ -9,7 +9,15 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
 import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
 import { LineEncoder } from '../src/core/logs/encoded-lines.js';
-import { CALL_LOG_INSERT_FORMAT, callLogRowEncoder, chEpochMs, encodeCallLog, THIN_INSERT_COLUMNS, truncateUtf8 } from '../src/core/logs/call-log-row.js';
+import {
+  CALL_LOG_INSERT_FORMAT,
+  callLogRowEncoder,
+  chEpochMs,
+  encodeCallLog,
+  THIN_INSERT_COLUMNS,
+  truncateUtf8,
+  type CallLogInput,
+} from '../src/core/logs/call-log-row.js';
 import { isSensitiveHeaderName, redactDeep, redactHeaders } from '../src/core/redaction.js';
 import { listSegments, newSegmentName } from '../src/core/logs/spool.js';
 import { CapturedLog, startTestApp, storeKind, type TestApp } from './helpers/harness.js';
@@ -648,6 +656,28 @@ describe('redaction', () => {
     expect(bare.slice(21)).toEqual(['', '', '']);
     const [, , , , , toolName] = await lineFields(encodeCallLog(logRow(org, { toolName: lone })).thin);
     expect(toolName).toBe('half of a pair \ufffd');
+  });
+
+  it('writes a remembered text or trace id exactly as a new one, each column cut at its own limit', () => {
+    const org = newGuid();
+    const fields = (row: CallLogInput) => JSON.parse(encodeCallLog(row).thin) as string[];
+    // The same 100 characters in a column cut at 500 and in one cut at 40, twice each (the second time remembered).
+    const text = `${'é'.repeat(60)}${'x'.repeat(39)}\ud800`;
+    for (let i = 0; i < 2; i++) {
+      const [, , , , , toolName, , , errorType] = fields(logRow(org, { toolName: text, errorType: text }));
+      expect(toolName).toBe(`${text.slice(0, 99)}\ufffd`);
+      expect(errorType).toBe(text.slice(0, 40));
+    }
+    // Past the remembered count, and past the remembered length, every value is still its own.
+    for (let i = 0; i < 5000; i++) expect(fields(logRow(org, { sessionId: `s-${i}` }))[22]).toBe(`s-${i}`);
+    const long = 'y'.repeat(300);
+    expect(fields(logRow(org, { sessionId: long }))[22]).toBe(long.slice(0, 200));
+    // A trace id repeated is checked once and lowercased each time; another after it is checked again.
+    const trace = 'ABCDEF0123456789ABCDEF0123456789';
+    expect(fields(logRow(org, { traceId: trace }))[19]).toBe(trace.toLowerCase());
+    expect(fields(logRow(org, { traceId: trace }))[19]).toBe(trace.toLowerCase());
+    expect(() => encodeCallLog(logRow(org, { traceId: `${trace.slice(1)}g` }))).toThrow(/traceId must be 32 hex characters/);
+    expect(fields(logRow(org, { traceId: trace }))[19]).toBe(trace.toLowerCase());
   });
 
   it('gives a row without a guid a unique UUIDv7 carrying the time it was written', () => {

@@ -77,12 +77,57 @@ const count = (value: number | undefined, field: string): number => {
   return Math.min(Math.round(value), UINT32_MAX);
 };
 
-const hexId = (value: string | undefined, pattern: RegExp, digits: number, field: string): string => {
-  if (value === undefined || value === '') return randomHex(digits / 2);
-  const lower = value.toLowerCase();
-  if (!pattern.test(lower)) throw new TypeError(`call log ${field} must be ${digits} hex characters`);
-  return lower;
-};
+/**
+ * A hex id column's check: the id lowercased, or a random one when absent. The last id
+ * checked is remembered: consecutive calls of one trace (an agent's turn) carry the
+ * same trace id, and the check is a regular expression.
+ */
+function hexIdColumn(digits: number, field: string): (value: string | undefined) => string {
+  const pattern = new RegExp(`^[0-9a-f]{${digits}}$`);
+  let lastValue = '';
+  let lastId = '';
+  return (value) => {
+    if (value === undefined || value === '') return randomHex(digits / 2);
+    if (value === lastValue) return lastId;
+    const lower = value.toLowerCase();
+    if (!pattern.test(lower)) throw new TypeError(`call log ${field} must be ${digits} hex characters`);
+    lastValue = value;
+    lastId = lower;
+    return lower;
+  };
+}
+
+/** Text a thin column remembers the JSON of, and how many values; longer text is encoded every time. */
+const REMEMBERED_TEXT_CHARS = 256;
+const REMEMBERED_TEXTS = 4096;
+
+/**
+ * A thin text column's value as JSON, remembered (bounded) for the values a workspace
+ * repeats on most rows (methods, tool names, session ids, error messages): a map lookup
+ * in place of a check for lone surrogates and a JSON.stringify per row
+ * (docs/call-logs.md, "Session 38").
+ */
+function rememberedText(encode: (text: string) => string): (value: unknown) => string {
+  const known = new Map<string, string>();
+  return (value) => {
+    const text = String(value);
+    if (text.length > REMEMBERED_TEXT_CHARS) return encode(text);
+    let encoded = known.get(text);
+    if (encoded === undefined) {
+      encoded = encode(text);
+      if (known.size >= REMEMBERED_TEXTS) known.clear();
+      known.set(text, encoded);
+    }
+    return encoded;
+  };
+}
+
+/**
+ * A JSON string of any text. A lone surrogate becomes U+FFFD first: JSON.stringify writes it as an escape
+ * (`\\ud800`) that ClickHouse's JSON reader refuses, and with it the whole insert (a lone high surrogate), or
+ * stores as invalid UTF-8 (a lone low one).
+ */
+const json = (text: string): string => JSON.stringify(text.isWellFormed() ? text : text.toWellFormed());
 
 const refuse = (message: string): never => {
   throw new TypeError(message);
@@ -92,18 +137,14 @@ const refuse = (message: string): never => {
 const helpers = {
   optionalGuid,
   count,
-  hexId,
   refuse,
   utf8: (text: string, maxBytes: number): string => truncateUtf8(text, maxBytes).text,
   headers: (value: Record<string, string> | null | undefined, sensitive: readonly string[]): string =>
     value ? JSON.stringify(redactHeaders(value, sensitive)) : '',
-  patterns: [] as RegExp[],
-  /**
-   * A JSON string of any text. A lone surrogate becomes U+FFFD first: JSON.stringify writes it as an escape
-   * (`\\ud800`) that ClickHouse's JSON reader refuses, and with it the whole insert (a lone high surrogate), or
-   * stores as invalid UTF-8 (a lone low one).
-   */
-  json: (text: string): string => JSON.stringify(text.isWellFormed() ? text : text.toWellFormed()),
+  json,
+  /** Per thin text column and per hex id column, its writer (valueCode adds them). */
+  texts: [] as ((value: unknown) => string)[],
+  hexIds: [] as ((value: string | undefined) => string)[],
 };
 
 /** The format encodeCallLog's lines are in. */
@@ -112,7 +153,7 @@ export const CALL_LOG_INSERT_FORMAT = 'JSONCompactEachRow' satisfies InsertForma
 /**
  * The code (in a generated row writer) of one column's value as a JSON array element.
  * Guids, hex ids and enums are validated and hold neither quote nor backslash: they
- * are quoted as they are; free text and headers go through h.json. Counts are bare
+ * are quoted as they are; free text and headers go through json. Counts are bare
  * numbers.
  */
 function valueCode(c: ColumnSpec): string {
@@ -130,6 +171,12 @@ function valueCode(c: ColumnSpec): string {
       return oneOf(CALL_STATUSES, `must be ${CALL_STATUSES.map((s) => `'${s}'`).join(' or ')}`);
     case 'text': {
       // Most rows leave most text empty (no error, no parent span): written without a call.
+      if (c.part === 'thin') {
+        const { maxBytes, maxChars } = c;
+        const cut = maxBytes !== undefined ? (text: string) => truncateUtf8(text, maxBytes).text : (text: string) => text.slice(0, maxChars);
+        const index = helpers.texts.push(rememberedText((text) => json(cut(text)))) - 1;
+        return `\${${value} == null || ${value} === '' ? '""' : h.texts[${index}](${value})}`;
+      }
       const text = c.maxBytes !== undefined ? `h.utf8(String(${value}), ${c.maxBytes})` : `String(${value}).slice(0, ${c.maxChars!})`;
       return `\${${value} == null || ${value} === '' ? '""' : h.json(${text})}`;
     }
@@ -138,9 +185,8 @@ function valueCode(c: ColumnSpec): string {
     case 'guid':
       return `"\${h.optionalGuid(${value}, ${name})}"`;
     case 'hexId': {
-      const digits = c.maxChars!;
-      const index = helpers.patterns.push(new RegExp(`^[0-9a-f]{${digits}}$`)) - 1;
-      return `"\${h.hexId(${value}, h.patterns[${index}], ${digits}, ${name})}"`;
+      const index = helpers.hexIds.push(hexIdColumn(c.maxChars!, field)) - 1;
+      return `"\${h.hexIds[${index}](${value})}"`;
     }
     case 'headers':
       return `\${h.json(h.headers(${value}, sensitive))}`;
