@@ -138,11 +138,10 @@ const helpers = {
   optionalGuid,
   count,
   refuse,
-  utf8: (text: string, maxBytes: number): string => truncateUtf8(text, maxBytes).text,
   headers: (value: Record<string, string> | null | undefined, sensitive: readonly string[]): string =>
     value ? JSON.stringify(redactHeaders(value, sensitive)) : '',
   json,
-  /** Per thin text column and per hex id column, its writer (valueCode adds them). */
+  /** Per text column and per hex id column, its writer (valueCode adds them). */
   texts: [] as ((value: unknown) => string)[],
   hexIds: [] as ((value: string | undefined) => string)[],
 };
@@ -170,15 +169,13 @@ function valueCode(c: ColumnSpec): string {
     case 'status':
       return oneOf(CALL_STATUSES, `must be ${CALL_STATUSES.map((s) => `'${s}'`).join(' or ')}`);
     case 'text': {
+      const { maxBytes, maxChars } = c;
+      const cut = maxBytes !== undefined ? (text: string) => truncateUtf8(text, maxBytes).text : (text: string) => text.slice(0, maxChars);
+      // A call's bodies are its own; the thin row's text repeats from row to row.
+      const write = c.part === 'thin' ? rememberedText((text) => json(cut(text))) : (text: unknown) => json(cut(String(text)));
+      const index = helpers.texts.push(write) - 1;
       // Most rows leave most text empty (no error, no parent span): written without a call.
-      if (c.part === 'thin') {
-        const { maxBytes, maxChars } = c;
-        const cut = maxBytes !== undefined ? (text: string) => truncateUtf8(text, maxBytes).text : (text: string) => text.slice(0, maxChars);
-        const index = helpers.texts.push(rememberedText((text) => json(cut(text)))) - 1;
-        return `\${${value} == null || ${value} === '' ? '""' : h.texts[${index}](${value})}`;
-      }
-      const text = c.maxBytes !== undefined ? `h.utf8(String(${value}), ${c.maxBytes})` : `String(${value}).slice(0, ${c.maxChars!})`;
-      return `\${${value} == null || ${value} === '' ? '""' : h.json(${text})}`;
+      return `\${${value} == null || ${value} === '' ? '""' : h.texts[${index}](${value})}`;
     }
     case 'count':
       return `\${h.count(${value}, ${name})}`;
