@@ -21,7 +21,7 @@ import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
 import { seedBenchWorkspaces } from './seeded-workspaces.js';
 import { timeRuns } from './stats.js';
-import { logShapes, postAdmin, probeLogs } from './report-shapes.js';
+import { describeProbe, logShapes, postAdmin, probeLogs } from './report-shapes.js';
 
 const { values } = parseArgs({
   options: {
@@ -74,6 +74,7 @@ if (cols) out(`  per column bytes/row: ${cols.map((c) => `${c.name}=${(Number(c.
 
 // 2. Probe values for the filters.
 const probe = await probeLogs(services.clickhouse, org, ROWS, 3 * (ITER + 3));
+out(`  ${describeProbe(probe, ROWS)}`);
 const shapes = logShapes(probe);
 
 const measure = (fn: () => Promise<void>) => timeRuns(fn, ITER);

@@ -55,7 +55,17 @@ export interface LogProbe {
   /** The newest row's time, where the one-hour window ends. */
   windowTo: number;
   nextTrace: () => string;
+  /**
+   * The workspace's rows the three-filter shape matches: its time is the read back to the
+   * page's last match, so a rare pair's page takes several times a common one's
+   * (docs/call-logs.md, "Session 38").
+   */
+  threeFilterRows: number;
 }
+
+/** A line telling how common the probe's three-filter pair is among the workspace's `rows`. */
+export const describeProbe = (probe: LogProbe, rows: number): string =>
+  `three_filters probe: ${probe.threeFilterRows} of the workspace's ${rows} rows (${((100 * probe.threeFilterRows) / rows).toFixed(4)} %)`;
 
 /** Filter values from the middle of the seeded rows, and `traces` trace ids to look up one after another. */
 export async function probeLogs(store: Pick<ClickhouseStore, 'client'>, org: string, rows: number, traces: number): Promise<LogProbe> {
@@ -74,12 +84,18 @@ export async function probeLogs(store: Pick<ClickhouseStore, 'client'>, org: str
       { n: traces },
     )
   ).map((r) => r.trace_id);
+  const [matching] = await read<{ n: number | string }>(
+    `SELECT count() AS n FROM call_logs
+     WHERE organization_guid = {org:String} AND user_guid = {u:String} AND inbound_server_guid = {s:String} AND type = 'tool_call'`,
+    { u: probe!.user_guid, s: probe!.inbound_server_guid },
+  );
   let next = 0;
   return {
     userGuid: probe!.user_guid,
     serverGuid: probe!.inbound_server_guid,
     windowTo: Number(probe!.created_ms),
     nextTrace: () => traceIds[next++ % traceIds.length]!,
+    threeFilterRows: Number(matching!.n),
   };
 }
 

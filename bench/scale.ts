@@ -27,7 +27,7 @@ import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
-import { logShapes, movingWindows, postAdmin, probeLogs, usageBody, usageShapes } from './report-shapes.js';
+import { describeProbe, logShapes, movingWindows, postAdmin, probeLogs, usageBody, usageShapes } from './report-shapes.js';
 import { SEGMENT_ROWS } from '../src/core/logs/call-log-writer.js';
 import { insertFloorBodies, insertPathFigure, reopenBenchWorkspace, seedBenchWorkspaces, writeFloorBodies } from './seeded-workspaces.js';
 import { timeRuns } from './stats.js';
@@ -113,7 +113,9 @@ const busiestGateway = (
   )
 )[0]!.g;
 const reports = usageShapes(busiestGateway);
-const logs = logShapes(await probeLogs(services.clickhouse, org, ROWS, 6 * (RUNS + 3)));
+const probe = await probeLogs(services.clickhouse, org, ROWS, 6 * (RUNS + 3));
+out(`  ${describeProbe(probe, ROWS)}`);
+const logs = logShapes(probe);
 type Figures = Record<string, { p50: number; p99: number }>;
 
 async function measureAll(): Promise<Figures> {
