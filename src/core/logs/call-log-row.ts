@@ -54,21 +54,38 @@ export function chEpochMs(ms: number): string {
   return `${(ms - millis) / 1000}.${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}`;
 }
 
-// A workspace has few distinct guids per column: remember the ones already
-// checked (bounded) so a row costs a hash lookup instead of a regex per guid.
-const knownGuids = new Set<string>();
-const KNOWN_GUIDS_MAX = 50_000;
+/** Text at most this long is remembered by `remembered`; longer text is worked out every time. */
+const REMEMBERED_CHARS = 256;
+
+/**
+ * `compute` remembered (a Map emptied when it holds `limit` values) for the short values
+ * a workspace repeats on most rows: guids, methods, tool names, session ids, error
+ * messages. A map lookup costs less than a guid's regular expression or a JSON.stringify
+ * and its check for lone surrogates (docs/call-logs.md, "Session 38"); what `compute`
+ * throws is not remembered.
+ */
+function remembered(compute: (text: string) => string, limit: number): (text: string) => string {
+  const known = new Map<string, string>();
+  return (text) => {
+    if (text.length > REMEMBERED_CHARS) return compute(text);
+    let result = known.get(text);
+    if (result === undefined) {
+      result = compute(text);
+      if (known.size >= limit) known.clear();
+      known.set(text, result);
+    }
+    return result;
+  };
+}
+
+/** A guid lowercased, or '' when the value is none; a workspace has few distinct ones. */
+const lowercaseGuid = remembered((value) => (isGuid(value) ? value.toLowerCase() : ''), 50_000);
 
 const optionalGuid = (value: string | null | undefined, field: string): string => {
   if (value == null || value === '') return '';
-  if (knownGuids.has(value)) return value;
-  if (!isGuid(value)) throw new TypeError(`call log ${field} must be a guid`);
-  const lower = value.toLowerCase();
-  if (lower === value) {
-    if (knownGuids.size >= KNOWN_GUIDS_MAX) knownGuids.clear();
-    knownGuids.add(value);
-  }
-  return lower;
+  const guid = lowercaseGuid(value);
+  if (!guid) throw new TypeError(`call log ${field} must be a guid`);
+  return guid;
 };
 
 const count = (value: number | undefined, field: string): number => {
@@ -97,30 +114,8 @@ function hexIdColumn(digits: number, field: string): (value: string | undefined)
   };
 }
 
-/** Text a thin column remembers the JSON of, and how many values; longer text is encoded every time. */
-const REMEMBERED_TEXT_CHARS = 256;
+/** How many values a thin text column remembers the JSON of. */
 const REMEMBERED_TEXTS = 4096;
-
-/**
- * A thin text column's value as JSON, remembered (bounded) for the values a workspace
- * repeats on most rows (methods, tool names, session ids, error messages): a map lookup
- * in place of a check for lone surrogates and a JSON.stringify per row
- * (docs/call-logs.md, "Session 38").
- */
-function rememberedText(encode: (text: string) => string): (value: unknown) => string {
-  const known = new Map<string, string>();
-  return (value) => {
-    const text = String(value);
-    if (text.length > REMEMBERED_TEXT_CHARS) return encode(text);
-    let encoded = known.get(text);
-    if (encoded === undefined) {
-      encoded = encode(text);
-      if (known.size >= REMEMBERED_TEXTS) known.clear();
-      known.set(text, encoded);
-    }
-    return encoded;
-  };
-}
 
 /**
  * A JSON string of any text. A lone surrogate becomes U+FFFD first: JSON.stringify writes it as an escape
@@ -142,7 +137,7 @@ const helpers = {
     value ? JSON.stringify(redactHeaders(value, sensitive)) : '',
   json,
   /** Per text column and per hex id column, its writer (valueCode adds them). */
-  texts: [] as ((value: unknown) => string)[],
+  texts: [] as ((text: string) => string)[],
   hexIds: [] as ((value: string | undefined) => string)[],
 };
 
@@ -171,11 +166,11 @@ function valueCode(c: ColumnSpec): string {
     case 'text': {
       const { maxBytes, maxChars } = c;
       const cut = maxBytes !== undefined ? (text: string) => truncateUtf8(text, maxBytes).text : (text: string) => text.slice(0, maxChars);
+      const write = (text: string) => json(cut(text));
       // A call's bodies are its own; the thin row's text repeats from row to row.
-      const write = c.part === 'thin' ? rememberedText((text) => json(cut(text))) : (text: unknown) => json(cut(String(text)));
-      const index = helpers.texts.push(write) - 1;
+      const index = helpers.texts.push(c.part === 'thin' ? remembered(write, REMEMBERED_TEXTS) : write) - 1;
       // Most rows leave most text empty (no error, no parent span): written without a call.
-      return `\${${value} == null || ${value} === '' ? '""' : h.texts[${index}](${value})}`;
+      return `\${${value} == null || ${value} === '' ? '""' : h.texts[${index}](String(${value}))}`;
     }
     case 'count':
       return `\${h.count(${value}, ${name})}`;
