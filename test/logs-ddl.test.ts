@@ -21,8 +21,8 @@ const render = (cluster?: string) => files.flatMap((f) => renderDdlFile(f.sql, {
 /** A statement without its comments, on one line. */
 const bare = (s: string) => s.replace(/--.*$/gm, '').replace(/\s+/g, ' ').trim();
 const creates = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('CREATE'));
-/** The CREATEs of the four log tables (and their Distributed tables), without the usage rollups and their views. */
-const logTables = (cluster?: string) => creates(cluster).filter((s) => !s.includes('call_log_usage_'));
+/** The CREATEs of the four log tables (and their Distributed tables), without the usage rollups and their views or call_logs made again (0020). */
+const logTables = (cluster?: string) => creates(cluster).filter((s) => !s.includes('call_log_usage_') && !s.includes('call_logs_rebuilt'));
 const alters = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('ALTER'));
 /** The ALTERs of one DDL file. */
 const altersOf = (name: string, cluster?: string) =>
@@ -52,6 +52,7 @@ describe('ClickHouse DDL', () => {
       '0017_call_log_parent_span.sql',
       '0018_call_log_error_type.sql',
       '0019_forwarder_counts.sql',
+      '0020_call_log_granules.sql',
     ]);
   });
 
@@ -264,6 +265,29 @@ describe('ClickHouse DDL', () => {
     ];
     expect(altersOf('0019_forwarder_counts.sql').map(bare)).toEqual(statements('call_logs'));
     expect(altersOf('0019_forwarder_counts.sql', 'logs_cluster').map(bare)).toEqual(statements('call_logs_local ON CLUSTER logs_cluster'));
+  });
+
+  it('makes call_logs again in 2,048-row granules with the pair filter (0020): built beside it, given its parts, exchanged, on one node and on every shard', () => {
+    const statements = (table: string, rebuilt: string, onCluster: string, engine: string) => [
+      `ALTER TABLE ${table}${onCluster} ADD INDEX IF NOT EXISTS idx_user_server cityHash64(user_guid, inbound_server_guid) TYPE bloom_filter(0.01) GRANULARITY 1`,
+      `DROP TABLE IF EXISTS ${rebuilt}${onCluster} SYNC`,
+      `CREATE TABLE IF NOT EXISTS ${rebuilt}${onCluster} AS ${table} ENGINE = ${engine} PARTITION BY toMonday(created_at) ORDER BY (organization_guid, created_at, guid) ` +
+        'TTL toDateTime(created_at) + INTERVAL 30 DAY SETTINGS ttl_only_drop_parts = 1, non_replicated_deduplication_window = 10000, index_granularity = 2048, min_compress_block_size = 16384',
+      `ALTER TABLE ${rebuilt}${onCluster} ATTACH PARTITION ALL FROM ${table}`,
+      `EXCHANGE TABLES ${table} AND ${rebuilt}${onCluster}`,
+      `DROP TABLE IF EXISTS ${rebuilt}${onCluster} SYNC`,
+      `ALTER TABLE ${table}${onCluster} MATERIALIZE INDEX idx_user_server`,
+    ];
+    const file = (cluster?: string) => renderDdlFile(files.find((f) => f.name === '0020_call_log_granules.sql')!.sql, { retentionDays: 30, cluster }).map(bare);
+    expect(file()).toEqual(statements('call_logs', 'call_logs_rebuilt', '', 'MergeTree'));
+    expect(file('logs_cluster')).toEqual(
+      statements(
+        'call_logs_local',
+        'call_logs_rebuilt_local',
+        ' ON CLUSTER logs_cluster',
+        "ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')",
+      ),
+    );
   });
 
   it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {

@@ -6,7 +6,8 @@ import { CALL_LOG_INSERT_FORMAT, encodeCallLog } from '../src/core/logs/call-log
 import { THIN_INSERT_COLUMNS } from '../src/core/logs/call-log-schema.js';
 import { epochMs } from '../src/forwarder/call-log-row.js';
 import { CallLogSource } from '../src/forwarder/call-log-source.js';
-import { listDdlFiles, migrateClickhouse, openClickhouse, type ClickhouseStore } from '../src/stores/clickhouse.js';
+import { queryLogs, USER_SERVER_PAIR } from '../src/core/logs/query-logs.js';
+import { listDdlFiles, migrateClickhouse, openClickhouse, renderDdlFile, type ClickhouseStore } from '../src/stores/clickhouse.js';
 import { DERIVED_ROLLUPS } from './helpers/derived-rollups.js';
 
 const ORG = '01a21a14-aaf4-72cd-9769-ad62f2cadb8f';
@@ -325,5 +326,112 @@ describe('clickhouse/0015 and 0016 on usage rollups that hold rows', () => {
       })
     ).json<{ calls: string | number }>();
     expect(Number(calls!.calls)).toBe(135);
+  });
+});
+
+/**
+ * clickhouse/0020 makes call_logs again with 2,048-row granules and a filter over each
+ * row's (user, server) pair, taking the old table's parts: on a table that holds rows, as
+ * on an upgrade, every row stays once (also when the file runs again, as after a failure
+ * past the exchange), the rollups' views keep feeding from the new table, and a page of a
+ * rare pair is read through the pair's filter.
+ */
+describe('clickhouse/0020 on call_logs that hold rows', () => {
+  const GRANULES = '0020_call_log_granules.sql';
+  const db = storeBefore(GRANULES);
+  const user = (i: number) => `01a21a16-0000-7000-8000-0000000001${String(i).padStart(2, '0')}`;
+  const server = (i: number) => `01a21a16-0000-7000-8000-0000000002${String(i).padStart(2, '0')}`;
+  /** The rare pair: user 40 calls server 6 on one row in 5,000 only (three rows, each in a granule of its own). */
+  const RARE = { user_guid: user(40), inbound_server_guid: server(6) };
+  const rare: string[] = [];
+  let n = 0;
+  const started = Date.now();
+
+  /** One INSERT of `count` rows a minute apart: users 0-39 over servers 0-5, and the rare pair. */
+  async function insertBatch(count: number): Promise<void> {
+    const lines: string[] = [];
+    for (let i = 0; i < count; i++, n++) {
+      const guid = `01a21a16-${String(Math.floor(n / 10_000)).padStart(4, '0')}-7000-8000-${String(n % 10_000).padStart(12, '0')}`;
+      const isRare = n % 5_000 === 17;
+      if (isRare) rare.push(guid);
+      lines.push(
+        encodeCallLog({
+          organizationGuid: ORG,
+          guid,
+          createdAt: started - 12 * 86_400_000 + n * 60_000,
+          type: 'tool_call',
+          method: 'tools/call',
+          toolName: 'echo',
+          userGuid: isRare ? RARE.user_guid : user(n % 40),
+          inboundServerGuid: isRare ? RARE.inbound_server_guid : server(n % 6),
+          status: 'ok',
+          durationMs: n % 100,
+        }).thin,
+      );
+    }
+    await insertLines(db.store, lines);
+  }
+
+  const one = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T> =>
+    (await (await db.store.client.query({ query, query_params: { org: ORG, ...params }, format: 'JSONEachRow' })).json<T>())[0]!;
+  /** The rows of call_logs: how many, and a sum over their guids that any row lost or doubled changes. */
+  const contents = () => one<{ rows: string; guids: string }>('SELECT count() AS rows, toString(sum(cityHash64(guid))) AS guids FROM call_logs');
+  const rolledUp = async () =>
+    Number((await one<{ calls: string }>('SELECT sum(calls) AS calls FROM call_log_usage_daily_totals WHERE organization_guid = {org:String}')).calls);
+  const createQuery = async () =>
+    (await one<{ q: string }>("SELECT create_table_query AS q FROM system.tables WHERE database = currentDatabase() AND name = 'call_logs'")).q;
+
+  it('keeps every row once, feeds the rollups from the new table, and reads a rare pair through its filter', async () => {
+    await insertBatch(6_000);
+    await insertBatch(6_000);
+    const before = await contents();
+    expect(Number(before.rows)).toBe(12_000);
+    expect(await createQuery()).not.toContain('index_granularity = 2048');
+
+    expect(await db.upgrade(GRANULES)).toEqual([GRANULES]);
+    expect(await contents()).toEqual(before);
+    expect(await createQuery()).toMatch(
+      /INDEX idx_user_server cityHash64\(user_guid, inbound_server_guid\) TYPE bloom_filter.*index_granularity = 2048, min_compress_block_size = 16384/s,
+    );
+
+    // The rollups' views follow the name: rows inserted after reach them.
+    await insertBatch(3_000);
+    expect(await rolledUp()).toBe(15_000);
+    const after = await contents();
+    expect(Number(after.rows)).toBe(15_000);
+
+    // Run again, as after a failure past the exchange: the same rows, once.
+    for (const statement of renderDdlFile(listDdlFiles().find((f) => f.name === GRANULES)!.sql, { retentionDays: 30 })) {
+      await db.store.client.command({ query: statement });
+    }
+    expect(await contents()).toEqual(after);
+    expect(await rolledUp()).toBe(15_000);
+
+    // Old parts rewritten in 2,048-row granules with the pair's filter; a rare pair's count skips granules by it.
+    await db.store.client.command({ query: 'OPTIMIZE TABLE call_logs FINAL' });
+    const pair = { f_user_guid: RARE.user_guid, f_inbound_server_guid: RARE.inbound_server_guid };
+    const filtered = `FROM call_logs WHERE organization_guid = {org:String} AND ${USER_SERVER_PAIR}`;
+    expect(Number((await one<{ n: string }>(`SELECT count() AS n ${filtered} SETTINGS force_data_skipping_indices = 'idx_user_server'`, pair)).n)).toBe(
+      rare.length,
+    );
+    const plan = (
+      await (
+        await db.store.client.query({ query: `EXPLAIN indexes = 1 SELECT guid ${filtered}`, query_params: { org: ORG, ...pair }, format: 'TabSeparatedRaw' })
+      ).text()
+    )
+      .split('\n')
+      .map((line) => line.trim());
+    const granules = plan[plan.indexOf('Name: idx_user_server') + 3]!.match(/^Granules: (\d+)\/(\d+)$/)!;
+    expect(Number(granules[1])).toBeLessThan(Number(granules[2]) / 2);
+
+    const page = await queryLogs(db.store, ORG, {
+      filters: { ...RARE, type: 'tool_call' },
+      orderByColumn: 'created_at',
+      orderByDirection: 'desc',
+      skip: 0,
+      take: 50,
+      includeDetail: false,
+    });
+    expect(page.items.map((r) => r.guid)).toEqual([...rare].reverse());
   });
 });

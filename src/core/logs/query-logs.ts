@@ -80,8 +80,15 @@ export interface LogPage {
 // Ids are stored lowercase; equality on hex and guids ignores the caller's case.
 const normalize = (column: FilterColumn, value: string): string => (isLowercaseId(column) ? value.toLowerCase() : value);
 
-/** PREWHERE (workspace and time, the sort key's prefix) and WHERE (filters) with their parameters. */
-function conditions(q: LogQuery): { prewhere: string[]; where: string[]; params: Record<string, unknown> } {
+/**
+ * A user's calls to one server, as the pair's bloom filter (clickhouse/0020) reads them:
+ * its expression, equal to the pair's hash. The user's and the server's own filters skip
+ * nothing where each is common, and a rare pair's page read every row back to its last match.
+ */
+export const USER_SERVER_PAIR = 'cityHash64(user_guid, inbound_server_guid) = cityHash64({f_user_guid:String}, {f_inbound_server_guid:String})';
+
+/** PREWHERE (workspace and time, the sort key's prefix) and WHERE (filters) with their parameters, and how many filters the caller gave. */
+function conditions(q: LogQuery): { prewhere: string[]; where: string[]; params: Record<string, unknown>; filters: number } {
   const { prewhere, params } = timeBounds(q);
   const where: string[] = [];
   for (const column of FILTER_COLUMNS) {
@@ -91,7 +98,9 @@ function conditions(q: LogQuery): { prewhere: string[]; where: string[]; params:
     where.push(`${column} = {f_${column}:String}`);
     params[`f_${column}`] = normalize(column, value);
   }
-  return { prewhere, where, params };
+  const filters = where.length;
+  if (q.filters.user_guid !== undefined && q.filters.inbound_server_guid !== undefined) where.push(USER_SERVER_PAIR);
+  return { prewhere, where, params, filters };
 }
 
 const clause = (keyword: string, parts: string[]): string => (parts.length ? `${keyword} ${parts.join(' AND ')}` : '');
@@ -165,7 +174,7 @@ function edgeOf(q: LogQuery, windowMs: number): number | null {
  * exact. Other orders read the whole range with LIMIT/OFFSET.
  */
 export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organizationGuid: string, q: LogQuery): Promise<LogPage> {
-  const { prewhere, where, params } = conditions(q);
+  const { prewhere, where, params, filters } = conditions(q);
   const dir = q.orderByDirection === 'asc' ? 'ASC' : 'DESC';
   const limit = q.take + 1;
   const pageParams = { ...params, limit, skip: q.skip };
@@ -185,7 +194,7 @@ export async function queryLogs(store: Pick<ClickhouseStore, 'client'>, organiza
         overLimit: NARROW_WINDOW,
       });
     for (
-      let windowMs = windowable(q) ? firstWindowMs(q.skip + limit, where.length) : Infinity;
+      let windowMs = windowable(q) ? firstWindowMs(q.skip + limit, filters) : Infinity;
       ;
       windowMs = Math.ceil(windowMs * growth(rows.length, limit, q.skip))
     ) {
