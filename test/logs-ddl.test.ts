@@ -267,7 +267,7 @@ describe('ClickHouse DDL', () => {
     expect(altersOf('0019_forwarder_counts.sql', 'logs_cluster').map(bare)).toEqual(statements('call_logs_local ON CLUSTER logs_cluster'));
   });
 
-  it('makes call_logs again in 2,048-row granules with the pair filter (0020): built beside it, given its parts, exchanged, on one node and on every shard', () => {
+  it('makes call_logs again in 2,048-row granules with the pair filter (0020): built beside it, given its parts, exchanged, its trace and span filters per 8,192 rows, on one node and on every shard', () => {
     const statements = (table: string, rebuilt: string, onCluster: string, engine: string) => [
       `ALTER TABLE ${table}${onCluster} ADD INDEX IF NOT EXISTS idx_user_server cityHash64(user_guid, inbound_server_guid) TYPE bloom_filter(0.01) GRANULARITY 1`,
       `DROP TABLE IF EXISTS ${rebuilt}${onCluster} SYNC`,
@@ -277,6 +277,12 @@ describe('ClickHouse DDL', () => {
       `EXCHANGE TABLES ${table} AND ${rebuilt}${onCluster}`,
       `DROP TABLE IF EXISTS ${rebuilt}${onCluster} SYNC`,
       `ALTER TABLE ${table}${onCluster} MATERIALIZE INDEX idx_user_server`,
+      `ALTER TABLE ${table}${onCluster} DROP INDEX IF EXISTS idx_trace_id`,
+      `ALTER TABLE ${table}${onCluster} ADD INDEX IF NOT EXISTS idx_trace_id trace_id TYPE bloom_filter(0.001) GRANULARITY 4 FIRST`,
+      `ALTER TABLE ${table}${onCluster} MATERIALIZE INDEX idx_trace_id SETTINGS mutations_sync = 2`,
+      `ALTER TABLE ${table}${onCluster} DROP INDEX IF EXISTS idx_span_id`,
+      `ALTER TABLE ${table}${onCluster} ADD INDEX IF NOT EXISTS idx_span_id span_id TYPE bloom_filter(0.01) GRANULARITY 4 AFTER idx_trace_id`,
+      `ALTER TABLE ${table}${onCluster} MATERIALIZE INDEX idx_span_id SETTINGS mutations_sync = 2`,
     ];
     const file = (cluster?: string) => renderDdlFile(files.find((f) => f.name === '0020_call_log_granules.sql')!.sql, { retentionDays: 30, cluster }).map(bare);
     expect(file()).toEqual(statements('call_logs', 'call_logs_rebuilt', '', 'MergeTree'));

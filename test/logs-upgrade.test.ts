@@ -391,8 +391,12 @@ describe('clickhouse/0020 on call_logs that hold rows', () => {
     expect(await db.upgrade(GRANULES)).toEqual([GRANULES]);
     expect(await contents()).toEqual(before);
     expect(await createQuery()).toMatch(
-      /INDEX idx_user_server cityHash64\(user_guid, inbound_server_guid\) TYPE bloom_filter.*index_granularity = 2048, min_compress_block_size = 16384/s,
+      /INDEX idx_trace_id trace_id TYPE bloom_filter\(0\.001\) GRANULARITY 4,\s+INDEX idx_span_id span_id TYPE bloom_filter\(0\.01\) GRANULARITY 4,.*INDEX idx_user_server cityHash64\(user_guid, inbound_server_guid\) TYPE bloom_filter.*index_granularity = 2048, min_compress_block_size = 16384/s,
     );
+    // A trace lookup is answered through the trace filter built again for the parts written before.
+    const { trace } = await one<{ trace: string }>('SELECT trace_id AS trace FROM call_logs ORDER BY created_at LIMIT 1');
+    const traced = `SELECT count() AS n FROM call_logs WHERE trace_id = {trace:String} SETTINGS force_data_skipping_indices = 'idx_trace_id'`;
+    expect(Number((await one<{ n: string }>(traced, { trace })).n)).toBeGreaterThan(0);
 
     // The rollups' views follow the name: rows inserted after reach them.
     await insertBatch(3_000);
