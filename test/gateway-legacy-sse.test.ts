@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { CreateMessageRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ListRootsRequestSchema, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CreatedWorkspace } from '../src/core/workspaces.js';
 import { closeClients, invoke, newWorkspace, startTestApp, type TestApp } from './helpers/harness.js';
@@ -19,9 +19,9 @@ const extraApps: FastifyInstance[] = [];
 
 const text = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
 
-async function gateway(): Promise<{ token: string; path: string; connectionGuid: string }> {
+async function gateway(inboundServerGuid = serverGuid): Promise<{ token: string; path: string; connectionGuid: string }> {
   const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: `gw-${Math.random().toString(36).slice(2, 8)}` });
-  await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: serverGuid });
+  await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid });
   const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
   return { token: issued.body.token, connectionGuid: issued.body.connectionGuid, path: `/gateways/${gw.body.guid}/mcp` };
 }
@@ -112,11 +112,9 @@ describe('the host-facing legacy endpoint /gateways/{guid}/sse', () => {
   it('opens a new upstream session in the host’s when the upstream forgot the one it had (a restart): the host, tied to its stream, never initializes again', async () => {
     const asking = await startAskingUpstream();
     try {
-      const { serverGuid: askingGuid } = await registerServer(t, ws, { name: 'asking', url: asking.url, authType: 'none' });
-      const gw = await invoke(t, 'rest', ws.token, 'create_gateway', { name: `restarts-${Math.random().toString(36).slice(2, 8)}` });
-      await invoke(t, 'rest', ws.token, 'assign_server_to_gateway', { gatewayGuid: gw.body.guid, inboundServerGuid: askingGuid });
-      const issued = await invoke(t, 'rest', ws.token, 'issue_gateway_token', { gatewayGuid: gw.body.guid });
-      const client = await legacyHost(`${base}/gateways/${gw.body.guid}/sse`, issued.body.token);
+      const gw = await gateway((await registerServer(t, ws, { name: 'asking', url: asking.url, authType: 'none' })).serverGuid);
+      const sseUrl = base + gw.path.replace(/\/mcp$/, '/sse');
+      const client = await legacyHost(sseUrl, gw.token);
       expect(text(await client.callTool({ name: 'asking__hold', arguments: { ms: 1 } }))).toBe('held 1 ms');
       const sessions = asking.declared.length;
       asking.forgetSessions();
@@ -124,6 +122,40 @@ describe('the host-facing legacy endpoint /gateways/{guid}/sse', () => {
       expect((await client.listTools()).tools.map((x) => x.name)).toContain('asking__hold');
       // One initialize more, as the host declared itself at its own.
       expect(asking.declared.length).toBe(sessions + 1);
+      // The host's stream follows the new session's stream: the one the call opened, not one more of its own.
+      await vi.waitFor(() => expect(asking.openStreams()).toBe(1), { timeout: 10_000, interval: 50 });
+      expect(asking.declared.length).toBe(sessions + 1);
+    } finally {
+      await asking.close();
+    }
+  });
+
+  it('follows a new upstream session’s own stream when the upstream forgot the old one: what the upstream asks there reaches the host again, and its session ends with the stream', async () => {
+    const asking = await startAskingUpstream();
+    try {
+      const gw = await gateway((await registerServer(t, ws, { name: 'asking', url: asking.url, authType: 'none' })).serverGuid);
+      const sseUrl = base + gw.path.replace(/\/mcp$/, '/sse');
+      const client = await legacySseClient(sseUrl, gw.token, { roots: {} });
+      client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: 'file:///work', name: 'work' }] }));
+      let toolListChanges = 0;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => void toolListChanges++);
+      const followed = () => vi.waitFor(() => expect(asking.openStreams()).toBe(1), { timeout: 10_000, interval: 50 });
+      await followed();
+      // Asked on the session's own stream (no call's): it reaches the host through the gateway's following of that stream.
+      expect(text(await client.callTool({ name: 'asking__ask-roots-aside', arguments: {} }))).toBe('roots: file:///work');
+      const sessions = asking.declared.length;
+      asking.forgetSessions();
+      // The stream finds the session gone, opens a new one in the host's and follows it; the return is announced.
+      await vi.waitFor(() => expect(toolListChanges).toBeGreaterThan(0), { timeout: 10_000, interval: 50 });
+      await followed();
+      expect(asking.declared.length).toBe(sessions + 1);
+      expect(text(await client.callTool({ name: 'asking__ask-roots-aside', arguments: {} }))).toBe('roots: file:///work');
+      // The call went to the session the stream opened.
+      expect(asking.declared.length).toBe(sessions + 1);
+      expect(asking.openSessions()).toBe(1);
+      await client.close();
+      // The transport ties the session to its stream: the upstream's session ends with it (DELETE).
+      await vi.waitFor(() => expect(asking.openSessions()).toBe(0), { timeout: 10_000, interval: 50 });
     } finally {
       await asking.close();
     }

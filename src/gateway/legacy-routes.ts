@@ -6,7 +6,7 @@ import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/server';
 import type { Services } from '../core/services.js';
 import type { GatewayCaller } from './access.js';
 import { CallRecord } from './call-record.js';
-import type { Catalogs } from './catalog.js';
+import type { Catalog, Catalogs } from './catalog.js';
 import { ERRORS, type GatewayProxy } from './proxy.js';
 import type { GatewaySession } from './session-id.js';
 import { GATEWAY_ROUTE_OPTIONS } from './rate-limits.js';
@@ -23,6 +23,8 @@ interface LegacyStream {
   out: ServerResponse;
   /** Set by the host's initialize. */
   session: GatewaySession | null;
+  /** The catalog the session's upstream sessions were opened from (their URLs and credentials, to end them). */
+  catalog: Catalog | null;
   abort: AbortController;
   /** Stops following the session's upstreams and workspace (followHostEvents), once it has a session. */
   stopFollowing?: () => void;
@@ -56,7 +58,7 @@ const KEEPALIVE_MS = 15_000;
  */
 export function registerLegacyGatewayRoutes(
   app: FastifyInstance,
-  services: Pick<Services, 'callLogs' | 'configChanges' | 'logger'>,
+  services: Pick<Services, 'callLogs' | 'config' | 'configChanges' | 'logger'>,
   deps: LegacyRouteDeps,
 ): void {
   const streams = new Map<string, LegacyStream>();
@@ -68,7 +70,7 @@ export function registerLegacyGatewayRoutes(
     const caller = await deps.admit(request, reply);
     if (!caller || !(await deps.holdStream(caller, reply))) return reply;
     const id = randomBytes(16).toString('hex');
-    const stream: LegacyStream = { caller, out: reply.raw, session: null, abort: new AbortController() };
+    const stream: LegacyStream = { caller, out: reply.raw, session: null, catalog: null, abort: new AbortController() };
     streams.set(id, stream);
     reply.hijack();
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -84,9 +86,9 @@ export function registerLegacyGatewayRoutes(
     streams.delete(id);
     stream.abort.abort();
     stream.stopFollowing?.();
-    // The transport ties the session to this stream: it ends here.
-    if (stream.session) deps.proxy.forgetSession(stream.session);
     if (!reply.raw.writableEnded) reply.raw.end();
+    // The transport ties the session to this stream: it ends here, upstream too.
+    if (stream.session && stream.catalog) await deps.proxy.endSession(stream.session, stream.catalog, hostTraceContext(undefined, undefined, undefined));
   });
 
   app.post<{ Params: { gatewayGuid: string }; Querystring: { sessionId?: string } }>(
@@ -124,8 +126,9 @@ export function registerLegacyGatewayRoutes(
           if (answer.newSession && !stream.abort.signal.aborted) {
             // Initialized again on the same stream: the former session ends here.
             stream.stopFollowing?.();
-            if (stream.session) deps.proxy.forgetSession(stream.session);
+            if (stream.session && stream.catalog) void deps.proxy.endSession(stream.session, stream.catalog, trace);
             const session = (stream.session = answer.newSession);
+            stream.catalog = catalog;
             stream.stopFollowing = followHostEvents(
               {
                 services,
@@ -136,6 +139,7 @@ export function registerLegacyGatewayRoutes(
                 subscriptions: deps.proxy.subscriptions,
                 tasks: deps.proxy.tasks,
                 fetch: deps.fetch,
+                renewsUpstreamSessions: true,
               },
               (event) => write(stream, event),
             );

@@ -17,7 +17,7 @@ import {
 import { InputWaiters } from './bridge-input-rounds.js';
 import { ERRORS, errorResponse, GATEWAY_VERSION, GatewayCallError, SessionExpired, type HostContext, type HostReply, type Outcome } from './call-model.js';
 import { settle } from './call-outcome.js';
-import type { Catalogs, Route } from './catalog.js';
+import type { Catalog, Catalogs, Route } from './catalog.js';
 import { HostRelay } from './host-relay.js';
 import { HostSubscriptions } from './host-subscriptions.js';
 import { HostTasks, sessionCapabilities } from './host-tasks.js';
@@ -26,6 +26,7 @@ import type { ParamHeaderSchemas } from './mcp-param-headers.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { cancelledTarget, unrelayId } from './relay.js';
 import type { GatewaySession } from './session-id.js';
+import type { TraceContext } from './trace-context.js';
 import type { UpstreamFetch } from './upstream-client.js';
 import type { UpstreamHealth } from './upstream-health.js';
 import { Upstreams } from './upstreams.js';
@@ -83,10 +84,11 @@ export class GatewayProxy {
     return this.upstreams.kit.paramSchemas;
   }
 
-  /** Forgets what this process keeps for a session its host ended. */
-  forgetSession(session: GatewaySession): void {
+  /** Ends a session its host ended: what this process keeps for it is forgotten, its upstream sessions are ended. */
+  async endSession(session: GatewaySession, catalog: Catalog, trace: TraceContext): Promise<void> {
     this.upstreams.kit.logLevels.forget(session);
     this.subscriptions.forget(session);
+    await this.upstreams.endSessions(session, catalog, trace);
   }
 
   /** Serves one message the host POSTed: the outcome, rendered, its row written (call-outcome.ts). */

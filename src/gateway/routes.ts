@@ -16,9 +16,8 @@ import { sseMessage } from './sse.js';
 import { StreamReplay } from './stream-replay.js';
 import { endWhenRefused } from './access-watch.js';
 import { HostEventStreams } from './host-event-streams.js';
-import { hostTraceContext, upstreamTraceparent } from './trace-context.js';
+import { hostTraceContext } from './trace-context.js';
 import { UpstreamHealth } from './upstream-health.js';
-import { deleteUpstreamSession } from './upstream-http.js';
 import { UpstreamClient } from './upstream-client.js';
 import { header, registerLegacyGatewayRoutes } from './legacy-routes.js';
 import { createModernHostHandler, type ModernHostRequest } from './modern-host.js';
@@ -390,28 +389,8 @@ export function registerGatewayRoutes(app: FastifyInstance, services: Services):
     if (!found) return reply;
     // Ended for every replica before anything else: from here on the id is a 404 wherever it is presented.
     await endedSessions.end(found.session);
-    proxy.forgetSession(found.session);
     hostEvents.end(found.session.id);
-    const { catalog } = found;
-    const trace = hostTraceContext(header(request, 'traceparent'), undefined, undefined);
-    await Promise.all(
-      catalog.routes.map(async (route) => {
-        const upstream = found.session!.upstreams[route.assignmentGuid];
-        if (!upstream?.sessionId) return;
-        const credential = await catalogs.credential(route).catch(() => null);
-        if (!credential) return;
-        await deleteUpstreamSession({
-          url: route.url,
-          credentialHeaders: credential.headers,
-          sessionId: upstream.sessionId,
-          protocolVersion: upstream.protocolVersion,
-          traceparent: upstreamTraceparent(trace),
-          signal: AbortSignal.timeout(5_000),
-          maxResponseBytes: 4096,
-          fetch: upstreams.fetch,
-        });
-      }),
-    );
+    await proxy.endSession(found.session, found.catalog, hostTraceContext(header(request, 'traceparent'), undefined, undefined));
     return reply.code(200).send();
   });
 

@@ -185,10 +185,13 @@ export async function postToUpstream(req: UpstreamRequest, message: JSONRPCMessa
   return { status: res.status, sessionId, streamed: false, messages: parseMessages(text, (message as { id?: RequestId }).id) };
 }
 
-/** Opens the upstream's standalone event stream (GET); null when the upstream offers none (405). */
+/**
+ * Opens the upstream's standalone event stream (GET); null when the upstream offers
+ * none (405). A session the upstream forgot is its refusal, as for a POST (forgotSession).
+ */
 export async function openUpstreamStream(req: UpstreamRequest): Promise<AsyncIterable<JSONRPCMessage> | null> {
   const res = await req.fetch(req.url, { method: 'GET', headers: headersFor(req, 'text/event-stream'), signal: req.signal, timeoutMs: req.timeoutMs });
-  if (res.status === 405 || res.status === 404) {
+  if (res.status === 405) {
     res.discard();
     return null;
   }

@@ -6,7 +6,9 @@ import { OAuthRefreshError } from '../core/servers/oauth-refresh.js';
 import { SecretKeyMismatchError } from '../core/secrets/envelope.js';
 import type { Services } from '../core/services.js';
 import { ERRORS, GatewayCallError, SessionExpired, type HostContext } from './call-model.js';
-import type { Catalogs, Route, RouteCredential } from './catalog.js';
+import type { Catalog, Catalogs, Route, RouteCredential } from './catalog.js';
+import type { GatewaySession } from './session-id.js';
+import { upstreamTraceparent, type TraceContext } from './trace-context.js';
 import { withoutEchoedSecretsIn } from './echoed-secrets.js';
 import { MODERN_REVISION } from './modern-upstream.js';
 import { ResponseTooLargeError, type UpstreamFetch } from './upstream-client.js';
@@ -39,7 +41,7 @@ export class Upstreams {
     private readonly services: Pick<Services, 'config' | 'logger' | 'db' | 'configChanges'>,
     private readonly catalogs: Catalogs,
     private readonly health: UpstreamHealth,
-    fetch: UpstreamFetch,
+    private readonly fetch: UpstreamFetch,
   ) {
     this.kit = new UpstreamKit(services, fetch);
     this.legacy = new LegacySseAdapter(this.kit);
@@ -122,6 +124,28 @@ export class Upstreams {
         throw new GatewayCallError(ERRORS.upstream, `Server ${route.slug}: ${err.message}`, undefined, undefined, err.message);
       throw err;
     }
+  }
+
+  /** Ends a host session's upstream sessions (DELETE); failures are ignored, the upstreams expire them anyway. */
+  async endSessions(session: GatewaySession, catalog: Catalog, trace: TraceContext): Promise<void> {
+    await Promise.all(
+      catalog.routes.map(async (route) => {
+        const upstream = session.upstreams[route.assignmentGuid];
+        if (!upstream?.sessionId) return;
+        const credential = await this.catalogs.credential(route).catch(() => null);
+        if (!credential) return;
+        await deleteUpstreamSession({
+          url: route.url,
+          credentialHeaders: credential.headers,
+          sessionId: upstream.sessionId,
+          protocolVersion: upstream.protocolVersion,
+          traceparent: upstreamTraceparent(trace),
+          signal: AbortSignal.timeout(5_000),
+          maxResponseBytes: 4096,
+          fetch: this.fetch,
+        });
+      }),
+    );
   }
 
   /** The adapter for a route: the legacy transport, the revision learned for it, a 2026-07-28 host's pooled or held 2025 session. */

@@ -11,8 +11,12 @@ export interface AskingUpstream extends Upstream {
   runs: Record<string, number>;
   /** Client capabilities each session declared at initialize. */
   declared: Record<string, unknown>[];
-  /** Forgets every session without ending it, as a restarted upstream would: their ids are answered 404. */
+  /** Forgets every session and ends its streams, as a restarted upstream would: their ids are answered 404. */
   forgetSessions(): void;
+  /** The sessions it knows (ended with DELETE, or forgotten). */
+  openSessions(): number;
+  /** The sessions' own event streams (GET) open now. */
+  openStreams(): number;
 }
 
 /**
@@ -99,12 +103,17 @@ export async function startAskingUpstream(): Promise<AskingUpstream> {
     return server;
   };
   const sessions = sessionTransports(build);
+  const streams = new Set<http.ServerResponse>();
   const httpServer = http.createServer(async (req, res) => {
     try {
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const text = Buffer.concat(chunks).toString();
       const body = text ? (JSON.parse(text) as unknown) : undefined;
+      if (req.method === 'GET') {
+        streams.add(res);
+        res.once('close', () => streams.delete(res));
+      }
       await sessions.serve(req, res, body);
     } catch {
       res.destroy();
@@ -117,6 +126,9 @@ export async function startAskingUpstream(): Promise<AskingUpstream> {
     runs,
     declared,
     forgetSessions: sessions.forget,
+    openSessions: sessions.open,
+    // A GET the transport took: its stream is open (200) until it closes.
+    openStreams: () => [...streams].filter((res) => res.headersSent && res.statusCode === 200).length,
     close: async () => {
       await sessions.close();
       httpServer.closeAllConnections();

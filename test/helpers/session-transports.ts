@@ -8,12 +8,14 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
  * them: a request without a session id gets a new session (its initialize) from a server
  * `build` makes, one with an id the upstream does not know is a 404 (-32001, "Session
  * not found"), any other goes to its session's transport. `forget` drops every session
- * (as an upstream that restarted), `close` closes them.
+ * and ends its streams (as an upstream that restarted), `close` closes them, `open`
+ * counts them.
  */
 export function sessionTransports(build: () => McpServer): {
   serve: (req: http.IncomingMessage, res: http.ServerResponse, body: unknown) => Promise<void>;
   forget: () => void;
   close: () => Promise<void>;
+  open: () => number;
 } {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const serve = async (req: http.IncomingMessage, res: http.ServerResponse, body: unknown): Promise<void> => {
@@ -38,7 +40,12 @@ export function sessionTransports(build: () => McpServer): {
   };
   return {
     serve,
-    forget: () => transports.clear(),
+    forget: () => {
+      const gone = [...transports.values()];
+      transports.clear();
+      for (const transport of gone) void transport.close().catch(() => undefined);
+    },
+    open: () => transports.size,
     close: async () => {
       for (const transport of transports.values()) await transport.close().catch(() => undefined);
     },

@@ -1,18 +1,24 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { SessionExpired, type HostContext } from '../call-model.js';
 import type { Route, RouteCredential } from '../catalog.js';
-import { deleteUpstreamSession, forgotSession, initializeUpstream, postToUpstream } from '../upstream-http.js';
+import type { GatewaySession } from '../session-id.js';
+import { deleteUpstreamSession, forgotSession, initializeUpstream, postToUpstream, type UpstreamRequest } from '../upstream-http.js';
 import { whenRead, type InitHost, type OpenedSession, type UpstreamAdapter, type UpstreamExchange, type UpstreamKit } from './adapter.js';
 
 /** Opens a session with a 2025 Streamable HTTP upstream (initialize, initialized) for `host`. */
-export async function openStreamable(
+export function openStreamable(
   kit: UpstreamKit,
   ctx: HostContext,
   route: Route,
   credential: RouteCredential,
   host: InitHost,
 ): Promise<OpenedSession & { instructions: unknown }> {
-  const opened = await initializeUpstream(kit.request(ctx, route, credential), {
+  return initializeStreamable(kit.request(ctx, route, credential), host);
+}
+
+/** Opens a session with a 2025 Streamable HTTP upstream with `req`'s settings, for `host`. */
+export async function initializeStreamable(req: UpstreamRequest, host: InitHost): Promise<OpenedSession & { instructions: unknown }> {
+  const opened = await initializeUpstream(req, {
     protocolVersion: host.protocolVersion,
     capabilities: host.clientCapabilities,
     clientInfo: host.clientInfo,
@@ -22,6 +28,34 @@ export async function openStreamable(
     ...(opened.protocolVersion ? { protocolVersion: opened.protocolVersion } : {}),
     instructions: opened.result.instructions,
   };
+}
+
+/** The renewals under way, by host session id and assignment. */
+const renewals = new Map<string, Promise<OpenedSession>>();
+
+/**
+ * Replaces, in a host session this process may change (the legacy transport's), the
+ * upstream session `forgotten` that the upstream no longer knows by one `open` makes:
+ * once, however many of the session's calls and its event stream find it gone at the
+ * same time; one that finds it replaced already gets the replacement.
+ */
+export function renewUpstreamSession(
+  session: GatewaySession,
+  assignmentGuid: string,
+  forgotten: string | undefined,
+  open: () => Promise<OpenedSession>,
+): Promise<OpenedSession> {
+  const current = session.upstreams[assignmentGuid];
+  if (current && current.sessionId !== forgotten) return Promise.resolve(current);
+  const key = `${session.id}\0${assignmentGuid}`;
+  let renewal = renewals.get(key);
+  if (!renewal) {
+    renewal = open()
+      .then((opened) => (session.upstreams[assignmentGuid] = opened))
+      .finally(() => renewals.delete(key));
+    renewals.set(key, renewal);
+  }
+  return renewal;
 }
 
 /**
@@ -58,7 +92,7 @@ export class StreamableSessionAdapter implements UpstreamAdapter {
       return whenRead({ ...reply, protocolVersion }, () => this.closeTransient(ctx, route, credential, session));
     } catch (err) {
       if (!forgotSession(err) || !upstream?.sessionId || transient) throw err;
-      if (ctx.renewsUpstreamSessions && ctx.session && !renewed) return this.renewed(ctx, route, credential, message);
+      if (ctx.renewsUpstreamSessions && ctx.session && !renewed) return this.renewed(ctx, ctx.session, route, credential, message, upstream.sessionId);
       throw new SessionExpired();
     }
   }
@@ -69,10 +103,18 @@ export class StreamableSessionAdapter implements UpstreamAdapter {
    * The upstream hears the host as at its initialize; what it kept of the former
    * session (a log level, subscriptions) is gone with it, as after any restart.
    */
-  private async renewed(ctx: HostContext, route: Route, credential: RouteCredential, message: JSONRPCMessage): Promise<UpstreamExchange> {
-    const session = ctx.session!;
-    const { instructions: _, ...opened } = await openStreamable(this.kit, ctx, route, credential, session);
-    session.upstreams[route.assignmentGuid] = opened;
+  private async renewed(
+    ctx: HostContext,
+    session: GatewaySession,
+    route: Route,
+    credential: RouteCredential,
+    message: JSONRPCMessage,
+    forgotten: string,
+  ): Promise<UpstreamExchange> {
+    await renewUpstreamSession(session, route.assignmentGuid, forgotten, async () => {
+      const { instructions: _, ...opened } = await openStreamable(this.kit, ctx, route, credential, session);
+      return opened;
+    });
     return this.exchange(ctx, route, credential, message, true);
   }
 
