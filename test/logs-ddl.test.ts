@@ -21,8 +21,9 @@ const render = (cluster?: string) => files.flatMap((f) => renderDdlFile(f.sql, {
 /** A statement without its comments, on one line. */
 const bare = (s: string) => s.replace(/--.*$/gm, '').replace(/\s+/g, ' ').trim();
 const creates = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('CREATE'));
-/** The CREATEs of the four log tables (and their Distributed tables), without the usage rollups and their views or call_logs made again (0020). */
-const logTables = (cluster?: string) => creates(cluster).filter((s) => !s.includes('call_log_usage_') && !s.includes('call_logs_rebuilt'));
+/** The CREATEs of the four log tables (and their Distributed tables), without the usage rollups, the trace hours (0021) and their views or call_logs made again (0020). */
+const logTables = (cluster?: string) =>
+  creates(cluster).filter((s) => !s.includes('call_log_usage_') && !s.includes('call_logs_rebuilt') && !s.includes('call_log_trace_hours'));
 const alters = (cluster?: string) => render(cluster).filter((s) => bare(s).startsWith('ALTER'));
 /** The ALTERs of one DDL file. */
 const altersOf = (name: string, cluster?: string) =>
@@ -53,6 +54,7 @@ describe('ClickHouse DDL', () => {
       '0018_call_log_error_type.sql',
       '0019_forwarder_counts.sql',
       '0020_call_log_granules.sql',
+      '0021_call_log_trace_hours.sql',
     ]);
   });
 
@@ -294,6 +296,34 @@ describe('ClickHouse DDL', () => {
         "ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')",
       ),
     );
+  });
+
+  it("keeps each trace's hours (0021): the table, its view from call_logs' inserts, the backfill through the names the queries use, the trace filter dropped, on one node and on every shard", () => {
+    const file = (cluster?: string) =>
+      renderDdlFile(files.find((f) => f.name === '0021_call_log_trace_hours.sql')!.sql, { retentionDays: 30, cluster }).map(bare);
+    const table = (name: string, onCluster: string, engine: string) =>
+      `CREATE TABLE IF NOT EXISTS ${name}${onCluster} ( organization_guid LowCardinality(String), trace_hash UInt32 CODEC(Delta, ZSTD(1)), hour DateTime('UTC') CODEC(T64, ZSTD(1)) ) ` +
+      `ENGINE = ${engine} PARTITION BY toMonday(hour) ORDER BY (organization_guid, trace_hash, hour) TTL hour + INTERVAL 30 DAY SETTINGS ttl_only_drop_parts = 1`;
+    const view = (suffix: string, onCluster: string) =>
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS call_log_trace_hours_mv${suffix}${onCluster} TO call_log_trace_hours${suffix} AS ` +
+      `SELECT organization_guid, xxHash32(trace_id) AS trace_hash, toStartOfHour(created_at) AS hour FROM call_logs${suffix} GROUP BY organization_guid, trace_hash, hour`;
+    const backfill =
+      'INSERT INTO call_log_trace_hours SELECT organization_guid, xxHash32(trace_id) AS trace_hash, toStartOfHour(created_at) AS hour FROM call_logs SETTINGS distributed_foreground_insert = 1';
+    expect(file()).toEqual([
+      table('call_log_trace_hours', '', 'ReplacingMergeTree'),
+      view('', ''),
+      backfill,
+      'ALTER TABLE call_logs DROP INDEX IF EXISTS idx_trace_id',
+    ]);
+    const onCluster = ' ON CLUSTER logs_cluster';
+    expect(file('logs_cluster')).toEqual([
+      table('call_log_trace_hours_local', onCluster, "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')"),
+      view('_local', onCluster),
+      `CREATE TABLE IF NOT EXISTS call_log_trace_hours${onCluster} AS call_log_trace_hours_local ENGINE = Distributed(logs_cluster, currentDatabase(), call_log_trace_hours_local, cityHash64(organization_guid))`,
+      // Through the Distributed tables: every shard's rows, not only those of the node applying the file.
+      backfill,
+      `ALTER TABLE call_logs_local${onCluster} DROP INDEX IF EXISTS idx_trace_id`,
+    ]);
   });
 
   it('adds protocol_version to call_logs, on one node and on every shard and the Distributed table', () => {

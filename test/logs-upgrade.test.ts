@@ -6,7 +6,7 @@ import { CALL_LOG_INSERT_FORMAT, encodeCallLog } from '../src/core/logs/call-log
 import { THIN_INSERT_COLUMNS } from '../src/core/logs/call-log-schema.js';
 import { epochMs } from '../src/forwarder/call-log-row.js';
 import { CallLogSource } from '../src/forwarder/call-log-source.js';
-import { queryLogs, USER_SERVER_PAIR } from '../src/core/logs/query-logs.js';
+import { queryLogs, TRACE_HOURS, USER_SERVER_PAIR } from '../src/core/logs/query-logs.js';
 import { listDdlFiles, migrateClickhouse, openClickhouse, renderDdlFile, type ClickhouseStore } from '../src/stores/clickhouse.js';
 import { DERIVED_ROLLUPS } from './helpers/derived-rollups.js';
 
@@ -437,5 +437,99 @@ describe('clickhouse/0020 on call_logs that hold rows', () => {
       includeDetail: false,
     });
     expect(page.items.map((r) => r.guid)).toEqual([...rare].reverse());
+  });
+});
+
+/**
+ * clickhouse/0021 keeps the hours each trace has calls in, and query_logs reads a trace's
+ * calls within them: on a table that holds rows, as on an upgrade, the hours of the rows
+ * written before are backfilled and those of later inserts fed by the view, the pages
+ * equal the trace's rows (also after the file runs again, which repeats hours), and a
+ * trace's page reads the granules of its hours only.
+ */
+describe('clickhouse/0021 on call_logs that hold rows', () => {
+  const TRACE_HOURS_FILE = '0021_call_log_trace_hours.sql';
+  const db = storeBefore(TRACE_HOURS_FILE);
+  const started = Date.now() - 12 * 86_400_000;
+  let n = 0;
+  /** Each trace's rows: its first two a minute apart, its third five hours later (so two hours). */
+  const traceOf = (i: number) => (Math.floor(i / 3) * 7919).toString(16).padStart(32, '0');
+  const written: { guid: string; trace: string; at: number }[] = [];
+
+  async function insertBatch(count: number): Promise<void> {
+    const lines: string[] = [];
+    for (let i = 0; i < count; i++, n++) {
+      const guid = `01a21a17-${String(Math.floor(n / 10_000)).padStart(4, '0')}-7000-8000-${String(n % 10_000).padStart(12, '0')}`;
+      const at = started + Math.floor(n / 3) * 60_000 + (n % 3 === 2 ? 5 * 3_600_000 : (n % 3) * 60_000);
+      written.push({ guid, trace: traceOf(n), at });
+      lines.push(
+        encodeCallLog({
+          organizationGuid: ORG,
+          guid,
+          createdAt: at,
+          type: 'tool_call',
+          method: 'tools/call',
+          toolName: 'echo',
+          status: 'ok',
+          durationMs: 5,
+          traceId: traceOf(n),
+        }).thin,
+      );
+    }
+    await insertLines(db.store, lines);
+  }
+
+  /** query_logs' page of a trace against the trace's rows as written, newest first. */
+  async function expectPagesOf(traces: readonly string[]): Promise<void> {
+    for (const trace of traces) {
+      const page = await queryLogs(db.store, ORG, {
+        filters: { trace_id: trace.toUpperCase() },
+        orderByColumn: 'created_at',
+        orderByDirection: 'desc',
+        skip: 0,
+        take: 100,
+        includeDetail: false,
+      });
+      const expected = written.filter((w) => w.trace === trace).sort((a, b) => b.at - a.at || (a.guid < b.guid ? 1 : -1));
+      expect(expected.length).toBe(3);
+      expect(page.items.map((r) => r.guid)).toEqual(expected.map((w) => w.guid));
+    }
+  }
+  const sample = (from: number, to: number) => Array.from({ length: 12 }, (_, i) => traceOf(from + Math.floor(((to - from - 3) * i) / 11)));
+
+  it('finds the rows of before and after through their hours, and reads the granules of those hours only', async () => {
+    await insertBatch(9_000);
+    expect(await db.upgrade(TRACE_HOURS_FILE)).toEqual([TRACE_HOURS_FILE]);
+    await expectPagesOf(sample(0, 9_000));
+    await insertBatch(6_000);
+    await expectPagesOf(sample(9_000, 15_000));
+    const create = (await (await db.store.client.query({ query: 'SHOW CREATE TABLE call_logs', format: 'TabSeparatedRaw' })).text()).replace(/\\n/g, ' ');
+    expect(create).not.toContain('idx_trace_id');
+
+    // Run again, as after a failure: the hours repeat, the pages do not.
+    for (const statement of renderDdlFile(listDdlFiles().find((f) => f.name === TRACE_HOURS_FILE)!.sql, { retentionDays: 30 })) {
+      await db.store.client.command({ query: statement });
+    }
+    await expectPagesOf(sample(0, 15_000));
+
+    await db.store.client.command({ query: 'OPTIMIZE TABLE call_logs FINAL' });
+    const trace = traceOf(7_500);
+    const plan = (
+      await (
+        await db.store.client.query({
+          query: `EXPLAIN indexes = 1 SELECT guid FROM call_logs WHERE organization_guid = {org:String} AND trace_id = {f_trace_id:String} AND ${TRACE_HOURS}`,
+          query_params: { org: ORG, f_trace_id: trace },
+          format: 'TabSeparatedRaw',
+        })
+      ).text()
+    )
+      .split('\n')
+      .map((line) => line.trim());
+    const granules = plan
+      .slice(plan.indexOf('PrimaryKey'))
+      .find((line) => line.startsWith('Granules:'))!
+      .match(/^Granules: (\d+)\/(\d+)$/)!;
+    expect(Number(granules[1])).toBeLessThanOrEqual(2);
+    expect(Number(granules[2])).toBeGreaterThanOrEqual(6);
   });
 });

@@ -87,6 +87,14 @@ const normalize = (column: FilterColumn, value: string): string => (isLowercaseI
  */
 export const USER_SERVER_PAIR = 'cityHash64(user_guid, inbound_server_guid) = cityHash64({f_user_guid:String}, {f_inbound_server_guid:String})';
 
+/**
+ * A trace's calls, within the hours it has calls in (clickhouse/0021): its id says
+ * nothing of when, and its hours' rows are a few granules where the whole range is
+ * thousands. GLOBAL: on a cluster the hours are looked up once, by the node that asks.
+ */
+export const TRACE_HOURS =
+  'toStartOfHour(created_at) GLOBAL IN (SELECT hour FROM call_log_trace_hours WHERE organization_guid = {org:String} AND trace_hash = xxHash32({f_trace_id:String}))';
+
 /** PREWHERE (workspace and time, the sort key's prefix) and WHERE (filters) with their parameters, and how many filters the caller gave. */
 function conditions(q: LogQuery): { prewhere: string[]; where: string[]; params: Record<string, unknown>; filters: number } {
   const { prewhere, params } = timeBounds(q);
@@ -100,6 +108,7 @@ function conditions(q: LogQuery): { prewhere: string[]; where: string[]; params:
   }
   const filters = where.length;
   if (q.filters.user_guid !== undefined && q.filters.inbound_server_guid !== undefined) where.push(USER_SERVER_PAIR);
+  if (q.filters.trace_id !== undefined) where.push(TRACE_HOURS);
   return { prewhere, where, params, filters };
 }
 
@@ -112,7 +121,7 @@ const FIRST_WINDOW_MS = 3_600_000;
 const WINDOW_GROWTH = 8;
 /** Past this the whole range is read: a page takes one or two queries as a rule, seven at most. */
 const LAST_WINDOW_MS = 30 * 86_400_000;
-/** Needle filters match a handful of rows: a window never fills, so the whole range is read at once (their bloom filters skip the rest). */
+/** Needle filters match a handful of rows: a window never fills, so the whole range is read at once (the trace's hours, the span's bloom filter skip the rest). */
 const NEEDLE_FILTERS: readonly FilterColumn[] = ['trace_id', 'span_id'];
 
 /** How much wider the first window is for each filter: a filter keeps a fraction of the rows, a guid one a small fraction. */
