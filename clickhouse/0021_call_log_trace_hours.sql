@@ -1,14 +1,13 @@
 -- The hours each trace has calls in, per workspace, for query_logs' trace_id filter.
 --
 -- A trace id says nothing of when its calls were made, so a lookup through the trace's
--- bloom filter read every granule's filter over the whole range (at 100M rows about
--- 0.7 bytes a row of filters, read whole at each lookup). This table is sorted by
--- (workspace, the id's 32-bit hash): a lookup reads a granule of it to learn the hours,
--- then call_logs within those hours only (query_logs adds `toStartOfHour(created_at)
--- GLOBAL IN (...)`, TRACE_HOURS in src/core/logs/query-logs.ts). Another trace with the
--- same hash adds its hours to the read, never its rows (the trace_id condition stays).
--- The trace's bloom filter goes: the hours leave it a few granules to skip. Figures:
--- docs/call-logs.md, "Session 40".
+-- bloom filter read every granule's filter over the whole range, a read that grows with
+-- the rows. This table is sorted by (workspace, the id's 32-bit hash): a lookup reads a
+-- granule of it to learn the hours, then call_logs within those hours only (query_logs
+-- adds `toStartOfHour(created_at) GLOBAL IN (...)`, TRACE_HOURS in
+-- src/core/logs/query-logs.ts). Another trace with the same hash adds its hours to the
+-- read, never its rows (the trace_id condition stays). The trace's bloom filter goes:
+-- the hours leave it a few granules to skip. Figures: docs/call-logs.md, "Session 40".
 --
 -- Fed by each INSERT into call_logs (rows of one trace in one hour grouped once an
 -- INSERT); rows that repeat (across INSERTs, or written twice by the backfill below and
