@@ -9,12 +9,15 @@
 -- read, never its rows (the trace_id condition stays). The trace's bloom filter goes:
 -- the hours leave it a few granules to skip. Figures: docs/call-logs.md, "Session 40".
 --
--- Fed by each INSERT into call_logs (rows of one trace in one hour grouped once an
--- INSERT); rows that repeat (across INSERTs, or written twice by the backfill below and
--- the view) are merged away (ReplacingMergeTree) and are harmless until then: the
--- lookup only asks which hours. So every statement can run again after a failure.
+-- Fed by each INSERT into call_logs. A ReplacingMergeTree keeps one row of each
+-- (workspace, hash, hour): the rows of a trace's hour in one INSERT are one when its part
+-- is written, and those that repeat across parts (other INSERTs, or the backfill below
+-- and the view writing the same) are merged away, harmless until then: the lookup only
+-- asks which hours. So every statement can run again after a failure.
 -- Backfilled from the rows before; rows inserted while the backfill runs are fed by the
--- view, which is made first. Rows expire with call_logs' (the same weekly parts).
+-- view, which is made first. Rows expire a week after call_logs' would: call_logs drops
+-- a weekly part once its last row expired, so a row lives up to six days past the
+-- retention, and its hours must outlive it.
 --
 -- On a cluster each shard's view feeds its local table from its local rows, and the
 -- query reads them through the Distributed table (GLOBAL IN: the hours are found once,
@@ -28,13 +31,12 @@ CREATE TABLE IF NOT EXISTS ${TABLE:call_log_trace_hours} ${ON_CLUSTER}
 ENGINE = ${ENGINE:ReplacingMergeTree}
 PARTITION BY toMonday(hour)
 ORDER BY (organization_guid, trace_hash, hour)
-TTL hour + INTERVAL ${RETENTION_DAYS} DAY
+TTL hour + INTERVAL ${RETENTION_DAYS} DAY + INTERVAL 7 DAY
 SETTINGS ttl_only_drop_parts = 1;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS ${TABLE:call_log_trace_hours_mv} ${ON_CLUSTER} TO ${TABLE:call_log_trace_hours} AS
 SELECT organization_guid, xxHash32(trace_id) AS trace_hash, toStartOfHour(created_at) AS hour
-FROM ${TABLE:call_logs}
-GROUP BY organization_guid, trace_hash, hour;
+FROM ${TABLE:call_logs};
 
 ${DISTRIBUTED:call_log_trace_hours:cityHash64(organization_guid)};
 

@@ -303,10 +303,10 @@ describe('ClickHouse DDL', () => {
       renderDdlFile(files.find((f) => f.name === '0021_call_log_trace_hours.sql')!.sql, { retentionDays: 30, cluster }).map(bare);
     const table = (name: string, onCluster: string, engine: string) =>
       `CREATE TABLE IF NOT EXISTS ${name}${onCluster} ( organization_guid LowCardinality(String), trace_hash UInt32 CODEC(Delta, ZSTD(1)), hour DateTime('UTC') CODEC(T64, ZSTD(1)) ) ` +
-      `ENGINE = ${engine} PARTITION BY toMonday(hour) ORDER BY (organization_guid, trace_hash, hour) TTL hour + INTERVAL 30 DAY SETTINGS ttl_only_drop_parts = 1`;
+      `ENGINE = ${engine} PARTITION BY toMonday(hour) ORDER BY (organization_guid, trace_hash, hour) TTL hour + INTERVAL 30 DAY + INTERVAL 7 DAY SETTINGS ttl_only_drop_parts = 1`;
     const view = (suffix: string, onCluster: string) =>
       `CREATE MATERIALIZED VIEW IF NOT EXISTS call_log_trace_hours_mv${suffix}${onCluster} TO call_log_trace_hours${suffix} AS ` +
-      `SELECT organization_guid, xxHash32(trace_id) AS trace_hash, toStartOfHour(created_at) AS hour FROM call_logs${suffix} GROUP BY organization_guid, trace_hash, hour`;
+      `SELECT organization_guid, xxHash32(trace_id) AS trace_hash, toStartOfHour(created_at) AS hour FROM call_logs${suffix}`;
     const backfill =
       'INSERT INTO call_log_trace_hours SELECT organization_guid, xxHash32(trace_id) AS trace_hash, toStartOfHour(created_at) AS hour FROM call_logs SETTINGS distributed_foreground_insert = 1';
     expect(file()).toEqual([
