@@ -60,10 +60,7 @@ export function followHostEvents(opts: HostEventsOptions, deliver: (message: JSO
           const following = followingRequest(opts.fetch, route, credential, abort.signal);
           if (forgotten !== undefined) {
             const timeoutMs = opts.services.config.gateway.upstreamTimeoutMs;
-            await renewUpstreamSession(session, route.assignmentGuid, forgotten, async () => {
-              const { instructions: _, ...opened } = await initializeStreamable({ ...following, timeoutMs }, session);
-              return opened;
-            });
+            await renewUpstreamSession(session, route.assignmentGuid, forgotten, () => initializeStreamable({ ...following, timeoutMs }, session));
             forgotten = undefined;
           }
           // Read at each opening: a session this process may change has a forgotten upstream session replaced in it.

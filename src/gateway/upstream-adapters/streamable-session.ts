@@ -43,7 +43,7 @@ export function renewUpstreamSession(
   session: GatewaySession,
   assignmentGuid: string,
   forgotten: string | undefined,
-  open: () => Promise<OpenedSession>,
+  open: () => Promise<OpenedSession & { instructions?: unknown }>,
 ): Promise<OpenedSession> {
   const current = session.upstreams[assignmentGuid];
   if (current && current.sessionId !== forgotten) return Promise.resolve(current);
@@ -51,7 +51,7 @@ export function renewUpstreamSession(
   let renewal = renewals.get(key);
   if (!renewal) {
     renewal = open()
-      .then((opened) => (session.upstreams[assignmentGuid] = opened))
+      .then(({ instructions: _, ...opened }) => (session.upstreams[assignmentGuid] = opened))
       .finally(() => renewals.delete(key));
     renewals.set(key, renewal);
   }
@@ -111,10 +111,7 @@ export class StreamableSessionAdapter implements UpstreamAdapter {
     message: JSONRPCMessage,
     forgotten: string,
   ): Promise<UpstreamExchange> {
-    await renewUpstreamSession(session, route.assignmentGuid, forgotten, async () => {
-      const { instructions: _, ...opened } = await openStreamable(this.kit, ctx, route, credential, session);
-      return opened;
-    });
+    await renewUpstreamSession(session, route.assignmentGuid, forgotten, () => openStreamable(this.kit, ctx, route, credential, session));
     return this.exchange(ctx, route, credential, message, true);
   }
 
