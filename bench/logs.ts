@@ -21,6 +21,7 @@ import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
 import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
 import { seedBenchWorkspaces } from './seeded-workspaces.js';
 import { timeRuns } from './stats.js';
+import { queryFloor } from './query-floor.js';
 import { describeProbe, logShapes, postAdmin, probeLogs } from './report-shapes.js';
 
 const { values } = parseArgs({
@@ -81,6 +82,7 @@ const measure = (fn: () => Promise<void>) => timeRuns(fn, ITER);
 
 const chResults: Record<string, { p50: number; p99: number; rows: number }> = {};
 const storeResults: Record<string, { p50: number; p99: number }> = {};
+out(await queryFloor(services.clickhouse, org, probe.windowTo, ITER));
 out(`measuring query_logs (${loadAverage()})`);
 for (const [name, shape] of Object.entries(shapes)) {
   const bodyOf = () => (typeof shape === 'function' ? shape() : shape);

@@ -30,6 +30,7 @@ import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
+import { queryFloor } from './query-floor.js';
 import { describeProbe, logShapes, movingWindows, postAdmin, probeLogs, usageBody, usageShapes } from './report-shapes.js';
 import { SEGMENT_ROWS } from '../src/core/logs/call-log-writer.js';
 import { insertFloorBodies, insertPathFigure, reopenBenchWorkspace, seedBenchWorkspaces, writeFloorBodies } from './seeded-workspaces.js';
@@ -212,6 +213,7 @@ async function settleMerges(): Promise<string> {
 }
 
 out(`  ${await settleMerges()}`);
+out(`  ${await queryFloor(services.clickhouse, org, probe.windowTo, RUNS)}`);
 out(`measuring, quiet (${loadAverage()})`);
 const quiet = await measureAll();
 out(`  ${rssSoFar()}`);

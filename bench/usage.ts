@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
+import { queryFloor } from './query-floor.js';
 import { copyCallLogsToPostgres, openComparisonPostgres, postgresCallLogsBytes } from './postgres-comparison.js';
 import { insertPathFigure, reopenBenchWorkspace, seedBenchWorkspaces } from './seeded-workspaces.js';
 import { median, timeRuns } from './stats.js';
@@ -127,6 +128,7 @@ interface Result {
   p50Ms: number;
 }
 const chResults: Record<string, Result> = {};
+out(await queryFloor(services.clickhouse, org, await newestMs(), RUNS));
 out(`measuring get_usage_report through REST (${loadAverage()})`);
 for (const [name, shape] of Object.entries(shapes)) {
   let last = '';
