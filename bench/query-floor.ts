@@ -7,7 +7,7 @@ import { timeRuns } from './stats.js';
  * minute of the workspace's call_logs rows (a real table: planning, the parts' index
  * analysis, a granule or two read). Every report and page pays at least the second
  * once per table it reads, so a shape's p50 is read against it: on this shared machine
- * it moves by 2x from one hour to the next (docs/call-logs.md, "Session 41").
+ * it moves from one hour to the next (docs/call-logs.md, "Session 41").
  */
 export async function queryFloor(store: Pick<ClickhouseStore, 'client'>, org: string, newestMs: number, runs: number): Promise<string> {
   let run = 0;

@@ -4,7 +4,8 @@
  * through the REST route (get_usage_report: auth, validation, both ClickHouse queries,
  * serialisation) and the same reports as SQL on Postgres holding the same rows with
  * the indexes a deployment would create (bench/postgres-comparison.ts), p50/p99 of
- * `--runs` runs each, in the same run. Prints the ratio Postgres / ClickHouse per shape
+ * `--runs` runs each, in the same run. Before them, the run's per-query floor
+ * (bench/query-floor.ts), what any read costs this hour. Prints the ratio Postgres / ClickHouse per shape
  * and the bytes per row on disk of both, and, at the store level in the same run, each shape read through the
  * hourly rollup alone against every rollup (`--no-postgres` stops there). Figures, never assertions.
  *
