@@ -14,8 +14,8 @@ const common = {
   isolate: false,
   testTimeout: 60_000,
   hookTimeout: 120_000,
-  // The browser tests poll the page for what a request brings: on this shared machine a page's
-  // answer took over vitest's default second while the whole suite ran twice as slowly (session 41).
+  // The browser tests poll the page for what a request brings, which on a loaded shared machine
+  // can take longer than vitest's default second (docs/decisions.md, "Polls wait 10 s").
   expect: { poll: { timeout: 10_000 } },
 };
 
