@@ -30,6 +30,7 @@ import { createWorkspace } from '../src/core/workspaces.js';
 import { buildApp } from '../src/http/app.js';
 import { openRuntime } from '../src/runtime/open.js';
 import { benchConfig, loadAverage, silentLogger } from './bench-config.js';
+import { waitForMergesToSettle } from './clickhouse-idle.js';
 import { queryFloor } from './query-floor.js';
 import { describeProbe, logShapes, movingWindows, postAdmin, probeLogs, usageBody, usageShapes } from './report-shapes.js';
 import { SEGMENT_ROWS } from '../src/core/logs/call-log-writer.js';
@@ -200,19 +201,8 @@ async function measureDuringInserts(): Promise<Figures> {
 
 /** How long the quiet measurements wait for the seed's merges to end. */
 const MERGE_WAIT_S = 300;
-/** Waits until no merge runs in the store, or MERGE_WAIT_S passed: what it waited, in words. */
-async function settleMerges(): Promise<string> {
-  const started = performance.now();
-  for (;;) {
-    const [running] = await read<{ n: string }>(`SELECT count() AS n FROM system.merges WHERE database = currentDatabase()`);
-    const waited = (performance.now() - started) / 1000;
-    if (Number(running!.n) === 0) return `merges settled after ${waited.toFixed(0)} s`;
-    if (waited > MERGE_WAIT_S) return `${running!.n} merges still running after ${MERGE_WAIT_S} s`;
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-  }
-}
-
-out(`  ${await settleMerges()}`);
+const { seconds: waited, settled } = await waitForMergesToSettle(services.clickhouse.client, MERGE_WAIT_S);
+out(`  ${settled ? `merges settled after ${waited.toFixed(0)} s` : `merges still running after ${MERGE_WAIT_S} s`}`);
 out(`  ${await queryFloor(services.clickhouse, org, probe.windowTo, RUNS)}`);
 out(`measuring, quiet (${loadAverage()})`);
 const quiet = await measureAll();
