@@ -88,7 +88,12 @@ async function benchStore(store: 'pglite' | 'postgres'): Promise<Row[]> {
  * blocks of 50 calls so both see the same machine. p50 of each, and the difference.
  */
 async function benchAudit(services: Services, store: string): Promise<{ store: string; on: number; off: number; calls: number }> {
-  const dropAudit: Services['audit'] = { write: async () => undefined, flush: async () => undefined, close: async () => undefined };
+  const dropAudit: Services['audit'] = {
+    write: async () => undefined,
+    flush: async () => undefined,
+    catchUp: async () => undefined,
+    close: async () => undefined,
+  };
   const apps = { on: await buildApp({ services, logger: false }), off: await buildApp({ services: { ...services, audit: dropAudit }, logger: false }) };
   const ws = await createWorkspace(services.db, { name: 'bench audit', adminEmail: `audit-${Date.now()}@example.test` });
   const team = await apps.on.inject({

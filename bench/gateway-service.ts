@@ -59,6 +59,7 @@ const noLogs: CallLogSink = {
   write: async () => undefined,
   writeEncoded: async () => undefined,
   flush: async () => undefined,
+  catchUp: async () => undefined,
   close: async () => undefined,
   encoding: { sensitiveHeaderNames: [] },
 };

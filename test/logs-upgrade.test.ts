@@ -345,7 +345,9 @@ describe('clickhouse/0020 on call_logs that hold rows', () => {
   const RARE = { user_guid: user(40), inbound_server_guid: server(6) };
   const rare: string[] = [];
   let n = 0;
-  const started = Date.now();
+  // The Monday 12 to 18 days back (call_logs is partitioned by week): the rows fall into the same weeks' parts whatever the day.
+  const firstDay = Math.floor((Date.now() - 12 * 86_400_000) / 86_400_000);
+  const firstRowAt = (firstDay - ((firstDay + 3) % 7)) * 86_400_000;
 
   /** One INSERT of `count` rows a minute apart: users 0-39 over servers 0-5, and the rare pair. */
   async function insertBatch(count: number): Promise<void> {
@@ -358,7 +360,7 @@ describe('clickhouse/0020 on call_logs that hold rows', () => {
         encodeCallLog({
           organizationGuid: ORG,
           guid,
-          createdAt: started - 12 * 86_400_000 + n * 60_000,
+          createdAt: firstRowAt + n * 60_000,
           type: 'tool_call',
           method: 'tools/call',
           toolName: 'echo',

@@ -7,7 +7,7 @@ import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickh
 import { clientInsert, WRITE_NICE, type EncodedInsert, type InsertBody, type InsertEncoded } from '../src/stores/clickhouse.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newGuid } from '../src/core/ids.js';
-import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
+import { CATCH_UP_WAIT_MS, CallLogWriter } from '../src/core/logs/call-log-writer.js';
 import { LineEncoder } from '../src/core/logs/encoded-lines.js';
 import {
   CALL_LOG_INSERT_FORMAT,
@@ -321,6 +321,91 @@ describe('the call-log writer', () => {
     expect(inserts[1]!.at - busyAt).toBeGreaterThanOrEqual(3000);
     await writer.close();
     expect(await countRows(t, org)).toBe(70);
+  });
+
+  it('catchUp inserts quiet rows before a read, once for reads that come together, and never waits for busy rows', async () => {
+    const org = newGuid();
+    const inserts: number[] = [];
+    let holdInserts: Promise<void> | null = null;
+    const insert = async (request: EncodedInsert) => {
+      if (request.table === 'call_logs') inserts.push(bodyText(request.body).split('\n').filter(Boolean).length);
+      await holdInserts;
+      return realInsert(request);
+    };
+    const writer = await CallLogWriter.open({
+      insert,
+      spoolDir: newSpoolDir(),
+      logger: new CapturedLog(),
+      flushIntervalMs: 60_000,
+      busyRows: 50,
+      busyFlushIntervalMs: 60_000,
+    });
+    await writer.write(Array.from({ length: 3 }, () => logRow(org)));
+    // Three reads at once: one insert, and each read finds the rows in.
+    await Promise.all([writer.catchUp(), writer.catchUp(), writer.catchUp()]);
+    expect(inserts).toEqual([3]);
+    expect(await countRows(t, org)).toBe(3);
+    // Nothing waiting: no insert.
+    await writer.catchUp();
+    expect(inserts).toEqual([3]);
+
+    // A read that comes while another read's insert runs waits for it, then has its own rows inserted.
+    let release!: () => void;
+    holdInserts = new Promise((r) => (release = r));
+    await writer.write([logRow(org)]);
+    const first = writer.catchUp();
+    await vi.waitFor(() => expect(inserts).toEqual([3, 1]));
+    await writer.write([logRow(org), logRow(org)]);
+    const second = writer.catchUp();
+    release();
+    holdInserts = null;
+    await Promise.all([first, second]);
+    expect(inserts).toEqual([3, 1, 2]);
+    expect(await countRows(t, org)).toBe(6);
+
+    // Busy rows (busyRows or more waiting) are left to their interval: the read does not wait for a large insert.
+    await writer.write(Array.from({ length: 50 }, () => logRow(org)));
+    await writer.catchUp();
+    expect(inserts).toEqual([3, 1, 2]);
+    await writer.flush();
+    // ... and the pace stays busy until a segment is sealed quiet: a few rows after a busy segment are not inserted for a read.
+    await writer.write([logRow(org)]);
+    await writer.catchUp();
+    expect(inserts).toEqual([3, 1, 2, 50]);
+    await writer.flush();
+    await writer.write([logRow(org)]);
+    await writer.catchUp();
+    expect(inserts).toEqual([3, 1, 2, 50, 1, 1]);
+    await writer.close();
+    expect(await countRows(t, org)).toBe(58);
+  });
+
+  it('catchUp gives up after CATCH_UP_WAIT_MS, and never rejects while ClickHouse fails', async () => {
+    const org = newGuid();
+    let mode: 'hang' | 'fail' | 'ok' = 'hang';
+    let release!: () => void;
+    const hung = new Promise<void>((r) => (release = r));
+    const insert = async (request: EncodedInsert) => {
+      if (mode === 'hang') await hung;
+      if (mode === 'fail') throw new Error('ECONNREFUSED: ClickHouse is away');
+      return realInsert(request);
+    };
+    const log = new CapturedLog();
+    const writer = await CallLogWriter.open({ insert, spoolDir: newSpoolDir(), logger: log, flushIntervalMs: 60_000, retryMinMs: 60_000 });
+    await writer.write([logRow(org)]);
+    // An insert that does not end: the read goes on after the bound.
+    const started = Date.now();
+    await writer.catchUp();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(CATCH_UP_WAIT_MS - 50);
+    mode = 'fail';
+    release();
+    // A refused insert: the read goes on without the rows, no error.
+    await vi.waitFor(() => expect(log.text()).toMatch(/insert failed/));
+    await writer.write([logRow(org)]);
+    await expect(writer.catchUp()).resolves.toBeUndefined();
+    expect(await countRows(t, org)).toBe(0);
+    mode = 'ok';
+    await writer.close();
   });
 
   it('moves a segment ClickHouse refuses as data to spool/rejected and goes on with the next', async () => {

@@ -9,7 +9,7 @@ import { TokenResolver } from '../core/auth/token-resolver.js';
 import { EgressPolicy } from '../core/egress.js';
 import { SERVICE_LOG_REDACTION } from '../core/redaction.js';
 import { ClickhouseAlertStore } from '../core/logs/alert-store.js';
-import { CallLogWriter, SpoolWriter } from '../core/logs/call-log-writer.js';
+import { CallLogWriter, EMBEDDED_FLUSH_INTERVAL_MS, SpoolWriter } from '../core/logs/call-log-writer.js';
 import { AUDIT_TABLES, encodeAuditRecord } from '../core/audit/audit-record.js';
 import { SecretStore } from '../core/secrets/secret-store.js';
 import { ServerValidationJobs } from '../core/servers/validation-jobs.js';
@@ -81,13 +81,16 @@ export async function openRuntime(
     await clickhouse?.close().catch(() => undefined);
     throw err;
   }
+  const interval = clickhouse.kind === 'chdb' ? { flushIntervalMs: EMBEDDED_FLUSH_INTERVAL_MS } : {};
   const callLogs = await CallLogWriter.open({
+    ...interval,
     insert: clickhouse.insertEncoded,
     lanes: clickhouse.insertLanes,
     spoolDir: path.join(config.dataDir, 'spool', 'call-logs'),
     logger,
   });
   const audit = await SpoolWriter.open({
+    ...interval,
     insert: clickhouse.insertEncoded,
     spoolDir: path.join(config.dataDir, 'spool', 'audit'),
     logger,

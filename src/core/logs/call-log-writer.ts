@@ -36,6 +36,11 @@ export interface SpoolSink<R> {
   write(rows: readonly R[]): Promise<void>;
   /** Resolves once every row accepted before the call is in ClickHouse; rejects when ClickHouse refuses now (the rows stay spooled). */
   flush(): Promise<void>;
+  /**
+   * Before a read: inserts the rows waiting for their segment's interval now, when that
+   * is cheap, so the read sees them (see SpoolWriter.catchUp). Never rejects.
+   */
+  catchUp(): Promise<void>;
   /** Stops accepting, inserts what it can and leaves the rest in the spool for the next start. */
   close(): Promise<void>;
 }
@@ -100,6 +105,16 @@ interface Segment {
  */
 export const SEGMENT_ROWS = 200_000;
 
+/**
+ * A quiet segment's interval on the embedded store, for which an insert is most of a quiet
+ * service's CPU: reads have the rows they follow inserted first (catchUp), so a longer wait
+ * costs them nothing (docs/decisions.md, "How soon a call is in query_logs").
+ */
+export const EMBEDDED_FLUSH_INTERVAL_MS = 10_000;
+
+/** How long a read waits for the rows it has a writer insert (catchUp) before it goes on without them. */
+export const CATCH_UP_WAIT_MS = 2000;
+
 /** A segment's INSERT settings: deduplicated by its token (a replay inserts nothing twice), tagged with its table. */
 export const segmentInsertSettings = (table: string, token: string): Record<string, string | number> => ({
   insert_deduplicate: 1,
@@ -141,6 +156,10 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   private readonly opts: Required<SpoolWriterOptions<R>>;
   private openSegment: Segment | null = null;
   private readonly sealed: Segment[] = [];
+  /** The rows of the segment sealed last in this process: whether rows come at a busy pace. */
+  private lastSealedRows = 0;
+  /** The insert a read's catchUp started, while it runs. */
+  private catchingUp: Promise<void> | null = null;
   private bufferedRows = 0;
   private spoolBytes = 0;
   private serialChain: Promise<unknown> = Promise.resolve();
@@ -249,6 +268,45 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     }
   }
 
+  /**
+   * Inserts the rows waiting for their segment's interval now when that is cheap, so that
+   * a read which follows sees every row accepted before it: they come at a quiet pace
+   * (fewer than busyRows wait, and the segment sealed last held fewer) and ClickHouse takes
+   * inserts. Otherwise they land on their own schedule and this resolves at once: a read
+   * during busy ingest never waits for a large insert. Waits at most CATCH_UP_WAIT_MS, and
+   * never rejects (a read goes on without the rows).
+   */
+  async catchUp(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CATCH_UP_WAIT_MS);
+    });
+    const inTime = async (insert: Promise<void>) => (await Promise.race([insert.then(() => true), deadline.then(() => false)])) === true;
+    try {
+      // A read that comes while another read's rows are inserting waits for that insert, then has its own rows inserted.
+      const running = this.catchingUp;
+      if (running && !(await inTime(running))) return;
+      this.catchingUp ??= this.startCatchUp();
+      if (this.catchingUp) await inTime(this.catchingUp);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The insert of every waiting row when it is cheap (see catchUp), or null. */
+  private startCatchUp(): Promise<void> | null {
+    if (this.closing || this.failing || this.lastSealedRows >= this.opts.busyRows) return null;
+    // A segment a previous run left (not counted) has unknown rows: it may be large.
+    if (!this.sealed.every((segment) => segment.counted)) return null;
+    const waiting = (this.openSegment?.rows ?? 0) + this.sealed.reduce((sum, segment) => sum + segment.rows, 0);
+    if (waiting === 0 || waiting >= this.opts.busyRows) return null;
+    return this.flush()
+      .catch(() => undefined)
+      .finally(() => {
+        this.catchingUp = null;
+      });
+  }
+
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
@@ -292,6 +350,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
       await removeSegment(this.opts.spoolDir, segment.name);
       return;
     }
+    this.lastSealedRows = segment.rows;
     this.sealed.push(segment);
     this.kick();
   }

@@ -56,8 +56,7 @@ export const auditOperations = [
     annotations: READ_ONLY,
     handler: async ({ services, principal }, input) => {
       assertTimeBounds(input);
-      // Records this process spooled are read back at once (they are otherwise inserted within a second).
-      await services.audit.flush().catch((err: unknown) => services.logger.warn({ err: String(err) }, 'audit log: could not flush before a query'));
+      await services.audit.catchUp();
       return queryAuditLog(services.clickhouse, principal.organizationGuid, {
         filters: Object.fromEntries(Object.entries(input.filters ?? {}).filter(([, v]) => v !== undefined)),
         fromMs: input.fromMs,

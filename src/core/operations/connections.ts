@@ -95,7 +95,7 @@ export const connectionOperations = [
       if (!c) throw notFound('Connection');
       const [serverCount, activity] = await Promise.all([
         countReachableServers(services.db, principal.organizationGuid, c.gateway_guid),
-        connectionCallSummary(services.clickhouse, principal.organizationGuid, c.guid),
+        services.callLogs.catchUp().then(() => connectionCallSummary(services.clickhouse, principal.organizationGuid, c.guid)),
       ]);
       return {
         ...toConnection(c),

@@ -74,6 +74,7 @@ export const logOperations = [
     annotations: READ_ONLY,
     handler: async ({ services, principal }, input) => {
       assertTimeBounds(input);
+      await services.callLogs.catchUp();
       return queryLogs(services.clickhouse, principal.organizationGuid, {
         filters: Object.fromEntries(Object.entries(input.filters ?? {}).filter(([, v]) => v !== undefined)) as Record<string, string>,
         fromMs: input.fromMs,

@@ -75,6 +75,7 @@ export const reportOperations = [
     handler: async ({ services, principal }, input) => {
       assertTimeBounds(input);
       const window = usageWindow(input.fromMs, input.toMs);
+      await services.callLogs.catchUp();
       return usageReport(services.clickhouse, principal.organizationGuid, {
         ...window,
         filters: Object.fromEntries(Object.entries(input.filters ?? {}).filter(([, v]) => v !== undefined)),
