@@ -277,34 +277,35 @@ export class SpoolWriter<R> implements SpoolSink<R> {
    * never rejects (a read goes on without the rows).
    */
   async catchUp(): Promise<void> {
+    if (!this.catchingUp && !this.cheapToCatchUp()) return;
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, CATCH_UP_WAIT_MS);
+    const deadline = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), CATCH_UP_WAIT_MS);
     });
-    const inTime = async (insert: Promise<void>) => (await Promise.race([insert.then(() => true), deadline.then(() => false)])) === true;
+    const inTime = (insert: Promise<void>) => Promise.race([insert.then(() => true), deadline]);
     try {
       // A read that comes while another read's rows are inserting waits for that insert, then has its own rows inserted.
       const running = this.catchingUp;
       if (running && !(await inTime(running))) return;
-      this.catchingUp ??= this.startCatchUp();
-      if (this.catchingUp) await inTime(this.catchingUp);
+      if (!this.catchingUp && !this.cheapToCatchUp()) return;
+      this.catchingUp ??= this.flush()
+        .catch(() => undefined)
+        .finally(() => {
+          this.catchingUp = null;
+        });
+      await inTime(this.catchingUp);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  /** The insert of every waiting row when it is cheap (see catchUp), or null. */
-  private startCatchUp(): Promise<void> | null {
-    if (this.closing || this.failing || this.lastSealedRows >= this.opts.busyRows) return null;
+  /** Whether inserting every waiting row now is cheap (see catchUp). */
+  private cheapToCatchUp(): boolean {
+    if (this.closing || this.failing || this.lastSealedRows >= this.opts.busyRows) return false;
     // A segment a previous run left (not counted) has unknown rows: it may be large.
-    if (!this.sealed.every((segment) => segment.counted)) return null;
+    if (!this.sealed.every((segment) => segment.counted)) return false;
     const waiting = (this.openSegment?.rows ?? 0) + this.sealed.reduce((sum, segment) => sum + segment.rows, 0);
-    if (waiting === 0 || waiting >= this.opts.busyRows) return null;
-    return this.flush()
-      .catch(() => undefined)
-      .finally(() => {
-        this.catchingUp = null;
-      });
+    return waiting > 0 && waiting < this.opts.busyRows;
   }
 
   async close(): Promise<void> {
