@@ -62,6 +62,7 @@ const ONCE = [
   // The call-log store and what reads it.
   'test/logs-ddl.test.ts',
   'test/logs-query.test.ts',
+  'test/logs-read-after-write.test.ts',
   'test/logs-seed.test.ts',
   'test/logs-upgrade.test.ts',
   'test/logs-writer.test.ts',

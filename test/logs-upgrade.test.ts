@@ -10,6 +10,16 @@ import { queryLogs, TRACE_HOURS, USER_SERVER_PAIR } from '../src/core/logs/query
 import { listDdlFiles, migrateClickhouse, openClickhouse, renderDdlFile, type ClickhouseStore } from '../src/stores/clickhouse.js';
 import { DERIVED_ROLLUPS } from './helpers/derived-rollups.js';
 
+/**
+ * The start (UTC) of the Monday on or before `ms`. call_logs is partitioned by week, so rows
+ * laid out from it fall into the same weeks' parts, and granules, whatever day the suite runs.
+ */
+const mondayBefore = (ms: number): number => {
+  const day = Math.floor(ms / 86_400_000);
+  // Day 0, 1970-01-01, was a Thursday.
+  return (day - ((day + 3) % 7)) * 86_400_000;
+};
+
 const ORG = '01a21a14-aaf4-72cd-9769-ad62f2cadb8f';
 
 /**
@@ -345,9 +355,7 @@ describe('clickhouse/0020 on call_logs that hold rows', () => {
   const RARE = { user_guid: user(40), inbound_server_guid: server(6) };
   const rare: string[] = [];
   let n = 0;
-  // The Monday 12 to 18 days back (call_logs is partitioned by week): the rows fall into the same weeks' parts whatever the day.
-  const firstDay = Math.floor((Date.now() - 12 * 86_400_000) / 86_400_000);
-  const firstRowAt = (firstDay - ((firstDay + 3) % 7)) * 86_400_000;
+  const firstRowAt = mondayBefore(Date.now() - 12 * 86_400_000);
 
   /** One INSERT of `count` rows a minute apart: users 0-39 over servers 0-5, and the rare pair. */
   async function insertBatch(count: number): Promise<void> {
@@ -452,7 +460,7 @@ describe('clickhouse/0020 on call_logs that hold rows', () => {
 describe('clickhouse/0021 on call_logs that hold rows', () => {
   const TRACE_HOURS_FILE = '0021_call_log_trace_hours.sql';
   const db = storeBefore(TRACE_HOURS_FILE);
-  const started = Date.now() - 12 * 86_400_000;
+  const started = mondayBefore(Date.now() - 12 * 86_400_000);
   let n = 0;
   /** Each trace's rows: its first two a minute apart, its third five hours later (so two hours). */
   const traceOf = (i: number) => (Math.floor(i / 3) * 7919).toString(16).padStart(32, '0');
