@@ -8,6 +8,7 @@
  *
  *   npm run bench:trickle [-- --seconds 30 --rounds 2 --rates 2,20 --intervals 1000,10000]
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CallLogWriter } from '../src/core/logs/call-log-writer.js';
@@ -31,7 +32,7 @@ const ROUNDS = Number(values.rounds);
 const RATES = values.rates.split(',').map(Number);
 const INTERVALS = values.intervals.split(',').map(Number);
 
-const { config } = benchConfig('trickle');
+const { config, dataDir } = benchConfig('trickle');
 const runtime = await openRuntime(config, { logger: silentLogger, backgroundJobs: false });
 const { services } = runtime;
 const ws = await createWorkspace(services.db, { name: 'trickle', adminEmail: 'trickle@example.test' });
@@ -70,7 +71,7 @@ const figures = new Map<string, number[]>();
 const record = (name: string, share: number) => figures.set(name, [...(figures.get(name) ?? []), share]);
 console.log(`bench:trickle — process CPU while call logs arrive at a trickle, ${SECONDS} s a variant, ${ROUNDS} round(s), ${loadAverage()}`);
 for (let round = 0; round < ROUNDS; round++) {
-  const order = [...RATES.flatMap((rate) => INTERVALS.map((interval) => [rate, interval] as const))];
+  const order = RATES.flatMap((rate) => INTERVALS.map((interval) => [rate, interval] as const));
   if (round % 2) order.reverse();
   record('idle (no rows)', await cpuShare(idle));
   for (const [rate, interval] of order) record(`${rate} rows/s, flush after ${interval} ms`, await cpuShare((signal) => trickle(rate, interval, signal)));
@@ -80,3 +81,4 @@ for (const [name, shares] of figures)
   console.log(`${name.padEnd(34)} ${median(shares).toFixed(1).padStart(20)}   ${shares.map((s) => s.toFixed(1)).join(', ')}`);
 console.log(loadAverage());
 await runtime.close();
+fs.rmSync(dataDir, { recursive: true, force: true });
