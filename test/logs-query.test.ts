@@ -219,6 +219,15 @@ describe.each(SURFACES)('query_logs on %s', (surface) => {
     expect(res.body.errors.map((e: any) => e.path)).toContain(path);
   });
 
+  it('names a number past its bound once, by the bound the field declares', async () => {
+    const res = await invoke(t, surface, token, 'query_logs', { fromMs: -1e20, skip: 1e20 });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([
+      { path: 'fromMs', message: 'Too small: expected number to be >=0' },
+      { path: 'skip', message: 'Too big: expected number to be <=1000000000' },
+    ]);
+  });
+
   it("never shows another workspace's rows, whatever the filters", async () => {
     const own = await invoke(t, surface, otherToken, 'query_logs', { take: 1000 });
     expect(own.body.items).toHaveLength(50);

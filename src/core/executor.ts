@@ -12,9 +12,15 @@ export function zodFieldErrors(error: z.ZodError): FieldError[] {
   // zod measures the length of a value of the wrong type too (`name: []` is also "expected array to have >=1 items"):
   // past the type, no other fault of that field means anything.
   const mistyped = new Set(error.issues.filter((i) => i.code === 'invalid_type').map((i) => i.path.map(String).join('.')));
+  // `.int()` also bounds a number to the safe integers: a value past the field's own bound as well
+  // (`fromMs: -1e20`) would be told both, the first naming a bound the caller never set.
+  const ownBound = new Set(
+    error.issues.filter((i) => (i.code === 'too_small' || i.code === 'too_big') && i.origin !== 'int').map((i) => `${i.code} ${i.path.map(String).join('.')}`),
+  );
   return error.issues.flatMap((issue): FieldError[] => {
     const base = issue.path.map(String).join('.');
     if (issue.code !== 'invalid_type' && mistyped.has(base)) return [];
+    if ((issue.code === 'too_small' || issue.code === 'too_big') && issue.origin === 'int' && ownBound.has(`${issue.code} ${base}`)) return [];
     if (issue.code === 'unrecognized_keys') {
       // A key with no name (`?=`, `{"": 1}`) would be named by nothing: the message says what it is.
       return issue.keys.map((k) => ({ path: base ? `${base}.${k}` : k, message: k === '' ? EMPTY_NAME_REFUSED : 'unknown field' }));
