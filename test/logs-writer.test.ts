@@ -443,6 +443,44 @@ describe('the call-log writer', () => {
     expect(await countRows(t, org)).toBe(1);
   });
 
+  it('appends the writes of one turn of the event loop together, a malformed row refusing its own write alone', async () => {
+    const org = newGuid();
+    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: newSpoolDir(), logger: new CapturedLog() });
+    const appends = vi.spyOn(fs, 'writeSync');
+    try {
+      const good = [[logRow(org)], [logRow(org), logRow(org)], [logRow(org)]];
+      const outcomes = await Promise.allSettled([
+        writer.write(good[0]!),
+        writer.write(good[1]!),
+        writer.write([logRow(org), logRow(org, { userGuid: 'not-a-guid' })]),
+        writer.write(good[2]!),
+      ]);
+      expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      expect(String((outcomes[2] as PromiseRejectedResult).reason)).toMatch(/userGuid/);
+      // One append to the segment's file (no row has detail) for the four writes.
+      expect(appends).toHaveBeenCalledTimes(1);
+      // A write in a later turn is appended on its own.
+      await writer.write([logRow(org)]);
+      expect(appends).toHaveBeenCalledTimes(2);
+      await writer.flush();
+      await writer.close();
+      expect(await countRows(t, org)).toBe(5);
+    } finally {
+      appends.mockRestore();
+    }
+  });
+
+  it('keeps the rows written in the turn close is called in', async () => {
+    const org = newGuid();
+    const dir = newSpoolDir();
+    const writer = await CallLogWriter.open({ insert: realInsert, spoolDir: dir, logger: new CapturedLog() });
+    const written = writer.write([logRow(org), logRow(org)]);
+    await writer.close();
+    await written;
+    await expect(writer.write([logRow(org)])).rejects.toThrow(/closed/);
+    expect(await countRows(t, org)).toBe(2);
+  });
+
   it('cuts off what a failed append left and goes on in a new segment (a full disk)', async () => {
     const org = newGuid();
     const dir = newSpoolDir();

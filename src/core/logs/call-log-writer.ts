@@ -122,6 +122,12 @@ export const segmentInsertSettings = (table: string, token: string): Record<stri
   log_comment: `spool-writer ${table}`,
 });
 
+interface PendingWrite<R> {
+  rows: readonly R[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 type Outcome = { ok: true } | { ok: false; error: unknown };
 
 /** ClickHouse refused the data itself (not the connection): retrying the same segment forever would block the spool. */
@@ -173,6 +179,9 @@ export class SpoolWriter<R> implements SpoolSink<R> {
   private closing = false;
   private failing = false;
   private readonly encoder: LineEncoder<R>;
+  /** The writes of this turn of the event loop, appended together when it ends (see write()). */
+  private turn: PendingWrite<R>[] | null = null;
+  private turnEnd: NodeJS.Immediate | undefined;
 
   private constructor(opts: SpoolWriterOptions<R>) {
     this.opts = {
@@ -210,52 +219,96 @@ export class SpoolWriter<R> implements SpoolSink<R> {
     return writer;
   }
 
+  /**
+   * Accepts rows at the end of this turn of the event loop, with every other write of the
+   * turn: one append to each spool file for all of them (a gateway's calls end a few to a
+   * turn under load, and each append is a system call; docs/call-logs.md, "Session 43").
+   */
   async write(rows: readonly R[]): Promise<void> {
-    if (rows.length === 0) return this.refuseWhenClosed();
-    // Encoded inside serial(): the encoder's lines are views that live until its next encode.
-    await this.append(() => this.encoder.encode(rows));
+    this.refuseWhenClosed();
+    if (rows.length === 0) return;
+    if (!this.hasRoom()) await this.waitForRoom();
+    this.refuseWhenClosed();
+    return new Promise<void>((resolve, reject) => {
+      if (!this.turn) {
+        this.turn = [];
+        this.turnEnd = setImmediate(() => void this.endTurn());
+      }
+      this.turn.push({ rows, resolve, reject });
+    });
   }
 
   /** As write(), for lines another thread encoded with this writer's row encoder (seed-logs' worker). */
   async writeEncoded(lines: EncodedLines): Promise<void> {
-    if (lines.rows === 0) return this.refuseWhenClosed();
-    await this.append(() => lines);
+    this.refuseWhenClosed();
+    if (lines.rows === 0) return;
+    await this.waitForRoom();
+    await this.serial(async () => {
+      this.refuseWhenClosed();
+      await this.appendNow(lines);
+    });
   }
 
   private refuseWhenClosed(): void {
     if (this.closing) throw new Error('The call-log writer is closed.');
   }
 
-  /** Appends the lines `encode` gives to the open segment's files, once there is room; seals the segment when full. */
-  private async append(encode: () => EncodedLines): Promise<void> {
-    this.refuseWhenClosed();
-    await this.waitForRoom();
-    await this.serial(async () => {
-      this.refuseWhenClosed();
-      const { rows, thin, detail } = encode();
-      const segment = this.openSegment ?? this.startSegment();
+  /**
+   * Appends the rows written this turn, each write's rows encoded on their own (a malformed
+   * row refuses its write alone). Runs when the turn ends, or at once when a flush, a read's
+   * catchUp or close comes first; resolves once they are appended.
+   */
+  private endTurn(): Promise<void> {
+    const writes = this.turn;
+    if (!writes) return Promise.resolve();
+    this.turn = null;
+    clearImmediate(this.turnEnd);
+    return this.serial(async () => {
+      // Encoded inside serial(): the encoder's lines are views that live until its next encode.
+      const accepted = writes.filter((write) => {
+        try {
+          this.encoder.add(write.rows);
+          return true;
+        } catch (err) {
+          write.reject(err);
+          return false;
+        }
+      });
       try {
-        if (detail) appendLines((segment.detailFd ??= fs.openSync(detailPath(this.opts.spoolDir, segment.name), 'a', 0o600)), detail);
-        appendLines(segment.fd!, thin);
+        await this.appendNow(this.encoder.take());
+        for (const write of accepted) write.resolve();
       } catch (err) {
-        // A failed append (a full disk) can leave a line cut short: cut it off and seal the
-        // segment, so that no later line follows it (the whole segment would be refused).
-        const kept = repairSegment(this.opts.spoolDir, segment.name);
-        this.spoolBytes += kept - segment.bytes;
-        segment.bytes = kept;
-        await this.seal();
-        throw err;
+        for (const write of accepted) write.reject(err);
       }
-      const bytes = thin.length + (detail?.length ?? 0);
-      segment.rows += rows;
-      segment.bytes += bytes;
-      this.bufferedRows += rows;
-      this.spoolBytes += bytes;
-      if (segment.rows >= this.opts.batchRows) await this.seal();
     });
   }
 
+  /** Appends lines to the open segment's files (starting one); seals the segment when full. Runs inside serial(). */
+  private async appendNow({ rows, thin, detail }: EncodedLines): Promise<void> {
+    if (rows === 0) return;
+    const segment = this.openSegment ?? this.startSegment();
+    try {
+      if (detail) appendLines((segment.detailFd ??= fs.openSync(detailPath(this.opts.spoolDir, segment.name), 'a', 0o600)), detail);
+      appendLines(segment.fd!, thin);
+    } catch (err) {
+      // A failed append (a full disk) can leave a line cut short: cut it off and seal the
+      // segment, so that no later line follows it (the whole segment would be refused).
+      const kept = repairSegment(this.opts.spoolDir, segment.name);
+      this.spoolBytes += kept - segment.bytes;
+      segment.bytes = kept;
+      await this.seal();
+      throw err;
+    }
+    const bytes = thin.length + (detail?.length ?? 0);
+    segment.rows += rows;
+    segment.bytes += bytes;
+    this.bufferedRows += rows;
+    this.spoolBytes += bytes;
+    if (segment.rows >= this.opts.batchRows) await this.seal();
+  }
+
   async flush(): Promise<void> {
+    void this.endTurn();
     await this.serial(() => this.seal());
     const target = this.sealed.at(-1)?.name;
     if (target === undefined) return;
@@ -277,6 +330,7 @@ export class SpoolWriter<R> implements SpoolSink<R> {
    * never rejects (a read goes on without the rows).
    */
   async catchUp(): Promise<void> {
+    await this.endTurn();
     if (!this.catchingUp && !this.cheapToCatchUp()) return;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<false>((resolve) => {
@@ -310,6 +364,8 @@ export class SpoolWriter<R> implements SpoolSink<R> {
 
   async close(): Promise<void> {
     if (this.closing) return;
+    // The rows written before close keep their place in the spool; nothing is accepted after.
+    void this.endTurn();
     this.closing = true;
     if (this.timer) clearInterval(this.timer);
     await this.serial(() => this.seal());

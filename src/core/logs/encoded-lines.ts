@@ -24,8 +24,12 @@ export class LineEncoder<R> {
 
   constructor(private readonly encodeRow: (row: R) => EncodedRow) {}
 
-  /** Throws TypeError on a malformed row, and then keeps none of `rows`. */
-  encode(rows: readonly R[]): EncodedLines {
+  private rows = 0;
+
+  /** Adds the lines of `rows` to those the next take() gives; throws TypeError on a malformed row, and then keeps none of `rows`. */
+  add(rows: readonly R[]): void {
+    const thinMark = this.thinLines.length;
+    const detailMark = this.detailLines.length;
     try {
       for (const row of rows) {
         const encoded = this.encodeRow(row);
@@ -33,10 +37,23 @@ export class LineEncoder<R> {
         if (encoded.detail !== null) this.detailLines.push(encoded.detail);
       }
     } catch (err) {
-      this.thinLines.clear();
-      this.detailLines.clear();
+      this.thinLines.truncate(thinMark);
+      this.detailLines.truncate(detailMark);
       throw err;
     }
-    return { rows: rows.length, thin: this.thinLines.take() ?? Buffer.alloc(0), detail: this.detailLines.take() };
+    this.rows += rows.length;
+  }
+
+  /** The lines added since the last take. */
+  take(): EncodedLines {
+    const rows = this.rows;
+    this.rows = 0;
+    return { rows, thin: this.thinLines.take() ?? Buffer.alloc(0), detail: this.detailLines.take() };
+  }
+
+  /** Throws TypeError on a malformed row, and then keeps none of `rows`. */
+  encode(rows: readonly R[]): EncodedLines {
+    this.add(rows);
+    return this.take();
   }
 }

@@ -21,6 +21,16 @@ export class Utf8Lines {
     this.used += this.scratch.write(line, this.used);
   }
 
+  /** Bytes pushed since the last take: a mark truncate() goes back to. */
+  get length(): number {
+    return this.used;
+  }
+
+  /** Drops the lines pushed after `mark` (a length this gave since the last take). */
+  truncate(mark: number): void {
+    this.used = mark;
+  }
+
   /** The lines pushed since the last take, as a view of the scratch that lives until the next push; null when there were none. */
   take(): Buffer | null {
     if (this.used === 0) return null;
